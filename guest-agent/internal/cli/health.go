@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// started is when this agent process started.
+var started = time.Now()
+
+func init() { register(healthVerb) }
+
+var healthVerb = verb{
+	name:    "health",
+	summary: "report the box's health (--json for the versioned report)",
+	relay:   true,
+	run:     runHealth,
+}
+
+func runHealth(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "health", "[--json] [--workspace PATH]")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	workspace := fs.String("workspace", "", "workspace path (default <root>/workspace)")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	if *workspace == "" {
+		*workspace = filepath.Join(e.root, "workspace")
+	}
+	report := probe.Collect(probe.Options{Workspace: *workspace, Version: buildinfo.Version, Started: started})
+	if *asJSON {
+		enc := json.NewEncoder(e.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return fmt.Errorf("writing health report: %w", err)
+		}
+		return nil
+	}
+	return printHealth(e, report)
+}
+
+func printHealth(e *env, r *health.Report) error {
+	if _, err := fmt.Fprintf(e.Out, "status: %s\n", r.Status); err != nil {
+		return err
+	}
+	for code, c := range r.Checks {
+		fmt.Fprintf(e.Out, "  %-16s %-9s %s\n", code, c.Status, c.Message)
+	}
+	for _, s := range r.Services {
+		fmt.Fprintf(e.Out, "  %-16s %-9s pid %d restarts %d\n", s.Name, s.State, s.PID, s.Restarts)
+	}
+	return nil
+}

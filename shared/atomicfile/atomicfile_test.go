@@ -1,0 +1,61 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	for _, content := range []string{"one", "two"} {
+		if err := Write(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(p)
+		if string(b) != content {
+			t.Fatalf("got %q, want %q", b, content)
+		}
+	}
+	st, _ := os.Stat(p)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	assertOnly(t, dir, "f")
+}
+
+func TestWriteFromFailureKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := Write(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := WriteFrom(p, func(w io.Writer) error {
+		_, _ = w.Write([]byte("half"))
+		return boom
+	}, 0o644)
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v", err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != "old" {
+		t.Fatalf("old content lost: %q", b)
+	}
+	assertOnly(t, dir, "f")
+}
+
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != len(names) {
+		var got []string
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		t.Fatalf("dir holds %v, want %v", got, names)
+	}
+}

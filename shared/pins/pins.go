@@ -1,0 +1,181 @@
+// Package pins is the one table of every artifact hermes-box pins: Hermes
+// commits with their installer digest and patch anchor set, uv, Node, Codex,
+// the Executor image, the guest Ubuntu image and the smolvm version.
+//
+// A digest that is not known is recorded as unknown, never guessed: anything
+// that would download such an artifact must refuse through Digest, whose
+// error tells the user how to supply one.
+package pins
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Arch is a guest CPU architecture, in Go's spelling.
+type Arch string
+
+// The guest architectures hermes-box builds an agent for.
+const (
+	ARM64 Arch = "arm64"
+	AMD64 Arch = "amd64"
+)
+
+// SupportedGuestArch is the architecture every pin is verified for.
+const SupportedGuestArch = ARM64
+
+// SmolvmVersion is the exact smolvm release the host drives.
+const SmolvmVersion = "1.0.4"
+
+// UbuntuImage is the guest base image the builder starts from.
+const UbuntuImage = "ubuntu:24.04"
+
+// NodeMajor is the Node.js LTS line installed in the guest; the tarball is
+// verified against the release's SHASUMS256 list.
+const NodeMajor = 24
+
+// DefaultHermesCommit is the Hermes commit a new box installs.
+const DefaultHermesCommit = "81eaedd0f5c471c7ee748990066135a684f3c962"
+
+// DefaultExecutorImage is the Executor image a new box pulls when enabled.
+const DefaultExecutorImage = "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b"
+
+// HermesRelease is one Hermes Agent commit hermes-box knows how to install
+// and patch.
+type HermesRelease struct {
+	Commit          string
+	Version         string
+	InstallerSHA256 string
+	// AnchorSet names the gated-approval anchor set that matches this tree.
+	AnchorSet string
+}
+
+// InstallerURL is the immutable address of the installer at this commit.
+func (h HermesRelease) InstallerURL() string {
+	return "https://raw.githubusercontent.com/NousResearch/hermes-agent/" + h.Commit + "/scripts/install.sh"
+}
+
+// HermesReleases lists the supported Hermes commits, the default first.
+var HermesReleases = []HermesRelease{
+	{
+		Commit:          DefaultHermesCommit,
+		Version:         "0.16.0",
+		InstallerSHA256: "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa",
+		AnchorSet:       "hermes-0.16.0",
+	},
+	{
+		Commit:          "2bd1977d8fad185c9b4be47884f7e87f1add0ce3",
+		Version:         "0.17.0",
+		InstallerSHA256: "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa",
+		AnchorSet:       "hermes-0.17.0",
+	},
+}
+
+// ErrUnsupportedCommit is returned for a Hermes commit not in the table.
+var ErrUnsupportedCommit = errors.New("unsupported Hermes commit")
+
+// Hermes returns the release pinned for commit.
+func Hermes(commit string) (HermesRelease, error) {
+	for _, h := range HermesReleases {
+		if h.Commit == commit {
+			return h, nil
+		}
+	}
+	return HermesRelease{}, fmt.Errorf("%w %q: supported commits are %s", ErrUnsupportedCommit, commit, strings.Join(hermesCommits(), ", "))
+}
+
+func hermesCommits() []string {
+	out := make([]string, 0, len(HermesReleases))
+	for _, h := range HermesReleases {
+		out = append(out, h.Commit+" ("+h.Version+")")
+	}
+	return out
+}
+
+// Artifact is a downloadable file pinned by version and, per architecture,
+// by SHA-256. An architecture missing from SHA256 has no known digest.
+type Artifact struct {
+	Name    string
+	Version string
+	// URLs maps each architecture to its download address.
+	URLs map[Arch]string
+	// SHA256 maps each architecture to its lowercase hex digest.
+	SHA256 map[Arch]string
+	// OverrideKey is the hermes-box.conf key that supplies a digest the
+	// table does not know.
+	OverrideKey string
+}
+
+// ErrUnknownDigest is returned for an artifact whose digest is not pinned
+// for the requested architecture.
+var ErrUnknownDigest = errors.New("no pinned sha256")
+
+// Digest returns the pinned digest for arch, or override when the table has
+// none. It refuses to return anything unverifiable.
+func (a Artifact) Digest(arch Arch, override string) (string, error) {
+	if d, ok := a.SHA256[arch]; ok {
+		if override != "" && override != d {
+			return "", fmt.Errorf("%s: %s %s for %s is pinned to sha256 %s; %s may not change a pinned digest", a.Name, a.Name, a.Version, arch, d, a.OverrideKey)
+		}
+		return d, nil
+	}
+	if override != "" {
+		return override, nil
+	}
+	return "", fmt.Errorf("%w for %s %s on %s: download %s yourself, check it, and set %s=<sha256> in hermes-box.conf to use it",
+		ErrUnknownDigest, a.Name, a.Version, arch, a.URL(arch), a.OverrideKey)
+}
+
+// URL returns the download address for arch, or "" when there is none.
+func (a Artifact) URL(arch Arch) string { return a.URLs[arch] }
+
+// UV is the pinned uv release. 0.11.22 deadlocked building Hermes; 0.11.23
+// (aarch64 sha256 1873a77350f6621279ae1a0d2227f2bd8b67131598f14a7eb0ba2215d3da2c98)
+// is known good too but not yet the default.
+var UV = Artifact{
+	Name:    "uv",
+	Version: "0.11.21",
+	URLs: map[Arch]string{
+		ARM64: "https://github.com/astral-sh/uv/releases/download/0.11.21/uv-aarch64-unknown-linux-gnu.tar.gz",
+		AMD64: "https://github.com/astral-sh/uv/releases/download/0.11.21/uv-x86_64-unknown-linux-gnu.tar.gz",
+	},
+	SHA256: map[Arch]string{
+		ARM64: "88e800834007cc5efd4675f166eb2a51e7e3ad19876d85fa8805a6fb5c922397",
+	},
+	OverrideKey: "HERMES_BOX_UV_SHA256",
+}
+
+// Codex is the pinned Codex CLI standalone package.
+var Codex = Artifact{
+	Name:    "codex",
+	Version: "0.141.0",
+	URLs: map[Arch]string{
+		ARM64: "https://github.com/openai/codex/releases/download/rust-v0.141.0/codex-package-aarch64-unknown-linux-musl.tar.gz",
+		AMD64: "https://github.com/openai/codex/releases/download/rust-v0.141.0/codex-package-x86_64-unknown-linux-musl.tar.gz",
+	},
+	SHA256: map[Arch]string{
+		ARM64: "b70030338592de3e361f3cde83d624f88061df300abe31b62075a5c5a058a6fc",
+	},
+	OverrideKey: "HERMES_BOX_CODEX_SHA256",
+}
+
+// CodexTarget is the Rust target triple of the Codex package for arch.
+func CodexTarget(arch Arch) string {
+	if arch == AMD64 {
+		return "x86_64-unknown-linux-musl"
+	}
+	return "aarch64-unknown-linux-musl"
+}
+
+// ExecutorImage is one known Executor image reference.
+type ExecutorImage struct {
+	Version   string
+	Reference string
+}
+
+// ExecutorImages lists the Executor images known to work, the default first.
+var ExecutorImages = []ExecutorImage{
+	{Version: "v1.5.12", Reference: DefaultExecutorImage},
+	{Version: "v1.5.16", Reference: "ghcr.io/rhyssullivan/executor-selfhost:v1.5.16@sha256:5d763c718b6567d56e0168d3c205065a37355da1468290f2030f7f6c792f02b6"},
+}

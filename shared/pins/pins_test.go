@@ -1,0 +1,91 @@
+package pins
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func TestTableIsWellFormed(t *testing.T) {
+	if HermesReleases[0].Commit != DefaultHermesCommit {
+		t.Errorf("the default Hermes commit must come first")
+	}
+	for _, h := range HermesReleases {
+		if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(h.Commit) || !hex64.MatchString(h.InstallerSHA256) || h.AnchorSet == "" {
+			t.Errorf("malformed Hermes pin %+v", h)
+		}
+		if !strings.HasPrefix(h.InstallerURL(), "https://") || !strings.Contains(h.InstallerURL(), h.Commit) {
+			t.Errorf("installer URL %q is not immutable https", h.InstallerURL())
+		}
+	}
+	for _, a := range []Artifact{UV, Codex} {
+		for arch, d := range a.SHA256 {
+			if !hex64.MatchString(d) {
+				t.Errorf("%s %s: malformed digest %q", a.Name, arch, d)
+			}
+		}
+		for arch, u := range a.URLs {
+			if !strings.HasPrefix(u, "https://") || !strings.Contains(u, a.Version) {
+				t.Errorf("%s %s: URL %q is not a pinned https address", a.Name, arch, u)
+			}
+		}
+		if _, ok := a.SHA256[SupportedGuestArch]; !ok {
+			t.Errorf("%s has no digest for the supported guest arch", a.Name)
+		}
+	}
+	if ExecutorImages[0].Reference != DefaultExecutorImage {
+		t.Errorf("the default Executor image must come first")
+	}
+	for _, im := range ExecutorImages {
+		if !regexp.MustCompile(`:` + regexp.QuoteMeta(im.Version) + `@sha256:[0-9a-f]{64}$`).MatchString(im.Reference) {
+			t.Errorf("Executor reference %q lacks its tag or digest", im.Reference)
+		}
+	}
+}
+
+func TestHermes(t *testing.T) {
+	h, err := Hermes("2bd1977d8fad185c9b4be47884f7e87f1add0ce3")
+	if err != nil || h.Version != "0.17.0" {
+		t.Fatalf("got %+v, %v", h, err)
+	}
+	if _, err := Hermes(strings.Repeat("0", 40)); !errors.Is(err, ErrUnsupportedCommit) {
+		t.Fatalf("unknown commit: got %v", err)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	other := strings.Repeat("a", 64)
+	tests := []struct {
+		name     string
+		arch     Arch
+		override string
+		want     string
+		wantErr  string
+	}{
+		{"pinned", ARM64, "", UV.SHA256[ARM64], ""},
+		{"pinned, same override", ARM64, UV.SHA256[ARM64], UV.SHA256[ARM64], ""},
+		{"pinned, other override refused", ARM64, other, "", "may not change a pinned digest"},
+		{"unknown refuses and says how", AMD64, "", "", "set HERMES_BOX_UV_SHA256=<sha256> in hermes-box.conf"},
+		{"unknown with override", AMD64, other, other, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := UV.Digest(tt.arch, tt.override)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := Codex.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), Codex.URL(AMD64)) {
+		t.Fatalf("codex amd64: got %v", err)
+	}
+}

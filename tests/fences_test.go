@@ -1,0 +1,119 @@
+package tests
+
+import (
+	"bufio"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/hermes-box/hermes-box"
+
+// moduleRoot is the directory holding go.mod.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// deps lists "package: dependency" pairs for every package matching pattern.
+func deps(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, pattern)
+	cmd.Dir = moduleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pattern, err)
+	}
+	m := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		m[f[0]] = f[1:]
+	}
+	return m
+}
+
+// isStd reports whether an import path belongs to the standard library.
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func TestSharedImportsOnlyTheStandardLibrary(t *testing.T) {
+	for pkg, ds := range deps(t, "./shared/...") {
+		for _, d := range ds {
+			if !isStd(d) && !strings.HasPrefix(d, mod+"/shared/") {
+				t.Errorf("%s imports %s: shared/... may import only the standard library", pkg, d)
+			}
+		}
+	}
+}
+
+func TestBinariesDoNotImportEachOther(t *testing.T) {
+	fences := []struct{ pattern, forbidden string }{
+		{"./host/...", mod + "/guest-agent"},
+		{"./guest-agent/...", mod + "/host"},
+	}
+	for _, f := range fences {
+		for pkg, ds := range deps(t, f.pattern) {
+			for _, d := range ds {
+				if strings.HasPrefix(d, f.forbidden) {
+					t.Errorf("%s imports %s", pkg, d)
+				}
+			}
+		}
+	}
+}
+
+func TestAgentStaysLean(t *testing.T) {
+	// containers/image and umoci belong in the agent only where the design
+	// puts them (internal/oci); never cobra or anything cgo-only.
+	for pkg, ds := range deps(t, "./guest-agent/...") {
+		for _, d := range ds {
+			if strings.HasPrefix(d, "github.com/spf13/cobra") {
+				t.Errorf("%s imports %s: the agent's CLI uses the flag package", pkg, d)
+			}
+		}
+	}
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	root := moduleRoot(t)
+	docs := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		docs[dir] = docs[dir] || f.Doc != nil
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, ok := range docs {
+		if !ok {
+			rel, _ := filepath.Rel(root, dir)
+			t.Errorf("package in %s has no doc comment", rel)
+		}
+	}
+}
