@@ -1,0 +1,283 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// File names inside the project root.
+const (
+	FileName        = "hermes-box.conf"
+	SecretsFileName = "secret-env.txt"
+)
+
+// NetworkMode is the guest's network access, HERMES_BOX_NETWORK_MODE.
+type NetworkMode string
+
+// The network modes the configuration accepts. The host refuses every mode
+// but full when it creates a machine; that check is not made here.
+const (
+	NetworkFull   NetworkMode = "full"
+	NetworkStrict NetworkMode = "strict"
+	NetworkNone   NetworkMode = "none"
+)
+
+// Config is the resolved hermes-box configuration. Each field names the
+// setting it comes from.
+type Config struct {
+	// ProjectRoot is the absolute, clean project directory.
+	ProjectRoot string
+	// File is the configuration file consulted: <ProjectRoot>/hermes-box.conf,
+	// or $HERMES_BOX_CONFIG as given. It need not exist.
+	File string
+	// Secrets are the mappings of <ProjectRoot>/secret-env.txt.
+	Secrets []SecretMapping
+
+	MachineName     string      // HERMES_BOX_MACHINE_NAME
+	BuilderName     string      // HERMES_BOX_BUILDER_NAME
+	SSHPort         int         // HERMES_BOX_SSH_PORT, on 127.0.0.1
+	CPUs            int         // HERMES_BOX_CPUS
+	MemoryMiB       int         // HERMES_BOX_MEMORY_MIB
+	StorageGB       int         // HERMES_BOX_STORAGE_GB
+	OverlayGB       int         // HERMES_BOX_OVERLAY_GB
+	NetworkMode     NetworkMode // HERMES_BOX_NETWORK_MODE
+	HermesCommit    string      // HERMES_BOX_HERMES_COMMIT, 40 hex characters
+	ExecutorEnabled bool        // HERMES_BOX_EXECUTOR_ENABLED
+	ExecutorPort    int         // HERMES_BOX_EXECUTOR_PORT
+	ExecutorImage   string      // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
+
+	// DataDirOverride is HERMES_BOX_DATA_DIR as configured; "" means the
+	// project root. Use DataDir for the resolved path.
+	DataDirOverride string
+	// SSHKeyOverride is HERMES_BOX_SSH_KEY as configured; "" means the
+	// generated project key. Use SSHKeyPath for the resolved path.
+	SSHKeyOverride string
+
+	// UVSHA256 and CodexSHA256 (HERMES_BOX_UV_SHA256, HERMES_BOX_CODEX_SHA256)
+	// supply the SHA-256 of guest archives that have no pinned digest, as 64
+	// lowercase hex characters; "" means none.
+	UVSHA256    string
+	CodexSHA256 string
+}
+
+// Default returns the built-in defaults for the project at projectRoot, which
+// should be absolute. It reads no file and no environment.
+func Default(projectRoot string) *Config {
+	root := filepath.Clean(projectRoot)
+	c := &Config{ProjectRoot: root, File: filepath.Join(root, FileName)}
+	for _, s := range settings {
+		if err := s.assign(c, s.def); err != nil {
+			panic("config: invalid default: " + err.Error()) // unreachable: defaults are tested constants
+		}
+	}
+	return c
+}
+
+// Load returns the configuration of the project at projectRoot: defaults,
+// overridden by the configuration file, overridden by environ (in the form of
+// os.Environ; later duplicates win). An empty value anywhere means the key's
+// default. A missing configuration file or secret-env.txt is fine.
+//
+// In environ, a HERMES_BOX_* name must be a setting, HERMES_BOX_CONFIG,
+// HERMES_BOX_E2E, HERMES_BOX_PROJECT_ROOT, or a host variable named in
+// secret-env.txt, whose value Load never reads; in the file it must be a
+// setting. Other names are ignored. The result has passed Validate.
+func Load(projectRoot string, environ []string) (*Config, error) {
+	root, err := filepath.Abs(projectRoot)
+	if err != nil {
+		return nil, fmt.Errorf("resolving project root: %w", err)
+	}
+	c := Default(root)
+	env := hermesEnviron(environ)
+	if p := env[EnvConfig]; p != "" {
+		c.File = p
+	}
+	secretsPath := filepath.Join(root, SecretsFileName)
+	if c.Secrets, err = LoadSecretMappings(secretsPath); err != nil {
+		return nil, err
+	}
+	if err := checkSecretHosts(secretsPath, c.Secrets); err != nil {
+		return nil, err
+	}
+	errs, err := c.applyFile()
+	if err != nil {
+		return nil, err
+	}
+	errs = append(errs, c.applyEnviron(env)...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// hermesEnviron returns the HERMES_BOX_* entries of environ, later ones
+// winning.
+func hermesEnviron(environ []string) map[string]string {
+	env := make(map[string]string)
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(k, keyPrefix) {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// checkSecretHosts refuses host variables that are also hermes-box settings
+// or control variables, so a secret never doubles as configuration.
+func checkSecretHosts(path string, ms []SecretMapping) error {
+	var errs []error
+	for _, m := range ms {
+		if isReserved(m.Host) {
+			errs = append(errs, &Error{File: path, Line: m.Line, Key: m.Host,
+				Msg: fmt.Sprintf("host variable %q is a Hermes Box setting and cannot hold a secret", m.Host)})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// applyFile applies the assignments of c.File. It returns the problems with
+// individual settings, and err when the file cannot be read or parsed.
+func (c *Config) applyFile() (problems []error, err error) {
+	f, err := os.Open(c.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening configuration file: %w", err)
+	}
+	defer f.Close()
+	assignments, err := Parse(f, c.File)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range assignments {
+		if !strings.HasPrefix(a.Key, keyPrefix) {
+			continue
+		}
+		problem := &Error{File: c.File, Line: a.Line, Key: a.Key}
+		if s, ok := lookupSetting(a.Key); !ok {
+			problem.Msg = fmt.Sprintf("unknown Hermes Box setting %q", a.Key)
+		} else if err := s.set(c, a.Value); err != nil {
+			problem.Msg = a.Key + " " + err.Error()
+		} else {
+			continue
+		}
+		problems = append(problems, problem)
+	}
+	return problems, nil
+}
+
+// applyEnviron applies the settings in env, in name order, and returns the
+// problems found.
+func (c *Config) applyEnviron(env map[string]string) []error {
+	hosts := make(map[string]bool)
+	for _, m := range c.Secrets {
+		hosts[m.Host] = true
+	}
+	var problems []error
+	for _, key := range slices.Sorted(maps.Keys(env)) {
+		if hosts[key] || key == EnvConfig || key == envE2E || key == envProjectRoot {
+			continue
+		}
+		s, ok := lookupSetting(key)
+		if !ok {
+			problems = append(problems, &Error{Key: key, Msg: fmt.Sprintf("unknown Hermes Box environment setting %q", key)})
+			continue
+		}
+		if err := s.set(c, env[key]); err != nil {
+			problems = append(problems, &Error{Key: key, Msg: "environment variable " + key + " " + err.Error()})
+		}
+	}
+	return problems
+}
+
+// Validate checks every setting of c and returns all problems, joined, each
+// an *Error naming its key. The Executor port and image are checked only when
+// the Executor is enabled.
+func (c *Config) Validate() error {
+	var errs []error
+	fail := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: key + " " + fmt.Sprintf(format, args...)})
+	}
+	for _, s := range settings {
+		if s.check == nil {
+			continue
+		}
+		if err := s.check(s.field(c)); err != nil {
+			fail(s.key, "%v", err)
+		}
+	}
+	if c.MachineName != "" && c.MachineName == c.BuilderName {
+		fail(keyMachineName, "must differ from %s, both are %q", keyBuilderName, c.MachineName)
+	}
+	if c.ExecutorEnabled {
+		if err := checkPort(&c.ExecutorPort); err != nil {
+			fail(keyExecutorPort, "%v", err)
+		} else if c.ExecutorPort == c.SSHPort {
+			fail(keyExecutorPort, "must differ from %s, both are %d", keySSHPort, c.SSHPort)
+		}
+		if err := checkImage(c.ExecutorImage); err != nil {
+			fail(keyExecutorImage, "%v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Assignments returns every setting of c as an assignment, in the order of
+// hermes-box.conf.example, without line numbers. Writing their String forms
+// to a file and loading it gives back the same settings.
+func (c *Config) Assignments() []Assignment {
+	out := make([]Assignment, 0, len(settings))
+	for _, s := range settings {
+		out = append(out, Assignment{Key: s.key, Value: s.format(c)})
+	}
+	return out
+}
+
+// DataDir is the absolute directory holding state/, images/ and backups/.
+func (c *Config) DataDir() string {
+	if c.DataDirOverride == "" {
+		return c.ProjectRoot
+	}
+	return c.resolve(c.DataDirOverride)
+}
+
+// StateDir is <DataDir>/state: keys, pinned host keys and other host state.
+func (c *Config) StateDir() string { return filepath.Join(c.DataDir(), "state") }
+
+// BackupsDir is <DataDir>/backups.
+func (c *Config) BackupsDir() string { return filepath.Join(c.DataDir(), "backups") }
+
+// ImagesDir is <DataDir>/images.
+func (c *Config) ImagesDir() string { return filepath.Join(c.DataDir(), "images") }
+
+// SSHKeyPath is the private key used to reach the guest: HERMES_BOX_SSH_KEY
+// resolved against the project root, or <StateDir>/hermes-box-ed25519.
+func (c *Config) SSHKeyPath() string {
+	if c.SSHKeyOverride == "" {
+		return filepath.Join(c.StateDir(), "hermes-box-ed25519")
+	}
+	return c.resolve(c.SSHKeyOverride)
+}
+
+// ExternalSSHKey reports whether the SSH key is supplied by the user, in
+// which case it must exist and is never generated.
+func (c *Config) ExternalSSHKey() bool { return c.SSHKeyOverride != "" }
+
+// resolve makes p absolute against the project root and cleans it.
+func (c *Config) resolve(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.ProjectRoot, p)
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// SecretMapping is one GUEST=HOST line of secret-env.txt: when a machine is
+// created, the guest variable Guest receives the value of the host variable
+// Host. The mapping holds names only, never the secret.
+type SecretMapping struct {
+	Guest string
+	Host  string
+	Line  int // 1-based line in secret-env.txt
+}
+
+// String returns "GUEST=HOST", the argument of smolvm's --secret-env.
+func (m SecretMapping) String() string {
+	return m.Guest + "=" + m.Host
+}
+
+// LoadSecretMappings reads a secret-env.txt file. On each line everything
+// from the first "#" is a comment; blank lines are skipped; every other line
+// must be GUEST=HOST with two valid variable names and a guest variable not
+// mapped before. Errors name the line but never repeat its text. A missing
+// file yields no mappings.
+func LoadSecretMappings(path string) ([]SecretMapping, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening secret mappings: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, maxLineBytes)
+	var out []SecretMapping
+	seen := make(map[string]bool)
+	line := 0
+	for sc.Scan() {
+		line++
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		text = strings.TrimSpace(strings.TrimPrefix(text, "\ufeff"))
+		if text == "" {
+			continue
+		}
+		guest, host, ok := strings.Cut(text, "=")
+		m := SecretMapping{Guest: strings.TrimSpace(guest), Host: strings.TrimSpace(host), Line: line}
+		switch {
+		case !ok || !validName(m.Guest) || !validName(m.Host):
+			return nil, &Error{File: path, Line: line, Msg: "expected GUEST_VARIABLE=HOST_VARIABLE"}
+		case seen[m.Guest]:
+			return nil, &Error{File: path, Line: line, Key: m.Guest, Msg: fmt.Sprintf("duplicate secret mapping for %q", m.Guest)}
+		}
+		seen[m.Guest] = true
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, &Error{File: path, Line: line + 1, Msg: "line too long"}
+		}
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// CheckHost returns an *Error unless lookup reports m.Host set and non-empty.
+// lookup has the signature of os.LookupEnv. The error names the variables,
+// never the value.
+func (m SecretMapping) CheckHost(lookup func(string) (string, bool)) error {
+	if v, ok := lookup(m.Host); ok && v != "" {
+		return nil
+	}
+	return &Error{Key: m.Host, Msg: fmt.Sprintf(
+		"host environment variable %q referenced by secret mapping for %q is unset or empty", m.Host, m.Guest)}
+}
+
+// CheckSecrets runs CheckHost on every mapping and joins the errors.
+func CheckSecrets(mappings []SecretMapping, lookup func(string) (string, bool)) error {
+	var errs []error
+	for _, m := range mappings {
+		errs = append(errs, m.CheckHost(lookup))
+	}
+	return errors.Join(errs...)
+}
