@@ -1,0 +1,81 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// maxEventLine bounds one stderr line; the rest of a longer line is dropped.
+const maxEventLine = 1 << 20
+
+// RawSourceField is set to RawSourceStderr in the Fields of an event made
+// from a stderr line that was not an event (a crash, a message from sudo).
+const (
+	RawSourceField  = "source"
+	RawSourceStderr = "stderr"
+)
+
+// readEvents reads r to its end, line by line, and passes each line to emit
+// as an event. It keeps reading whatever the lines hold, so the remote side
+// never blocks on a full stderr.
+func readEvents(r io.Reader, emit func(protocol.Event)) {
+	if emit == nil {
+		emit = func(protocol.Event) {}
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	skipping := false // past maxEventLine, until the next newline
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case skipping:
+		case len(line)+len(chunk) > maxEventLine:
+			line = append(line, chunk[:maxEventLine-len(line)]...)
+			emitLine(line, emit)
+			skipping = true
+		default:
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if !skipping {
+			emitLine(line, emit)
+		}
+		line, skipping = line[:0], false
+		if err != nil {
+			return
+		}
+	}
+}
+
+// emitLine decodes one line; a line that is not an event becomes a log
+// event carrying the raw text. Blank lines are dropped.
+func emitLine(line []byte, emit func(protocol.Event)) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	ev, err := protocol.DecodeEvent(line)
+	if err != nil {
+		ev = rawEvent(string(line))
+	}
+	emit(ev)
+}
+
+// rawEvent is the event for a stderr line that is not an event.
+func rawEvent(text string) protocol.Event {
+	return protocol.Event{
+		Time:    time.Now().UTC(),
+		Type:    protocol.EventLog,
+		Level:   protocol.LevelWarn,
+		Message: strings.ToValidUTF8(text, "\uFFFD"),
+		Fields:  map[string]string{RawSourceField: RawSourceStderr},
+	}
+}
