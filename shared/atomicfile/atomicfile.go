@@ -12,15 +12,38 @@ import (
 
 // Write replaces path with data, created with perm.
 func Write(path string, data []byte, perm os.FileMode) error {
-	return WriteFrom(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}, perm)
+	return write(path, bytesFill(data), perm, os.Rename)
+}
+
+// WriteNew creates path with data, complete or not at all. If path exists it
+// is left alone and the error wraps fs.ErrExist, so two racing writers end
+// up agreeing on the first one's content.
+func WriteNew(path string, data []byte, perm os.FileMode) error {
+	return write(path, bytesFill(data), perm, linkThenRemove)
 }
 
 // WriteFrom replaces path with what fill writes. If fill fails nothing is
 // replaced and the temp file is removed.
-func WriteFrom(path string, fill func(io.Writer) error, perm os.FileMode) (err error) {
+func WriteFrom(path string, fill func(io.Writer) error, perm os.FileMode) error {
+	return write(path, fill, perm, os.Rename)
+}
+
+func bytesFill(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+}
+
+// linkThenRemove publishes tmp under path without ever replacing path.
+func linkThenRemove(tmp, path string) error {
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
+}
+
+func write(path string, fill func(io.Writer) error, perm os.FileMode, publish func(tmp, path string) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -48,8 +71,8 @@ func WriteFrom(path string, fill func(io.Writer) error, perm os.FileMode) (err e
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", tmp, err)
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("renaming %s into place: %w", path, err)
+	if err = publish(tmp, path); err != nil {
+		return fmt.Errorf("moving %s into place: %w", path, err)
 	}
 	return SyncDir(dir)
 }

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -46,6 +47,33 @@ func TestWriteFromFailureKeepsOld(t *testing.T) {
 		t.Fatalf("old content lost: %q", b)
 	}
 	assertOnly(t, dir, "f")
+}
+
+func TestWriteNewNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := WriteNew(p, []byte("first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNew(p, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("got %v, want fs.ErrExist", err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != "first" {
+		t.Fatalf("content replaced: %q", b)
+	}
+	assertOnly(t, dir, "f")
+}
+
+func TestWriteOverDirectoryFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(filepath.Join(dir, "d"), []byte("x"), 0o600); err == nil {
+		t.Fatal("replaced a directory")
+	}
+	assertOnly(t, dir, "d")
 }
 
 func assertOnly(t *testing.T, dir string, names ...string) {

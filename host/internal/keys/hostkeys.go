@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
@@ -44,7 +46,7 @@ func SaveHostKey(stateDir, machine string, key ssh.PublicKey) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("saving host key of %s: %w", machine, err)
 	}
-	if err := writeFileAtomic(path, ssh.MarshalAuthorizedKey(key), 0o600, true); err != nil {
+	if err := atomicfile.Write(path, ssh.MarshalAuthorizedKey(key), 0o600); err != nil {
 		return fmt.Errorf("saving host key of %s: %w", machine, err)
 	}
 	return nil
@@ -110,7 +112,7 @@ func WriteKnownHosts(path, host string, port int, key ssh.PublicKey) error {
 		return fmt.Errorf("writing known hosts: %w", err)
 	}
 	line := KnownHostsLine(host, port, key) + "\n"
-	if err := writeFileAtomic(path, []byte(line), 0o644, true); err != nil {
+	if err := atomicfile.Write(path, []byte(line), 0o644); err != nil {
 		return fmt.Errorf("writing known hosts: %w", err)
 	}
 	return nil

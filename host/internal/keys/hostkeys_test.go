@@ -180,29 +180,3 @@ func TestWriteKnownHostsRefusesBadInput(t *testing.T) {
 	}
 	checkOnlyFiles(t, dir)
 }
-
-func TestWriteFileAtomicNoReplace(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f")
-	writeFile(t, path, []byte("old"), 0o600)
-	err := writeFileAtomic(path, []byte("new"), 0o600, false)
-	if !errors.Is(err, fs.ErrExist) {
-		t.Errorf("writeFileAtomic without replace = %v, want fs.ErrExist", err)
-	}
-	if got := string(readIfExists(t, path)); got != "old" {
-		t.Errorf("file = %q, want it untouched", got)
-	}
-	checkOnlyFiles(t, dir, "f")
-}
-
-func TestWriteFileAtomicFailureLeavesNoTemp(t *testing.T) {
-	dir := t.TempDir()
-	// Renaming a file over a non-empty directory fails after the temp
-	// file was written: the temp file must go.
-	path := filepath.Join(dir, "target")
-	writeFile(t, filepath.Join(path, "child"), nil, 0o600)
-	if err := writeFileAtomic(path, []byte("x"), 0o600, true); err == nil {
-		t.Fatal("writeFileAtomic over a directory succeeded")
-	}
-	checkOnlyFiles(t, dir, "target")
-}

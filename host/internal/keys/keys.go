@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
 // PubSuffix is appended to a private key's path to name its public key.
@@ -108,7 +110,7 @@ func createPrivateKey(path, comment string) (ssh.Signer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating key directory: %w", err)
 	}
-	err = writeFileAtomic(path, pem.EncodeToMemory(block), 0o600, false)
+	err = atomicfile.WriteNew(path, pem.EncodeToMemory(block), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return loadPrivateKey(path)
 	}
@@ -127,7 +129,7 @@ func createPrivateKey(path, comment string) (ssh.Signer, error) {
 func ensurePublicKey(path string, pub ssh.PublicKey, comment string) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeFileAtomic(path, authorizedLine(pub, comment), 0o644, true); err != nil {
+		if err := atomicfile.Write(path, authorizedLine(pub, comment), 0o644); err != nil {
 			return fmt.Errorf("writing public key: %w", err)
 		}
 		return nil
