@@ -66,6 +66,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newCompletionCommand(),
+		newAuditCommand(boxRunner),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
+)
+
+func init() { register(auditVerb) }
+
+var auditVerb = verb{
+	name:    "audit",
+	summary: "verify or show the approval gate's hash-chained audit log (verify|show [--json])",
+	relay:   true,
+	run:     runAudit,
+}
+
+// auditResult is what `audit verify --json` prints; `audit show --json`
+// adds the entries.
+type auditResult struct {
+	File    string         `json:"file"`
+	OK      bool           `json:"ok"`
+	Count   int            `json:"entries"`
+	Head    string         `json:"head,omitempty"`
+	Broken  *auditBreak    `json:"broken,omitempty"`
+	Records []audit.Record `json:"records,omitempty"`
+}
+
+type auditBreak struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+func runAudit(_ context.Context, e *env, args []string) error {
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "show") {
+		return usageError("audit: want verify or show")
+	}
+	sub := args[0]
+	fs := newFlags(e, "audit "+sub, "[--json] [--file PATH]")
+	asJSON := fs.Bool("json", false, "print JSON")
+	file := fs.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
+	if err := parseFlags(fs, args[1:], 0); err != nil {
+		return err
+	}
+	if *file == "" {
+		*file = filepath.Join(e.root, audit.DefaultPath)
+	}
+	res, err := verifyLog(*file)
+	if err != nil {
+		return err
+	}
+	if sub == "verify" && !*asJSON {
+		res.Records = nil
+	}
+	if err := printAudit(e, sub, res, *asJSON); err != nil {
+		return err
+	}
+	if !res.OK {
+		return &exitError{code: 1, err: fmt.Errorf("%s: audit chain broken at line %d: %s", res.File, res.Broken.Line, res.Broken.Reason)}
+	}
+	return nil
+}
+
+func verifyLog(path string) (auditResult, error) {
+	res := auditResult{File: path, OK: true}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil // no verdict has been logged yet
+	}
+	if err != nil {
+		return res, fmt.Errorf("reading audit log: %w", err)
+	}
+	defer f.Close()
+	recs, err := audit.Verify(f)
+	var ce *audit.ChainError
+	switch {
+	case errors.As(err, &ce):
+		res.OK, res.Broken = false, &auditBreak{Line: ce.Line, Reason: ce.Reason}
+	case err != nil:
+		return res, err
+	}
+	res.Records, res.Count = recs, len(recs)
+	if len(recs) > 0 {
+		res.Head = recs[len(recs)-1].Hash
+	}
+	return res, nil
+}
+
+func printAudit(e *env, sub string, res auditResult, asJSON bool) error {
+	if asJSON {
+		if sub == "verify" {
+			res.Records = nil
+		}
+		return json.NewEncoder(e.Out).Encode(res)
+	}
+	if sub == "show" {
+		for _, r := range res.Records {
+			x := r.Entry
+			fmt.Fprintf(e.Out, "%4d %s %-8s risk=%-8s conf=%.2f %s\n       %s\n", x.Seq, x.Time, x.Decision, x.Risk, x.Confidence, x.Command, x.Reason)
+		}
+	}
+	if res.OK {
+		_, err := fmt.Fprintf(e.Out, "audit log %s: %d entries, chain intact\n", res.File, res.Count)
+		return err
+	}
+	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, res.Broken.Reason)
+	return err
+}

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// hermesFixture copies the patch package's fixture tree and adds the
+// version and commit of the default pin.
+func hermesFixture(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "patch", "testdata", "tree")
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := pins.HermesReleases[0]
+	must(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nversion = \""+rel.Version+"\"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, ".hermes-box-source"), []byte("commit="+rel.Commit+"\n"), 0o644))
+	return dir
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPatchCheckVerb(t *testing.T) {
+	dir := hermesFixture(t)
+	code, out, errs := run(t, "", "patch", "--check", dir)
+	if code != 0 || !strings.Contains(out, "match: hermes-0.16.0, hermes-0.17.0") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	aux := filepath.Join(dir, "agent", "auxiliary_client.py")
+	must(t, os.Remove(aux))
+	code, out, _ = run(t, "", "patch", "hermes", "--check", "--root", dir)
+	if code != 1 || !strings.Contains(out, "DRIFT Codex service tier forwarding") || !strings.Contains(out, "(file missing)") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "", "patch", "--check", "--json", dir)
+	var rep struct{ Matching []string }
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Matching) != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+func TestPatchHermesVerb(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("python3 not installed")
+	}
+	root := t.TempDir()
+	dir := hermesFixture(t)
+	config := filepath.Join(root, "workspace", "hermes-home", "config.yaml")
+	must(t, os.MkdirAll(filepath.Dir(config), 0o755))
+	must(t, os.WriteFile(config, []byte("# mine\nmodel: x\n"), 0o600))
+	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--no-integration", "--root", dir)
+	if code != 0 || !strings.Contains(out, "patched Hermes 0.16.0 with hermes-0.16.0") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(config)
+	if !strings.Contains(string(b), "# mine") || !strings.Contains(string(b), "mode: gated") {
+		t.Fatalf("config not seeded:\n%s", b)
+	}
+	code, out, _ = run(t, "", "--root", root, "patch", "hermes", "--root", dir)
+	if code != 0 || !strings.Contains(out, "already patched") {
+		t.Fatalf("rerun exit %d: %s", code, out)
+	}
+	code, _, errs = run(t, "", "patch", "hermes", "--commit", pins.HermesReleases[1].Commit, "--root", hermesFixture(t))
+	if code != 1 || !strings.Contains(errs, "refusing to patch") {
+		t.Fatalf("wrong commit: exit %d: %s", code, errs)
+	}
+}
+
+func TestSeedConfigVerb(t *testing.T) {
+	root := t.TempDir()
+	code, out, errs := run(t, "", "--root", root, "seed-config")
+	if code == 0 || !strings.Contains(errs, "config.yaml") {
+		t.Fatalf("seeded into a missing directory: %s %s", out, errs)
+	}
+	file := filepath.Join(root, "c.yaml")
+	must(t, os.WriteFile(file, []byte("a: 1 # keep\n"), 0o600))
+	if code, out, errs = run(t, "", "seed-config", "--file", file); code != 0 || !strings.Contains(out, "seeded") {
+		t.Fatalf("exit %d %s %s", code, out, errs)
+	}
+	if code, out, _ = run(t, "", "seed-config", "--file", file); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Fatalf("rerun exit %d %s", code, out)
+	}
+	must(t, os.WriteFile(file, []byte("- a\n"), 0o600))
+	if code, _, errs = run(t, "", "seed-config", "--file", file); code != 1 || !strings.Contains(errs, "want a mapping") {
+		t.Fatalf("list root: exit %d %s", code, errs)
+	}
+}
+
+// writeChain writes n valid audit lines and returns the path.
+func writeChain(t *testing.T, root string, n int) string {
+	path := filepath.Join(root, "workspace", "hermes-home", "logs", "gate-audit.jsonl")
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	var b strings.Builder
+	prev := strings.Repeat("0", 64)
+	for i := 1; i <= n; i++ {
+		body := fmt.Sprintf(`{"command":"ls %d","command_sha256":"%064x","confidence":0.9,"decision":"approve","prev":"%s","reason":"ok","risk":"low","seq":%d,"time":"t"}`, i, i, prev, i)
+		sum := sha256.Sum256([]byte(body))
+		prev = hex.EncodeToString(sum[:])
+		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
+	}
+	must(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	return path
+}
+
+func TestAuditVerb(t *testing.T) {
+	root := t.TempDir()
+	if code, out, _ := run(t, "", "--root", root, "audit", "verify"); code != 0 || !strings.Contains(out, "0 entries") {
+		t.Fatalf("absent log: exit %d %s", code, out)
+	}
+	path := writeChain(t, root, 4)
+	code, out, errs := run(t, request("audit", "show", "--json"), "--root", root, "relay")
+	var res struct {
+		OK      bool
+		Entries int
+		Records []json.RawMessage
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.OK || res.Entries != 4 || len(res.Records) != 4 {
+		t.Fatalf("show through the relay: exit %d %s %s", code, out, errs)
+	}
+	b, _ := os.ReadFile(path)
+	must(t, os.WriteFile(path, []byte(strings.Replace(string(b), "ls 3", "rm 3", 1)), 0o600))
+	code, out, errs = run(t, "", "--root", root, "audit", "verify")
+	if code != 1 || !strings.Contains(out, "BROKEN at line 3") || !strings.Contains(errs, "line 3") {
+		t.Fatalf("tampered: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, request("audit", "verify", "--json"), "--root", root, "relay")
+	var broken struct {
+		OK     bool
+		Broken struct{ Line int }
+	}
+	if code != 1 || json.Unmarshal([]byte(out), &broken) != nil || broken.OK || broken.Broken.Line != 3 {
+		t.Fatalf("verify --json: exit %d %s", code, out)
+	}
+	if code, _, _ := run(t, "", "audit", "frob"); code != 2 {
+		t.Fatalf("bad subcommand exit %d", code)
+	}
+}

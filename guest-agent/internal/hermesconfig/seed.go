@@ -1,0 +1,230 @@
+// Package hermesconfig seeds Hermes' config.yaml with the settings Hermes
+// Box depends on: the gated approval mode and its gate block, the security
+// switches, and the local terminal backend (container backends skip
+// approvals entirely). It edits the YAML at the node level, so every other
+// key, its comments and its order survive; a file that already holds the
+// settings is returned byte for byte.
+package hermesconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"reflect"
+	"strconv"
+	"syscall"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+)
+
+// DefaultPath is where the box keeps Hermes' config, relative to the root.
+const DefaultPath = "workspace/hermes-home/config.yaml"
+
+// Setting is one scalar Hermes Box pins, by its key path.
+type Setting struct {
+	Path  []string
+	Value any // string, int, float64 or bool
+}
+
+// Settings are applied in this order; new keys are appended in this order.
+var Settings = []Setting{
+	{[]string{"approvals", "mode"}, "gated"},
+	{[]string{"approvals", "timeout"}, 60},
+	{[]string{"approvals", "cron_mode"}, "deny"},
+	{[]string{"approvals", "gateway_timeout"}, 300},
+	{[]string{"approvals", "gate", "enabled"}, true},
+	{[]string{"approvals", "gate", "provider"}, "openai-codex"},
+	{[]string{"approvals", "gate", "model"}, "gpt-5.5"},
+	{[]string{"approvals", "gate", "reasoning_effort"}, "low"},
+	{[]string{"approvals", "gate", "service_tier"}, "fast"},
+	{[]string{"approvals", "gate", "timeout"}, 30},
+	{[]string{"approvals", "gate", "scope"}, "once"},
+	{[]string{"approvals", "gate", "min_confidence"}, 0.75},
+	{[]string{"approvals", "gate", "max_context_chars"}, 12000},
+	{[]string{"approvals", "gate", "auto_approve_max_risk"}, "medium"},
+	{[]string{"approvals", "gate", "escalate_on_error"}, true},
+	{[]string{"approvals", "gate", "escalate_on_low_confidence"}, true},
+	{[]string{"security", "redact_secrets"}, true},
+	{[]string{"security", "tirith_enabled"}, true},
+	{[]string{"terminal", "backend"}, "local"},
+}
+
+// Seed returns data with every Setting applied; name is used in errors.
+// When nothing needs to change it returns data itself.
+func Seed(name string, data []byte) ([]byte, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: holds more than one YAML document; refusing to edit it", name)
+	}
+	var prefix []byte
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		// Empty, or comments only: keep them above a new mapping.
+		prefix = bytes.TrimRight(data, " \t\r\n")
+		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: the top level is a %s, want a mapping; refusing to edit it", name, kindName(root))
+	}
+	changed := false
+	for _, s := range Settings {
+		m := root
+		for _, key := range s.Path[:len(s.Path)-1] {
+			m = childMapping(m, key, &changed)
+		}
+		setScalar(m, s.Path[len(s.Path)-1], s.Value, &changed)
+	}
+	if !changed {
+		return data, nil
+	}
+	var buf bytes.Buffer
+	if len(prefix) > 0 {
+		buf.Write(prefix)
+		buf.WriteString("\n")
+	}
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", name, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("%s: encoding: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "node of kind " + strconv.Itoa(int(n.Kind))
+}
+
+// lookup returns the index of key's value in mapping m, or -1.
+func lookup(m *yaml.Node, key string) int {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.Value == key {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// childMapping returns the mapping under key, replacing a non-mapping value
+// or appending the key when missing.
+func childMapping(m *yaml.Node, key string, changed *bool) *yaml.Node {
+	i := lookup(m, key)
+	if i >= 0 && m.Content[i].Kind == yaml.MappingNode {
+		return m.Content[i]
+	}
+	child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	*changed = true
+	if i >= 0 {
+		child.LineComment = m.Content[i].LineComment
+		m.Content[i] = child
+		return child
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
+	return child
+}
+
+// setScalar sets key to value unless it already decodes to value.
+func setScalar(m *yaml.Node, key string, value any, changed *bool) {
+	i := lookup(m, key)
+	if i >= 0 && m.Content[i].Kind == yaml.ScalarNode {
+		var got any
+		if err := m.Content[i].Decode(&got); err == nil && reflect.DeepEqual(got, value) {
+			return
+		}
+	}
+	n := scalar(value)
+	*changed = true
+	if i >= 0 {
+		n.LineComment, n.HeadComment, n.FootComment = m.Content[i].LineComment, m.Content[i].HeadComment, m.Content[i].FootComment
+		m.Content[i] = n
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
+}
+
+func scalar(v any) *yaml.Node {
+	switch v := v.(type) {
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v)}
+	case int:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(v)}
+	case float64:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: strconv.FormatFloat(v, 'f', -1, 64)}
+	default:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: fmt.Sprint(v)}
+	}
+}
+
+// SeedFile applies Seed to the file at path, atomically and keeping its
+// mode; a missing file is created (0600). It reports whether it wrote.
+func SeedFile(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	var like fs.FileInfo
+	switch {
+	case err == nil:
+		like, _ = os.Stat(path)
+	case errors.Is(err, fs.ErrNotExist):
+		data = nil
+	default:
+		return false, fmt.Errorf("seeding Hermes config: %w", err)
+	}
+	out, err := Seed(path, data)
+	if err != nil {
+		return false, err
+	}
+	if data != nil && bytes.Equal(out, data) {
+		return false, nil
+	}
+	if err := replaceLike(path, out, like); err != nil {
+		return false, fmt.Errorf("seeding Hermes config: %w", err)
+	}
+	return true, nil
+}
+
+// replaceLike atomically replaces path, keeping like's permission bits and,
+// when running as root, its owner (Hermes runs as its own user).
+func replaceLike(path string, data []byte, like fs.FileInfo) error {
+	perm := fs.FileMode(0o600)
+	if like != nil {
+		perm = like.Mode().Perm()
+	}
+	return atomicfile.WriteFrom(path, func(w io.Writer) error {
+		if st, ok := statOf(like); ok && os.Geteuid() == 0 {
+			if f, isFile := w.(*os.File); isFile {
+				if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+					return fmt.Errorf("setting owner: %w", err)
+				}
+			}
+		}
+		_, err := w.Write(data)
+		return err
+	}, perm)
+}
+
+func statOf(fi fs.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
+}

@@ -1,0 +1,122 @@
+package patch
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+var (
+	v16 = pins.HermesReleases[0]
+	v17 = pins.HermesReleases[1]
+)
+
+// fixtureTree writes a small Hermes-shaped tree for rel into a temp dir:
+// the fixture files, pyproject.toml and a detached .git/HEAD.
+func fixtureTree(t testing.TB, rel pins.HermesRelease) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := filepath.WalkDir("testdata/tree", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, strings.TrimPrefix(path, filepath.Join("testdata", "tree")))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "pyproject.toml", "[build-system]\nrequires = [\"setuptools\"]\n\n[project]\nname = \"hermes-agent\"\nversion = \""+rel.Version+"\"\n")
+	writeFile(t, dir, ".git/HEAD", rel.Commit+"\n")
+	return dir
+}
+
+func writeFile(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t testing.TB, dir, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// snapshot maps every file in dir to its mode and content.
+func snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		m[filepath.ToSlash(rel)] = fi.Mode().String() + "\n" + string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameSnapshot(t testing.TB, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s changed", k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s appeared", k)
+		}
+	}
+}
+
+// fakeRunner records commands and returns err for each.
+type fakeRunner struct {
+	mu   sync.Mutex
+	cmds []Command
+	err  error
+}
+
+func (f *fakeRunner) Run(_ context.Context, c Command) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cmds = append(f.cmds, c)
+	return nil, f.err
+}
+
+func (f *fakeRunner) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.cmds)
+}

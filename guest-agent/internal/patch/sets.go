@@ -1,0 +1,128 @@
+package patch
+
+import (
+	"embed"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+//go:embed hunks/*.pyfrag
+var hunks embed.FS
+
+// The files an anchor set edits.
+const (
+	approvalFile  = "tools/approval.py"
+	gatewayFile   = "gateway/run.py"
+	auxClientFile = "agent/auxiliary_client.py"
+	// ModulePath is where the reviewer module is installed in the tree.
+	ModulePath = "tools/gated_approval.py"
+)
+
+// Set is the list of anchors that patches one Hermes commit.
+type Set struct {
+	ID      string
+	Anchors []Anchor
+}
+
+// Files lists the files the set edits, in the order of its anchors.
+func (s Set) Files() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range s.Anchors {
+		if !seen[a.File] {
+			seen[a.File] = true
+			out = append(out, a.File)
+		}
+	}
+	return out
+}
+
+// For returns the anchors that edit file.
+func (s Set) For(file string) []Anchor {
+	var out []Anchor
+	for _, a := range s.Anchors {
+		if a.File == file {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// hunk returns an embedded hunk; a missing one is a build error caught by
+// the tests, so it panics.
+func hunk(name string) string {
+	b, err := hunks.ReadFile("hunks/" + name + ".pyfrag")
+	if err != nil {
+		panic(fmt.Sprintf("patch: missing hunk %s: %v", name, err))
+	}
+	return string(b)
+}
+
+// anchor builds an anchor whose marker is the hunk's "hermes-box:NAME" tag.
+func anchor(file, label, before, after, name string) Anchor {
+	h := hunk(name)
+	marker := "hermes-box:" + name
+	if name == "gate-decision" {
+		marker += " begin"
+	}
+	if !strings.Contains(h, marker) {
+		panic("patch: hunk " + name + " lacks its marker")
+	}
+	return Anchor{File: file, Label: label, Before: before, After: after, Hunk: h, Marker: marker}
+}
+
+// gatedAnchors is the anchor list verified (each exactly once) against
+// NousResearch/hermes-agent at 81eaedd0 (0.16.0) and 2bd1977d (0.17.0):
+// the text these anchors match is identical at both commits.
+func gatedAnchors() []Anchor {
+	return []Anchor{
+		anchor(approvalFile, "gated decision insertion", "",
+			"    # --- Phase 2.5: Smart approval (auxiliary LLM risk assessment) ---\n", "gate-decision"),
+		anchor(approvalFile, "gateway verdict payload",
+			"                \"allow_permanent\": not has_tirith,\n", "", "gate-payload"),
+		anchor(approvalFile, "human escalation reason",
+			"    combined_desc = \"; \".join(desc for _, desc, _ in warnings)\n", "", "gate-escalation"),
+		anchor(gatewayFile, "gateway gated imports",
+			"                register_gateway_notify,\n"+
+				"                reset_current_session_key,\n"+
+				"                set_current_session_key,\n"+
+				"                unregister_gateway_notify,\n"+
+				"            )\n", "", "gate-imports"),
+		anchor(gatewayFile, "tool event capture",
+			"        def progress_callback(event_type: str, tool_name: str = None, preview: str = None, args: dict = None, **kwargs):\n"+
+				"            \"\"\"Callback invoked by agent on tool lifecycle events.\"\"\"\n", "", "gate-tool-events"),
+		anchor(gatewayFile, "gateway context hydration",
+			"            _approval_session_key = session_key or \"\"\n",
+			"            _approval_session_token = set_current_session_key(_approval_session_key)\n", "gate-context"),
+		anchor(gatewayFile, "gateway context reset",
+			"                reset_current_session_key(_approval_session_token)\n", "", "gate-reset"),
+		anchor(auxClientFile, "Codex service tier forwarding",
+			"                    resp_kwargs[\"include\"] = [\"reasoning.encrypted_content\"]\n\n",
+			"        # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas\n", "gate-service-tier"),
+	}
+}
+
+var sets = map[string]Set{
+	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors()},
+	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors()},
+}
+
+// SetByID returns the anchor set with the given id.
+func SetByID(id string) (Set, error) {
+	s, ok := sets[id]
+	if !ok {
+		return Set{}, fmt.Errorf("no gated-approval anchor set %q", id)
+	}
+	return s, nil
+}
+
+// Sets returns every anchor set, by id.
+func Sets() []Set {
+	out := make([]Set, 0, len(sets))
+	for _, s := range sets {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
