@@ -511,7 +511,9 @@ func checkLoginShell(_ context.Context, p *Provisioner) (Status, error) {
 	return Status{Pending: s}, err
 }
 
-func applyLoginShell(_ context.Context, p *Provisioner) error { return p.put(nil, loginShellFiles, nil) }
+func applyLoginShell(_ context.Context, p *Provisioner) error {
+	return p.put(nil, loginShellFiles, nil)
+}
 
 // The workspace layout.
 const (
