@@ -22,7 +22,7 @@ func Steps() []Step {
 	return []Step{
 		{Name: "hosts", Timeout: 10 * time.Second, Check: checkHosts, Apply: applyHosts},
 		{Name: "apt-config", Timeout: 10 * time.Second, Check: checkAptConfig, Apply: applyAptConfig},
-		{Name: "apt-index", Timeout: 25 * time.Minute, Check: checkPackages, Apply: applyAptIndex},
+		{Name: "apt-index", Timeout: 25 * time.Minute, Check: checkAptIndex, Apply: applyAptIndex},
 		{Name: "packages", Timeout: 25 * time.Minute, Check: checkPackages, Apply: applyPackages},
 		{Name: "accounts", Timeout: 5 * time.Minute, Check: checkAccounts, Apply: applyAccounts},
 		{Name: "sudoers", Timeout: 2 * time.Minute, Check: checkSudoers, Apply: applySudoers},

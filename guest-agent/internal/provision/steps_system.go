@@ -166,6 +166,21 @@ func checkPackages(_ context.Context, p *Provisioner) (Status, error) {
 	return Status{Pending: []string{"apt install " + strings.Join(missing, " ")}}, nil
 }
 
+// checkAptIndex needs a refresh only while packages are missing and no
+// package index has been downloaded (cloud images ship without lists).
+func checkAptIndex(ctx context.Context, p *Provisioner) (Status, error) {
+	st, err := checkPackages(ctx, p)
+	if err != nil || len(st.Pending) == 0 {
+		return st, err
+	}
+	for _, g := range []string{"*_InRelease", "*_Release", "*_Packages*"} {
+		if m, _ := filepath.Glob(p.path("/var/lib/apt/lists/" + g)); len(m) > 0 {
+			return Status{}, nil
+		}
+	}
+	return Status{Pending: []string{"refresh the package index (apt-get update, at most 6 bounded attempts)"}}, nil
+}
+
 func applyAptIndex(ctx context.Context, p *Provisioner) error {
 	var last error
 	for i := 1; i <= aptIndexAttempts; i++ {
