@@ -94,7 +94,8 @@ func (p *Provisioner) extractEntry(r io.Reader, h *tar.Header, dest, name string
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	if resolved, err := filepath.EvalSymlinks(parent); err != nil || !within(dest, resolved) {
+	resolved, err := filepath.EvalSymlinks(parent)
+	if err != nil || !within(dest, resolved) {
 		return fmt.Errorf("its directory leads outside the destination")
 	}
 	switch h.Typeflag {
@@ -118,7 +119,7 @@ func (p *Provisioner) extractEntry(r io.Reader, h *tar.Header, dest, name string
 			return err
 		}
 	case tar.TypeSymlink:
-		if filepath.IsAbs(h.Linkname) || !within(dest, filepath.Join(parent, h.Linkname)) {
+		if filepath.IsAbs(h.Linkname) || !within(dest, filepath.Join(resolved, h.Linkname)) {
 			return fmt.Errorf("link to %q points outside the destination", h.Linkname)
 		}
 		_ = os.Remove(target)
