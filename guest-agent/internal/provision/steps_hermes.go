@@ -357,6 +357,9 @@ func applySeed(_ context.Context, p *Provisioner) error {
 	if err := atomicfile.WriteFrom(p.path(seedTar), func(w io.Writer) error { return p.tarTree(w, p.path(workspace)) }, 0o600); err != nil {
 		return fmt.Errorf("archiving the workspace: %w", err)
 	}
+	if err := p.setAttrs(seedTar, 0o600, rootID, rootID); err != nil {
+		return err
+	}
 	return p.writeFile(file{Path: seedID, Data: []byte(id), Mode: 0o600})
 }
 

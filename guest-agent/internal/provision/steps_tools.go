@@ -91,7 +91,13 @@ func (p *Provisioner) installNode(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(staged, ".hermes-box-node"), []byte(marker), 0o644); err != nil {
 		return fmt.Errorf("marking the Node install: %w", err)
 	}
+	if err := p.cfg.Owner.Lchown(filepath.Join(staged, ".hermes-box-node"), rootID, rootID); err != nil {
+		return err
+	}
 	if err := os.Chmod(staged, 0o755); err != nil {
+		return err
+	}
+	if err := p.cfg.Owner.Lchown(staged, rootID, rootID); err != nil {
 		return err
 	}
 	if err := swapIn(staged, final); err != nil {
