@@ -11,24 +11,30 @@ import (
 
 func TestExecRunner(t *testing.T) {
 	sh := lookPath(t, "sh")
+	script, err := filepath.Abs("testdata/runner.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
-		script     string
+		mode       string
 		timeout    time.Duration
 		wantOut    string
 		wantStatus int
 		wantTail   string
 		timedOut   bool
 	}{
-		{"output", "echo out; echo err >&2", time.Minute, "out\n", 0, "", false},
-		{"exit status and stderr tail", "i=0; while [ $i -lt 2000 ]; do echo line$i >&2; i=$((i+1)); done; exit 7", time.Minute, "", 7, "line1999", false},
-		{"timeout kills the process group", "sleep 30 & sleep 30; echo never", 200 * time.Millisecond, "", -1, "", true},
+		{"output", "output", time.Minute, "out\n", 0, "", false},
+		{"exit status and stderr tail", "fail", time.Minute, "", 7, "line1999", false},
+		{"timeout kills the process group", "hang", 200 * time.Millisecond, "", -1, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			out, err := ExecRunner{KillAfter: time.Second}.Run(t.Context(), Command{Path: sh, Args: []string{"-c", tt.script}, Timeout: tt.timeout})
-			if time.Since(start) > 10*time.Second {
+			// KillAfter is long: returning well before it proves SIGTERM
+			// reached the whole group, grandchild included.
+			out, err := ExecRunner{KillAfter: 8 * time.Second}.Run(t.Context(), Command{Path: sh, Args: []string{script, tt.mode}, Timeout: tt.timeout})
+			if time.Since(start) > 4*time.Second {
 				t.Fatalf("took %s", time.Since(start))
 			}
 			if string(out.Stdout) != tt.wantOut {
@@ -59,7 +65,11 @@ func TestExecRunner(t *testing.T) {
 
 func TestExecRunnerEnvironmentAndRefusals(t *testing.T) {
 	dir := t.TempDir()
-	out, err := ExecRunner{}.Run(t.Context(), Command{Path: "sh", Args: []string{"-c", "echo $PATH $HERMES_HOME; pwd"}, Env: []string{"HERMES_HOME=/h"}, Dir: dir, Timeout: time.Minute})
+	script, err := filepath.Abs("testdata/runner.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ExecRunner{}.Run(t.Context(), Command{Path: "sh", Args: []string{script, "env"}, Env: []string{"HERMES_HOME=/h"}, Dir: dir, Timeout: time.Minute})
 	if err != nil || !strings.HasPrefix(string(out.Stdout), "/usr/local/sbin:") || !strings.Contains(string(out.Stdout), " /h\n"+dir) {
 		t.Fatalf("got %q, %v", out.Stdout, err)
 	}
