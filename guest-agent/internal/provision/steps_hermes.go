@@ -136,11 +136,10 @@ func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
 // applyUVSync adds the messaging extras from the lockfile, hash-checked.
 func applyUVSync(ctx context.Context, p *Provisioner) error {
 	_, err := p.run(ctx, "uv-sync", Command{
-		Path: p.path(uvBin + "/uv"),
-		Args: []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
-		Dir:  p.path(hermesSource),
-		Env: append(p.hermesEnv(), "VIRTUAL_ENV="+p.path(hermesVenv), "UV_PROJECT_ENVIRONMENT="+p.path(hermesVenv),
-			"UV_PYTHON_INSTALL_DIR=/usr/local/share/uv/python"),
+		Path:    p.path(uvBin + "/uv"),
+		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
+		Dir:     p.path(hermesSource),
+		Env:     append(p.hermesEnv(), "VIRTUAL_ENV="+p.path(hermesVenv), "UV_PROJECT_ENVIRONMENT="+p.path(hermesVenv)),
 		Timeout: hermesStageTimeout,
 	})
 	if err != nil {
