@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
+	"github.com/hermes-box/hermes-box/shared/pins"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+func init() { register(provisionVerb) }
+
+var provisionVerb = verb{
+	name:    "provision",
+	summary: "turn this Ubuntu builder into a Hermes Box image (--dry-run lists the changes)",
+	relay:   false,
+	run:     runProvision,
+}
+
+func runProvision(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "provision", "[--dry-run] [--arch ARCH] [--authorized-keys FILE] [--hermes-commit SHA] [--uv-sha256 HEX] [--codex-sha256 HEX]")
+	dryRun := fs.Bool("dry-run", false, "only list what would change")
+	arch := fs.String("arch", runtime.GOARCH, "guest architecture (arm64 is pinned; amd64 needs the digests below)")
+	keys := fs.String("authorized-keys", "", "file with boxadmin's SSH public key")
+	commit := fs.String("hermes-commit", pins.DefaultHermesCommit, "Hermes commit to install (must be in shared/pins)")
+	uvSum := fs.String("uv-sha256", "", "HERMES_BOX_UV_SHA256 from hermes-box.conf, for an architecture without a pinned uv digest")
+	codexSum := fs.String("codex-sha256", "", "HERMES_BOX_CODEX_SHA256 from hermes-box.conf, for an architecture without a pinned Codex digest")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	p, err := provision.ResolvePins(pins.Arch(*arch), *commit, provision.Overrides{UVSHA256: *uvSum, CodexSHA256: *codexSum})
+	if err != nil {
+		return err
+	}
+	p, roots, err := applyTestPins(e, p)
+	if err != nil {
+		return err
+	}
+	cfg := provision.Config{
+		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
+		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, "var/cache/hermes-box/downloads"), RootCAs: roots}),
+	}
+	if *keys != "" {
+		if cfg.AuthorizedKeys, err = os.ReadFile(*keys); err != nil {
+			return fmt.Errorf("reading authorized keys: %w", err)
+		}
+	}
+	prov, err := provision.New(cfg)
+	if err != nil {
+		return err
+	}
+	var rep provision.Report
+	if *dryRun {
+		rep, err = prov.Plan(ctx)
+	} else {
+		rep, err = prov.Run(ctx)
+	}
+	if encErr := writeJSON(e, rep); encErr != nil && err == nil {
+		err = encErr
+	}
+	return err
+}
+
+// applyTestPins honours provision.TestPinsEnv, which only tests set: it
+// swaps in stand-in artifacts and trusts the test server's CA.
+func applyTestPins(e *env, p provision.Pins) (provision.Pins, *x509.CertPool, error) {
+	path := os.Getenv(provision.TestPinsEnv)
+	if path == "" {
+		return p, nil, nil
+	}
+	_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
+		Message: provision.TestPinsEnv + " is set: using test-only stand-in artifacts, not the production pins"})
+	p, tp, err := provision.LoadTestPins(path, p)
+	if err != nil || tp.CAFile == "" {
+		return p, nil, err
+	}
+	pem, err := os.ReadFile(tp.CAFile)
+	if err != nil {
+		return p, nil, fmt.Errorf("test pins: reading caFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return p, nil, errors.New("test pins: caFile holds no PEM certificate")
+	}
+	return p, pool, nil
+}
+
+func writeJSON(e *env, v any) error {
+	enc := json.NewEncoder(e.Out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing the result: %w", err)
+	}
+	return nil
+}

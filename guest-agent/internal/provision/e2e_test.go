@@ -1,0 +1,304 @@
+package provision
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/shared/pins"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKgH0p4zqJ1NnxcZ+Wb4C4bZ0zj0Q2e0pXx9Kp2n0A7b project\n"
+
+// e2eFixture is a fixture whose validators are the real visudo and sshd
+// when this machine has them and runs as root.
+func e2eFixture(t *testing.T) (*fixture, Config) {
+	f := newFixture(t)
+	if os.Geteuid() == 0 {
+		if _, err := os.Stat("/usr/sbin/visudo"); err == nil {
+			f.runner.handlers["visudo"] = realCommand
+		}
+		if _, err := os.Stat("/usr/sbin/sshd"); err == nil {
+			if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			f.runner.handlers["sshd"] = func(c Command) (Output, error) {
+				if strings.Contains(c.Args[len(c.Args)-1], "hermes-box-sshd-check-") {
+					return realCommand(c)
+				}
+				return Output{}, nil
+			}
+		}
+	}
+	cfg := f.config()
+	cfg.AuthorizedKeys = []byte(testKey)
+	return f, cfg
+}
+
+func TestProvisionEndToEnd(t *testing.T) {
+	f, cfg := e2eFixture(t)
+	p := f.provisioner(cfg)
+	rep := f.runTwice(p)
+	for _, s := range rep.Steps {
+		want := stateChanged
+		if s.Name == "gated-approval" {
+			want = stateSkipped
+		}
+		if s.State != want {
+			t.Errorf("step %s: %s, want %s", s.Name, s.State, want)
+		}
+	}
+	plan, err := p.Plan(t.Context())
+	if err != nil || plan.Changed != 0 {
+		t.Fatalf("plan on a provisioned root: %+v, %v", plan, err)
+	}
+
+	t.Run("download, verify, install order", func(t *testing.T) { checkOrder(t, f) })
+	t.Run("installer stages", func(t *testing.T) { checkStages(t, f) })
+	t.Run("commands", func(t *testing.T) { checkCommands(t, f) })
+	t.Run("cleanup", func(t *testing.T) {
+		for _, gone := range []string{"usr/local/lib/hermes-agent/.git", "usr/local/lib/hermes-agent/tests", "usr/local/lib/hermes-agent/website", "var/cache/hermes-box", "var/lib/apt/lists/ports.ubuntu.com_ubuntu-ports_dists_noble_InRelease"} {
+			if exists(filepath.Join(f.root, gone)) {
+				t.Errorf("%s survived the cleanup", gone)
+			}
+		}
+		f.wantFile("/workspace/hermes-home/installer-stages.log", nil, 0o644, hermesID, hermesID)
+		f.wantFile("/usr/local/lib/hermes-agent/venv/bin/python", nil, 0o755, hermesID, hermesID)
+	})
+	t.Run("workspace seed", func(t *testing.T) { checkSeedArchive(t, f) })
+	t.Run("events", func(t *testing.T) { checkEvents(t, f, len(rep.Steps)) })
+	t.Run("production pins untouched", checkProductionPins)
+}
+
+func checkOrder(t *testing.T, f *fixture) {
+	order := [][]string{
+		{"GET /node/latest-v24.x/SHASUMS256.txt", "GET /node/latest-v24.x/" + nodeTarball, "event node: " + nodeTarball + " verified", "event node: installed " + nodeTarball},
+		{"GET /uv/uv.tar.gz", "event uv: uv 0.11.21 verified", "run " + filepath.Join(f.root, "workspace/hermes-home/bin/uv") + " --version"},
+		{"GET /hermes/install.sh", "event hermes: Hermes installer verified", "--stage repository", "event hermes: installer stage complete done"},
+		{"GET /codex/codex.tar.gz", "event codex: codex 0.141.0-aarch64-unknown-linux-musl verified", "event codex: installed codex"},
+		// Nothing is downloaded before the system's packages are in.
+		{"run apt-get install", "GET /node/latest-v24.x/SHASUMS256.txt"},
+	}
+	for _, chain := range order {
+		prev := -1
+		for _, step := range chain {
+			i := f.tl.index(step)
+			if i < 0 || i < prev {
+				t.Errorf("%q at %d after %d in chain %v\ntimeline:\n%s", step, i, prev, chain, strings.Join(f.tl.snapshot(), "\n"))
+				break
+			}
+			prev = i
+		}
+	}
+	// Each artifact was fetched exactly once.
+	for _, get := range []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/codex/codex.tar.gz", "/node/latest-v24.x/" + nodeTarball} {
+		n := 0
+		for _, l := range f.tl.snapshot() {
+			if l == "GET "+get {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s fetched %d times", get, n)
+		}
+	}
+}
+
+func checkStages(t *testing.T, f *fixture) {
+	b, err := os.ReadFile(filepath.Join(f.root, "workspace/hermes-home/installer-stages.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, s := range HermesStages {
+		want += s + " " + f.pins.HermesCommit + "\n"
+	}
+	if string(b) != want {
+		t.Errorf("the installer ran stages:\n%s\nwant:\n%s", b, want)
+	}
+	for _, c := range f.runner.commands() {
+		if c.Path == "/bin/bash" && c.Timeout != 20*time.Minute {
+			t.Errorf("%s: timeout %s, want 20m", c, c.Timeout)
+		}
+	}
+}
+
+func checkCommands(t *testing.T, f *fixture) {
+	lines := f.runner.lines()
+	want := []string{
+		"apt-get update -o APT::Update::Error-Mode=any",
+		"useradd --uid 1002 --gid 1002 --create-home --shell /bin/bash hermes",
+		"ROOT/workspace/hermes-home/bin/uv sync --extra all --extra messaging --locked",
+		"runuser -u hermes -- ROOT/usr/local/bin/hermes --version",
+		"runuser -u hermes -- ROOT/usr/local/lib/hermes-agent/venv/bin/python -c import discord",
+		"ROOT/usr/local/bin/node --version",
+		"infocmp tmux-256color",
+		"ssh-keygen -A -f ROOT",
+		"/usr/sbin/sshd -t -f ROOT/etc/ssh/sshd_config",
+	}
+	for _, w := range want {
+		if !slices.Contains(lines, w) {
+			t.Errorf("no command %q in\n%s", w, strings.Join(lines, "\n"))
+		}
+	}
+	for _, l := range lines {
+		for _, bad := range []string{"skopeo", "supervisor", "uv pip install"} {
+			if strings.Contains(l, bad) {
+				t.Errorf("command %q uses %s", l, bad)
+			}
+		}
+	}
+	for _, c := range f.runner.commands() {
+		if b := filepath.Base(c.Path); b == "curl" || b == "wget" || b == "sha256sum" {
+			t.Errorf("command %s downloads or checks outside the verified downloader", c)
+		}
+	}
+	for _, c := range f.runner.commands() {
+		if strings.HasSuffix(c.Path, "/uv") && len(c.Args) > 0 && c.Args[0] == "sync" {
+			env := strings.Join(c.Env, " ")
+			if c.Dir != filepath.Join(f.root, hermesSource) || !strings.Contains(env, "UV_PROJECT_ENVIRONMENT="+filepath.Join(f.root, hermesVenv)) || c.Timeout != 20*time.Minute {
+				t.Errorf("uv sync in %s with %s (%s)", c.Dir, env, c.Timeout)
+			}
+		}
+	}
+}
+
+func checkSeedArchive(t *testing.T, f *fixture) {
+	id, err := os.ReadFile(filepath.Join(f.root, "var/lib/hermes-box/workspace-snapshot.id"))
+	if err != nil || !strings.HasPrefix(string(id), "base-1790000000-") {
+		t.Fatalf("seed id %q, %v", id, err)
+	}
+	f.wantFile("/var/lib/hermes-box/workspace-snapshot.tar", nil, 0o600, 0, 0)
+	fh, err := os.Open(filepath.Join(f.root, "var/lib/hermes-box/workspace-snapshot.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	got := map[string]*tar.Header{}
+	tr := tar.NewReader(fh)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h
+		if h.Name == "./.hermes-box-snapshot-id" {
+			b, _ := io.ReadAll(tr)
+			if string(b) != string(id) {
+				t.Errorf("archived id %q, want %q", b, id)
+			}
+		}
+	}
+	checks := []struct {
+		name string
+		mode int64
+		uid  int
+		link string
+	}{
+		{"./", 0o750, hermesID, ""},
+		{"./hermes-home/", 0o700, hermesID, ""},
+		{"./hermes-home/bin/uv", 0o755, hermesID, ""},
+		{"./codex-home/config.toml", 0o600, hermesID, ""},
+		{"./codex-home/packages/standalone/current", 0o777, hermesID, "releases/0.141.0-aarch64-unknown-linux-musl"},
+		{"./.hermes-box-snapshot-id", 0o600, 0, ""},
+	}
+	for _, c := range checks {
+		h := got[c.name]
+		if h == nil {
+			t.Errorf("seed lacks %s", c.name)
+			continue
+		}
+		if h.Mode&0o777 != c.mode || h.Uid != c.uid || h.Linkname != c.link {
+			t.Errorf("%s: mode %o uid %d link %q; want %o %d %q", c.name, h.Mode, h.Uid, h.Linkname, c.mode, c.uid, c.link)
+		}
+	}
+}
+
+func checkEvents(t *testing.T, f *fixture, steps int) {
+	started, ended := map[string]bool{}, map[string]bool{}
+	var progress int
+	for _, ev := range f.events.all() {
+		switch {
+		case ev.Type == protocol.EventStep && ev.State == protocol.StepStarted:
+			started[ev.Step] = true
+		case ev.Type == protocol.EventStep && (ev.State == protocol.StepDone || ev.State == protocol.StepSkipped):
+			ended[ev.Step] = true
+		case ev.Type == protocol.EventProgress:
+			progress++
+			if ev.Progress.Total != int64(steps) || ev.Progress.Unit != "steps" {
+				t.Errorf("progress %+v", ev.Progress)
+			}
+		}
+	}
+	if len(started) != steps || len(ended) != steps || progress == 0 {
+		t.Errorf("%d started, %d ended, %d progress events for %d steps", len(started), len(ended), progress, steps)
+	}
+}
+
+func checkProductionPins(t *testing.T) {
+	if pins.UV.SHA256[pins.ARM64] != "88e800834007cc5efd4675f166eb2a51e7e3ad19876d85fa8805a6fb5c922397" ||
+		pins.Codex.SHA256[pins.ARM64] != "b70030338592de3e361f3cde83d624f88061df300abe31b62075a5c5a058a6fc" ||
+		pins.HermesReleases[0].InstallerSHA256 != "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa" ||
+		!strings.HasPrefix(pins.UV.URL(pins.ARM64), "https://github.com/astral-sh/uv/") {
+		t.Fatal("a test run changed shared/pins")
+	}
+	prod, err := ResolvePins(pins.ARM64, "", Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []Artifact{prod.Installer, prod.UV, prod.Codex} {
+		if strings.Contains(a.URL, "127.0.0.1") {
+			t.Errorf("production pins point at the test server: %s", a.URL)
+		}
+	}
+	if prod.NodeDist != "https://nodejs.org/dist/latest-v24.x/" {
+		t.Errorf("node dist %s", prod.NodeDist)
+	}
+}
+
+func TestProvisionStopsAtTheFirstFailureAndResumes(t *testing.T) {
+	f, cfg := e2eFixture(t)
+	good := f.served["/codex/codex.tar.gz"]
+	f.served["/codex/codex.tar.gz"] = []byte("tampered package")
+	p := f.provisioner(cfg)
+	rep, err := p.Run(t.Context())
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "codex" || !errors.Is(err, download.ErrDigestMismatch) {
+		t.Fatalf("got %v; want step codex failing on the digest", err)
+	}
+	if last := rep.Steps[len(rep.Steps)-1]; last.Name != "codex" {
+		t.Fatalf("the run went on to %s", last.Name)
+	}
+	for _, never := range []string{"workspace/codex-home/packages/standalone/current", "workspace/codex-home/bin/codex", "workspace/codex-home/config.toml", "var/lib/hermes-box/workspace-snapshot.tar"} {
+		if exists(filepath.Join(f.root, never)) {
+			t.Errorf("%s exists after the failed run", never)
+		}
+	}
+	ran := len(f.runner.commands())
+	f.served["/codex/codex.tar.gz"] = good
+	rep, err = p.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Steps {
+		if s.State == stateChanged && s.Name != "codex" && !slices.Contains([]string{"codex-config", "hermes-env", "cleanup", "smoke", "workspace-seed", "finalize"}, s.Name) {
+			t.Errorf("the resumed run redid step %s", s.Name)
+		}
+	}
+	for _, l := range f.runner.lines()[ran:] {
+		if strings.Contains(l, "apt-get") || strings.Contains(l, "--stage") {
+			t.Errorf("the resumed run repeated %q", l)
+		}
+	}
+}

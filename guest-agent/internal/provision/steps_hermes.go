@@ -1,0 +1,460 @@
+package provision
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+)
+
+// Where the Hermes installer puts things when it runs as root.
+const (
+	hermesSource = "/usr/local/lib/hermes-agent"
+	hermesVenv   = hermesSource + "/venv"
+	hermesCLI    = "/usr/local/bin/hermes"
+)
+
+// HermesStages are the installer stages the box runs, in order; the
+// browser, node and interactive stages never run.
+var HermesStages = []string{"repository", "venv", "python-deps", "path", "config", "complete"}
+
+// hermesStageTimeout bounds each installer stage and the uv sync.
+const hermesStageTimeout = 20 * time.Minute
+
+func (p *Provisioner) hermesEnv() []string {
+	return []string{"HERMES_HOME=" + p.path(hermesHome)}
+}
+
+func (p *Provisioner) hermesMarker() file {
+	return file{Path: hermesSource + "/.hermes-box-install", Data: []byte("commit=" + p.cfg.Pins.HermesCommit + "\n"), Mode: 0o644}
+}
+
+func checkHermes(_ context.Context, p *Provisioner) (Status, error) {
+	s, err := p.fileStatus(p.hermesMarker())
+	if err != nil {
+		return Status{}, err
+	}
+	if len(s) == 0 && exists(p.path(hermesCLI)) {
+		return Status{}, nil
+	}
+	return Status{Pending: []string{fmt.Sprintf("install Hermes %s with its installer (stages %s)", p.cfg.Pins.HermesCommit, strings.Join(HermesStages, ", "))}}, nil
+}
+
+// applyHermes downloads the installer at the pinned commit, verified, and
+// runs it stage by stage, each under its own timeout.
+func applyHermes(ctx context.Context, p *Provisioner) error {
+	installer, err := p.fetch(ctx, "hermes", "Hermes installer", p.cfg.Pins.Installer)
+	if err != nil {
+		return err
+	}
+	for _, stage := range HermesStages {
+		_, err := p.run(ctx, "hermes", Command{
+			Path: "/bin/bash",
+			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(hermesHome),
+				"--commit", p.cfg.Pins.HermesCommit, "--stage", stage},
+			Env:     p.hermesEnv(),
+			Timeout: hermesStageTimeout,
+		})
+		if err != nil {
+			return fmt.Errorf("installer stage %s: %w", stage, err)
+		}
+		p.info("hermes", "installer stage "+stage+" done")
+	}
+	for _, want := range []string{hermesVenv + "/bin/python", hermesCLI} {
+		if !exists(p.path(want)) {
+			return fmt.Errorf("the installer finished but %s is missing: %w", want, errNotInstalled)
+		}
+	}
+	return p.writeFile(p.hermesMarker())
+}
+
+// --- gated approval --------------------------------------------------------
+
+// GateTarget is the installed Hermes the gated-approval patch applies to.
+// Paths are guest paths; join them to Root.
+type GateTarget struct {
+	Root   string
+	Source string
+	Python string
+	Config string
+	Commit string
+	Runner Runner
+}
+
+// GatePatcher applies the gated-approval patch (guest-agent/internal/patch).
+type GatePatcher interface {
+	// Pending lists what Apply would change; empty when patched.
+	Pending(ctx context.Context, t GateTarget) ([]string, error)
+	Apply(ctx context.Context, t GateTarget) error
+}
+
+func (p *Provisioner) gateTarget() GateTarget {
+	return GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
+		Config: hermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
+}
+
+// GateMissing is the reason the gated-approval step gives while no
+// patcher is wired in.
+const GateMissing = "the gated-approval patch is not part of this build yet; Hermes keeps its stock approval gate"
+
+func checkGate(ctx context.Context, p *Provisioner) (Status, error) {
+	if p.cfg.Gate == nil {
+		return Status{Skip: GateMissing}, nil
+	}
+	s, err := p.cfg.Gate.Pending(ctx, p.gateTarget())
+	return Status{Pending: s}, err
+}
+
+func applyGate(ctx context.Context, p *Provisioner) error {
+	return p.cfg.Gate.Apply(ctx, p.gateTarget())
+}
+
+// --- uv sync ---------------------------------------------------------------
+
+func (p *Provisioner) uvSyncMarker() file {
+	return file{Path: hermesSource + "/.hermes-box-uv-sync", Mode: 0o644,
+		Data: fmt.Appendf(nil, "commit=%s extras=all,messaging uv=%s\n", p.cfg.Pins.HermesCommit, p.cfg.Pins.UVVersion)}
+}
+
+func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
+	s, err := p.fileStatus(p.uvSyncMarker())
+	if err != nil || len(s) == 0 {
+		return Status{}, err
+	}
+	return Status{Pending: []string{"uv sync --extra all --extra messaging --locked in " + hermesSource}}, nil
+}
+
+// applyUVSync adds the messaging extras from the lockfile, hash-checked.
+func applyUVSync(ctx context.Context, p *Provisioner) error {
+	_, err := p.run(ctx, "uv-sync", Command{
+		Path:    p.path(uvBin + "/uv"),
+		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
+		Dir:     p.path(hermesSource),
+		Env:     append(p.hermesEnv(), "VIRTUAL_ENV="+p.path(hermesVenv), "UV_PROJECT_ENVIRONMENT="+p.path(hermesVenv)),
+		Timeout: hermesStageTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	return p.writeFile(p.uvSyncMarker())
+}
+
+// --- .env ------------------------------------------------------------------
+
+const staleTimeoutLine = "HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120"
+
+const hermesDotEnv = hermesHome + "/.env"
+
+func (p *Provisioner) dotEnv() (file, bool, error) {
+	b, err := readOptional(p.path(hermesDotEnv))
+	if err != nil {
+		return file{}, false, fmt.Errorf("reading %s: %w", hermesDotEnv, err)
+	}
+	has := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=") {
+			has = true
+		}
+	}
+	if !has {
+		if len(b) > 0 && !bytes.HasSuffix(b, []byte("\n")) {
+			b = append(b, '\n')
+		}
+		b = append(b, staleTimeoutLine+"\n"...)
+	}
+	return file{Path: hermesDotEnv, Data: b, Mode: 0o600, UID: hermesID, GID: hermesID}, has, nil
+}
+
+func checkHermesEnv(_ context.Context, p *Provisioner) (Status, error) {
+	f, _, err := p.dotEnv()
+	if err != nil {
+		return Status{}, err
+	}
+	s, err := p.fileStatus(f)
+	return Status{Pending: s}, err
+}
+
+// applyHermesEnv appends the Codex stale-event timeout unless the user's
+// .env already sets one; the file's other lines (secrets) are kept as is.
+func applyHermesEnv(_ context.Context, p *Provisioner) error {
+	f, _, err := p.dotEnv()
+	if err != nil {
+		return err
+	}
+	return p.writeFile(f)
+}
+
+// --- cleanup ---------------------------------------------------------------
+
+// cleanupPaths are build leftovers the image does not need.
+var cleanupPaths = []string{
+	"/root/.cache", "/root/.npm", "/var/cache/hermes-box",
+	hermesSource + "/.git", hermesSource + "/apps", hermesSource + "/tests", hermesSource + "/website",
+}
+
+// hermesTrees must belong to hermes throughout.
+var hermesTrees = []string{hermesVenv, "/home/hermes", hermesHome, workDir, codexHome}
+
+func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
+	var pending []string
+	for _, c := range cleanupPaths {
+		if exists(p.path(c)) {
+			pending = append(pending, "remove "+c)
+		}
+	}
+	for _, t := range hermesTrees {
+		foreign, err := p.firstForeign(t)
+		if err != nil {
+			return Status{}, err
+		}
+		if foreign != "" {
+			pending = append(pending, "chown -R hermes:hermes "+t+" (for example "+foreign+")")
+		}
+	}
+	return Status{Pending: pending}, nil
+}
+
+// firstForeign returns the first path under the guest tree not owned by
+// hermes, or "".
+func (p *Provisioner) firstForeign(tree string) (string, error) {
+	var found string
+	err := filepath.WalkDir(p.path(tree), func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if u, g, err := p.cfg.Owner.Owner(path); err != nil || u != hermesID || g != hermesID {
+			found = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("checking the owner of %s: %w", tree, err)
+	}
+	return found, nil
+}
+
+func applyCleanup(_ context.Context, p *Provisioner) error {
+	for _, c := range cleanupPaths {
+		if err := os.RemoveAll(p.path(c)); err != nil {
+			return fmt.Errorf("removing %s: %w", c, err)
+		}
+	}
+	for _, t := range hermesTrees {
+		err := filepath.WalkDir(p.path(t), func(path string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return p.cfg.Owner.Lchown(path, hermesID, hermesID)
+		})
+		if err != nil {
+			return fmt.Errorf("handing %s to hermes: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// --- smoke checks ----------------------------------------------------------
+
+const smokeMarker = "/var/lib/hermes-box/smoke-passed"
+
+func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
+	if exists(p.path(smokeMarker)) {
+		return Status{}, nil
+	}
+	return Status{Pending: []string{"run the smoke checks (hermes, discord, node, npm, tmux, terminfo, sshd)"}}, nil
+}
+
+// smokeCommands prove the image works before it is packed.
+func (p *Provisioner) smokeCommands() []Command {
+	asHermes := func(args ...string) Command {
+		return Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
+			Env: append(p.hermesEnv(), "HOME=/home/hermes"), Timeout: 2 * time.Minute}
+	}
+	keygen := []string{"-A"}
+	sshdTest := []string{"-t"}
+	if p.cfg.Root != "/" {
+		keygen = append(keygen, "-f", p.cfg.Root)
+		sshdTest = append(sshdTest, "-f", p.path("/etc/ssh/sshd_config"))
+	}
+	return []Command{
+		asHermes(p.path(hermesCLI), "--version"),
+		asHermes(p.path(hermesVenv+"/bin/python"), "-c", "import discord"),
+		{Path: p.path("/usr/local/bin/node"), Args: []string{"--version"}, Timeout: time.Minute},
+		{Path: p.path("/usr/local/bin/npm"), Args: []string{"--version"}, Timeout: 2 * time.Minute},
+		{Path: "tmux", Args: []string{"-V"}, Timeout: time.Minute},
+		{Path: "infocmp", Args: []string{"tmux-256color"}, Timeout: time.Minute},
+		{Path: "infocmp", Args: []string{"xterm-256color"}, Timeout: time.Minute},
+		{Path: "ssh-keygen", Args: keygen, Timeout: time.Minute},
+		{Path: "/usr/sbin/sshd", Args: sshdTest, Timeout: time.Minute},
+	}
+}
+
+func applySmoke(ctx context.Context, p *Provisioner) error {
+	if err := os.MkdirAll(p.path("/run/sshd"), 0o755); err != nil {
+		return fmt.Errorf("creating /run/sshd: %w", err)
+	}
+	if err := p.runAll(ctx, "smoke", p.smokeCommands()); err != nil {
+		return fmt.Errorf("smoke check: %w", err)
+	}
+	if err := p.ensureDir(seedDir); err != nil {
+		return err
+	}
+	return p.writeFile(file{Path: smokeMarker, Data: []byte("ok\n"), Mode: 0o600})
+}
+
+// --- workspace seed --------------------------------------------------------
+
+// The seed: smolvm 1.0.4's pack does not keep the builder's /workspace disk,
+// so the image carries a tar of it that first boot unpacks.
+const (
+	seedTar = "/var/lib/hermes-box/workspace-snapshot.tar"
+	seedID  = "/var/lib/hermes-box/workspace-snapshot.id"
+	wsID    = workspace + "/.hermes-box-snapshot-id"
+)
+
+var seedDir = dir{Path: "/var/lib/hermes-box", Mode: 0o700}
+
+func checkSeed(_ context.Context, p *Provisioner) (Status, error) {
+	a, errA := os.ReadFile(p.path(seedID))
+	b, errB := os.ReadFile(p.path(wsID))
+	if errA == nil && errB == nil && bytes.Equal(a, b) && exists(p.path(seedTar)) {
+		return Status{}, nil
+	}
+	return Status{Pending: []string{"archive " + workspace + " into " + seedTar}}, nil
+}
+
+func applySeed(_ context.Context, p *Provisioner) error {
+	if err := p.ensureDir(seedDir); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(p.path(seedDir.Path + "/runtime-ownership-*"))
+	for _, o := range old {
+		if err := os.RemoveAll(o); err != nil {
+			return fmt.Errorf("removing %s: %w", o, err)
+		}
+	}
+	id := fmt.Sprintf("base-%d-%d\n", p.cfg.Now().Unix(), os.Getpid())
+	if err := p.writeFile(file{Path: wsID, Data: []byte(id), Mode: 0o600}); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFrom(p.path(seedTar), func(w io.Writer) error { return p.tarTree(w, p.path(workspace)) }, 0o600); err != nil {
+		return fmt.Errorf("archiving the workspace: %w", err)
+	}
+	if err := p.setAttrs(seedTar, 0o600, rootID, rootID); err != nil {
+		return err
+	}
+	return p.writeFile(file{Path: seedID, Data: []byte(id), Mode: 0o600})
+}
+
+// tarTree writes src as a tar of "./…" entries keeping modes and owners.
+func (p *Provisioner) tarTree(w io.Writer, src string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		target := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if target, err = os.Readlink(path); err != nil {
+				return err
+			}
+		} else if !fi.Mode().IsRegular() && !fi.IsDir() {
+			return nil
+		}
+		h, err := tar.FileInfoHeader(fi, target)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		h.Name = "./" + filepath.ToSlash(rel)
+		if rel == "." {
+			h.Name = "./"
+		} else if fi.IsDir() {
+			h.Name += "/"
+		}
+		h.Uname, h.Gname = "", ""
+		if h.Uid, h.Gid, err = p.cfg.Owner.Owner(path); err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			return copyFile(tw, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func copyFile(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// --- finalize --------------------------------------------------------------
+
+// finalGlobs are removed last: host keys so every runtime generates its own,
+// and apt lists to keep the image small.
+var finalGlobs = []string{"/etc/ssh/ssh_host_*", "/var/lib/apt/lists/*"}
+
+func (p *Provisioner) finalMatches() ([]string, error) {
+	var out []string
+	for _, g := range finalGlobs {
+		m, err := filepath.Glob(p.path(g))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
+	}
+	return out, nil
+}
+
+func checkFinalize(_ context.Context, p *Provisioner) (Status, error) {
+	m, err := p.finalMatches()
+	if err != nil || len(m) == 0 {
+		return Status{}, err
+	}
+	return Status{Pending: []string{fmt.Sprintf("remove %d SSH host key and apt list files", len(m))}}, nil
+}
+
+func applyFinalize(_ context.Context, p *Provisioner) error {
+	m, err := p.finalMatches()
+	if err != nil {
+		return err
+	}
+	for _, path := range m {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("removing %s: %w", path, err)
+		}
+	}
+	return nil
+}
