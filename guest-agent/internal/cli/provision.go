@@ -45,7 +45,7 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := provision.Config{
-		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
+		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events, Gate: newGatePatcher(),
 		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, "var/cache/hermes-box/downloads"), RootCAs: roots}),
 	}
 	if *keys != "" {

@@ -31,10 +31,10 @@ func TestProvisionDryRun(t *testing.T) {
 	if !rep.DryRun || len(rep.Steps) != len(provision.Steps()) {
 		t.Fatalf("report %+v", rep)
 	}
-	// An empty root has nothing to clean up or remove, and no key or
-	// gated-approval patch was given; everything else is pending.
+	// An empty root has nothing to clean up or remove, and no key was
+	// given; everything else, the gated-approval patch included, is pending.
 	for _, s := range rep.Steps {
-		want := map[string]string{"cleanup": "unchanged", "finalize": "unchanged", "authorized-keys": "skipped", "gated-approval": "skipped"}[s.Name]
+		want := map[string]string{"cleanup": "unchanged", "finalize": "unchanged", "authorized-keys": "skipped"}[s.Name]
 		if want == "" {
 			want = "pending"
 		}
