@@ -4,10 +4,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Write replaces path with data, created with perm.
@@ -88,4 +91,33 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// WriteLike replaces path with data, keeping like's permission bits and,
+// when running as root, its owner; with like nil the file gets perm.
+func WriteLike(path string, data []byte, like fs.FileInfo, perm os.FileMode) error {
+	if like != nil {
+		perm = like.Mode().Perm()
+	}
+	return WriteFrom(path, func(w io.Writer) error {
+		if st, ok := statOf(like); ok && os.Geteuid() == 0 {
+			f, isFile := w.(*os.File)
+			if !isFile {
+				return errors.New("cannot set owner: not a file")
+			}
+			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+				return fmt.Errorf("setting owner: %w", err)
+			}
+		}
+		_, err := w.Write(data)
+		return err
+	}, perm)
+}
+
+func statOf(fi fs.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }

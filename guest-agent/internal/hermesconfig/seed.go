@@ -15,7 +15,6 @@ import (
 	"os"
 	"reflect"
 	"strconv"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -195,36 +194,8 @@ func SeedFile(path string) (bool, error) {
 	if data != nil && bytes.Equal(out, data) {
 		return false, nil
 	}
-	if err := replaceLike(path, out, like); err != nil {
+	if err := atomicfile.WriteLike(path, out, like, 0o600); err != nil {
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
 	return true, nil
-}
-
-// replaceLike atomically replaces path, keeping like's permission bits and,
-// when running as root, its owner (Hermes runs as its own user).
-func replaceLike(path string, data []byte, like fs.FileInfo) error {
-	perm := fs.FileMode(0o600)
-	if like != nil {
-		perm = like.Mode().Perm()
-	}
-	return atomicfile.WriteFrom(path, func(w io.Writer) error {
-		if st, ok := statOf(like); ok && os.Geteuid() == 0 {
-			if f, isFile := w.(*os.File); isFile {
-				if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
-					return fmt.Errorf("setting owner: %w", err)
-				}
-			}
-		}
-		_, err := w.Write(data)
-		return err
-	}, perm)
-}
-
-func statOf(fi fs.FileInfo) (*syscall.Stat_t, bool) {
-	if fi == nil {
-		return nil, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return st, ok
 }

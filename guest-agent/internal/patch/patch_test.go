@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -248,7 +249,7 @@ func TestInterruptedRunIsNeverMarkedAndCompletes(t *testing.T) {
 				if writes == failAt {
 					return injected
 				}
-				return replaceLike(path, data, like)
+				return atomicfile.WriteLike(path, data, like, 0o644)
 			}}
 			if failAt == 6 {
 				run.err = injected

@@ -3,13 +3,10 @@ package patch
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
@@ -104,37 +101,7 @@ func (p *Patcher) write(path string, data []byte, like fs.FileInfo) error {
 	if p.writeFile != nil {
 		return p.writeFile(path, data, like)
 	}
-	return replaceLike(path, data, like)
-}
-
-// replaceLike atomically replaces path with data, keeping the permission
-// bits and (when running as root) the owner of like.
-func replaceLike(path string, data []byte, like fs.FileInfo) error {
-	perm := fs.FileMode(0o644)
-	if like != nil {
-		perm = like.Mode().Perm()
-	}
-	return atomicfile.WriteFrom(path, func(w io.Writer) error {
-		if st, ok := sysStat(like); ok && os.Geteuid() == 0 {
-			f, isFile := w.(*os.File)
-			if !isFile {
-				return errors.New("cannot set owner: not a file")
-			}
-			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
-				return fmt.Errorf("setting owner: %w", err)
-			}
-		}
-		_, err := w.Write(data)
-		return err
-	}, perm)
-}
-
-func sysStat(fi fs.FileInfo) (*syscall.Stat_t, bool) {
-	if fi == nil {
-		return nil, false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return st, ok
+	return atomicfile.WriteLike(path, data, like, 0o644)
 }
 
 // validate byte-compiles the edited files and runs the reviewer's
