@@ -219,7 +219,7 @@ func checkRestoreInvariant(t *testing.T, w *world, before map[string]entry, src 
 		t.Fatal(err)
 	}
 	defer s.Remove()
-	r := &Restore{Ops: w.m, Machine: "box", Port: 2222, StateDir: w.state, Now: time.Now}
+	r := &Restore{Ops: w.m, Machine: "box", Port: 2222, StateDir: w.state, Now: time.Now, Log: slog.New(slog.DiscardHandler)}
 	if err := r.Run(t.Context(), s.Dir); err != nil {
 		t.Fatal(err)
 	}
