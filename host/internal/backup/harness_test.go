@@ -39,8 +39,10 @@ func TestMain(m *testing.M) {
 		os.Exit(crashHelper(op))
 	}
 	code := m.Run()
-	if agentDir != "" {
-		_ = os.RemoveAll(agentDir)
+	for _, d := range []string{agentDir, benchRoot} {
+		if d != "" {
+			_ = os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }
