@@ -12,22 +12,27 @@ import (
 )
 
 // WriteApply writes the stdin of the agent's `snapshot apply` for the
-// verified backup v: the destination's authorized key, then both archives,
-// framed as protocol.ApplyMagic documents.
-func WriteApply(v *Verified, authorizedKey []byte, w io.Writer) error {
+// verified (staged) backup in dir: the destination's authorized key, then
+// both archives, framed as protocol.ApplyMagic documents. The agent checks
+// each part against the backup's SHA256SUMS.
+func WriteApply(dir string, authorizedKey []byte, w io.Writer) error {
+	sums, err := readSums(dir)
+	if err != nil {
+		return err
+	}
 	keySum := sha256.Sum256(authorizedKey)
 	parts := []protocol.ApplyPart{{Name: protocol.ApplyPartKey, Size: int64(len(authorizedKey)),
 		SHA256: hex.EncodeToString(keySum[:]), Body: bytes.NewReader(authorizedKey)}}
 	for _, p := range []struct{ name, file string }{{protocol.ApplyPartRootfs, FileRootfs}, {protocol.ApplyPartWorkspace, FileWorkspace}} {
-		f, fi, err := openRegular(filepath.Join(v.Dir, p.file))
+		f, fi, err := openRegular(filepath.Join(dir, p.file))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		parts = append(parts, protocol.ApplyPart{Name: p.name, Size: fi.Size(), SHA256: v.Sums[p.file], Body: f})
+		parts = append(parts, protocol.ApplyPart{Name: p.name, Size: fi.Size(), SHA256: sums[p.file], Body: f})
 	}
 	if err := protocol.WriteApplyStream(w, parts); err != nil {
-		return fmt.Errorf("streaming backup %s: %w", v.Dir, err)
+		return fmt.Errorf("streaming backup %s: %w", dir, err)
 	}
 	return nil
 }

@@ -204,15 +204,9 @@ func (d *dirMachines) Apply(ctx context.Context, name string, _ int, dir string)
 	if err := d.setState(name, "state", "running"); err != nil {
 		return err
 	}
-	v := &Verified{Dir: dir}
-	sums, err := readSums(dir)
-	if err != nil {
-		return err
-	}
-	v.Sums = sums
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(WriteApply(v, []byte(d.key), pw)) }()
-	_, err = agentTransport{d.bin, d.root(name)}.Run(ctx, protocol.Request{ProtocolVersion: protocol.Version,
+	go func() { pw.CloseWithError(WriteApply(dir, []byte(d.key), pw)) }()
+	_, err := agentTransport{d.bin, d.root(name)}.Run(ctx, protocol.Request{ProtocolVersion: protocol.Version,
 		Argv: []string{"snapshot", "apply"}, Options: protocol.Options{Stdin: true}}, pr, io.Discard, nil)
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	return err

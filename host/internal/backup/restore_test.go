@@ -72,7 +72,9 @@ func (o *recordingOps) List(ctx context.Context) ([]string, error) {
 	return out, o.call(ctx, "list", "")
 }
 
-func (o *recordingOps) FreePort(ctx context.Context) (int, error) { return 4444, o.call(ctx, "port", "") }
+func (o *recordingOps) FreePort(ctx context.Context) (int, error) {
+	return 4444, o.call(ctx, "port", "")
+}
 
 func (o *recordingOps) SafetySnapshot(ctx context.Context, name string) (string, error) {
 	o.running[name] = false

@@ -66,6 +66,9 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newCompletionCommand(),
+		newSnapshotCommand(),
+		newRestoreCommand(),
+		newPackageCommand(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
