@@ -86,7 +86,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("%s: format %q, want %q", FileManifest, m.Format, Format)
 	}
 	if m.Fingerprint != "" && !strings.HasPrefix(m.Fingerprint, "SHA256:") {
-		return Manifest{}, fmt.Errorf("%s: ssh_key_fingerprint %q does not start with SHA256:", FileManifest, m.Fingerprint)
+		return Manifest{}, fmt.Errorf("%s: ssh_key_fingerprint %q must start with %q", FileManifest, m.Fingerprint, "SHA256:")
 	}
 	return m, nil
 }

@@ -16,18 +16,6 @@ const testKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB3Xo0hK1pZ2h1bWJ0ZXN0a2V5Z
 
 func asRoot() bool { return os.Geteuid() == 0 }
 
-// requireRoot skips outside CI; in CI (which runs as root) it fails.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if asRoot() {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("this test needs root and CI runs as root")
-	}
-	t.Skip("needs root to set owners and device files")
-}
-
 func write(t *testing.T, root, rel, data string, mode os.FileMode) {
 	t.Helper()
 	p := filepath.Join(root, rel)
