@@ -30,6 +30,13 @@ func write(t *testing.T, root, rel, data string, mode os.FileMode) {
 	}
 }
 
+func must2(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -168,6 +175,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("backup dir %s", dir)
 	}
 	checkBackupModes(t, dir)
+	// Plain gzip that GNU tar reads, listing the same entries.
+	gnuList := gnu(t, dir, nil, "tar", "-tzf", FileRootfs)
+	if sorted := gnu(t, dir, gnuList, "sort"); string(sorted) != string(must2(os.ReadFile(filepath.Join(dir, FileListing)))) {
+		t.Errorf("GNU tar lists rootfs.tar.gz differently from %s", FileListing)
+	}
 	if w.m.state("box", "services") != "running" || w.m.state("box", "state") != "running" {
 		t.Errorf("machine not returned to running: %s/%s", w.m.state("box", "state"), w.m.state("box", "services"))
 	}
