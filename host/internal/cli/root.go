@@ -67,6 +67,9 @@ func newRootCommand() *cobra.Command {
 		newVersionCommand(),
 		newCompletionCommand(),
 		newAuditCommand(boxRunner),
+		newSnapshotCommand(),
+		newRestoreCommand(),
+		newPackageCommand(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

@@ -1,0 +1,38 @@
+package backup
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// WriteApply writes the stdin of the agent's `snapshot apply` for the
+// verified (staged) backup in dir: the destination's authorized key, then
+// both archives, framed as protocol.ApplyMagic documents. The agent checks
+// each part against the backup's SHA256SUMS.
+func WriteApply(dir string, authorizedKey []byte, w io.Writer) error {
+	sums, err := readSums(dir)
+	if err != nil {
+		return err
+	}
+	keySum := sha256.Sum256(authorizedKey)
+	parts := []protocol.ApplyPart{{Name: protocol.ApplyPartKey, Size: int64(len(authorizedKey)),
+		SHA256: hex.EncodeToString(keySum[:]), Body: bytes.NewReader(authorizedKey)}}
+	for _, p := range []struct{ name, file string }{{protocol.ApplyPartRootfs, FileRootfs}, {protocol.ApplyPartWorkspace, FileWorkspace}} {
+		f, fi, err := openRegular(filepath.Join(dir, p.file))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		parts = append(parts, protocol.ApplyPart{Name: p.name, Size: fi.Size(), SHA256: sums[p.file], Body: f})
+	}
+	if err := protocol.WriteApplyStream(w, parts); err != nil {
+		return fmt.Errorf("streaming backup %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package backup
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// ListArchive reads a gzip tar and returns its entry names, normalized and
+// sorted: directories end in "/" ("." is "./"), names that are absolute or
+// contain ".." are refused.
+func ListArchive(ctx context.Context, r io.Reader) ([]string, error) {
+	zr, err := gzip.NewReader(ctxReader{ctx, r})
+	if err != nil {
+		return nil, fmt.Errorf("reading gzip: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	var names []string
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading tar: %w", err)
+		}
+		name, err := normalize(hdr)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, fmt.Errorf("reading gzip: %w", err)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// normalize checks an entry name and gives directories a trailing slash.
+func normalize(hdr *tar.Header) (string, error) {
+	name := hdr.Name
+	if name == "" || strings.HasPrefix(name, "/") || strings.ContainsAny(name, "\x00\n") {
+		return "", fmt.Errorf("%w: archive contains unsafe path %q", ErrInvalid, name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("%w: archive contains unsafe path %q", ErrInvalid, name)
+		}
+	}
+	if hdr.Typeflag == tar.TypeLink {
+		if t := hdr.Linkname; strings.HasPrefix(t, "/") || slices.Contains(strings.Split(t, "/"), "..") {
+			return "", fmt.Errorf("%w: archive contains unsafe hard link %q -> %q", ErrInvalid, name, t)
+		}
+	}
+	if hdr.Typeflag == tar.TypeDir {
+		clean := path.Clean(name)
+		if clean == "." {
+			return "./", nil
+		}
+		return strings.TrimSuffix(name, "/") + "/", nil
+	}
+	return name, nil
+}
+
+// ListingBytes renders a listing as rootfs-files.txt.
+func ListingBytes(names []string) []byte {
+	var b bytes.Buffer
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// checkWorkspace applies the workspace content rules: Hermes' config, a
+// work tree, and (unless legacy) Codex's config.
+func checkWorkspace(names []string, legacy bool) error {
+	has := map[string]bool{}
+	work := false
+	for _, n := range names {
+		n = strings.TrimPrefix(n, "./")
+		has[n] = true
+		if n == "work" || n == "work/" || strings.HasPrefix(n, "work/") {
+			work = true
+		}
+	}
+	var missing []string
+	if !has["hermes-home/config.yaml"] {
+		missing = append(missing, "hermes-home/config.yaml")
+	}
+	if !work {
+		missing = append(missing, "work/")
+	}
+	if !legacy && !has["codex-home/config.toml"] {
+		missing = append(missing, "codex-home/config.toml")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s lacks %s", ErrInvalid, FileWorkspace, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ctxReader fails reads once ctx is done, so long copies can be cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

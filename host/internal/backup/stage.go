@@ -1,0 +1,118 @@
+package backup
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// stagePrefix names staged copies in the state directory; Reap removes
+// stale ones.
+const stagePrefix = ".restore-backup-"
+
+// Staged is a verified, read-only copy of a backup in the state directory.
+// Restore and package read only this copy, so a change to the source after
+// it was checked cannot slip in.
+type Staged struct {
+	Verified
+	// Source is the backup directory it was copied from.
+	Source string
+}
+
+// Stage copies the backup in src into a new directory below stateDir,
+// hashing every file while copying it (new files only, O_EXCL), then
+// verifies the copy and makes it read-only. On failure nothing is left.
+func Stage(ctx context.Context, src, stateDir string) (s *Staged, err error) {
+	sums, err := readSums(src)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	dir, err := os.MkdirTemp(stateDir, stagePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = removeStaged(dir)
+		}
+	}()
+	crashPoint("stage-created")
+	if _, err := writeSmall(filepath.Join(dir, FileSums), sums.Bytes()); err != nil {
+		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	sizes := map[string]int64{}
+	for _, name := range Files {
+		n, err := copyHashed(ctx, filepath.Join(src, name), filepath.Join(dir, name), sums[name])
+		if err != nil {
+			return nil, err
+		}
+		sizes[name] = n
+	}
+	m, err := verifyContents(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range append([]string{FileSums}, Files...) {
+		if err := os.Chmod(filepath.Join(dir, name), 0o400); err != nil {
+			return nil, fmt.Errorf("staging backup: %w", err)
+		}
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes}, Source: src}, nil
+}
+
+// copyHashed copies src to a new file dst and checks the SHA-256 of the
+// bytes it copied.
+func copyHashed(ctx context.Context, src, dst, want string) (int64, error) {
+	in, _, err := openRegular(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("staging %s: %w", src, err)
+	}
+	defer out.Close()
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(out, h), ctxReader{ctx, in}, make([]byte, 1<<20))
+	if err != nil {
+		return 0, fmt.Errorf("staging %s: %w", src, err)
+	}
+	if hex.EncodeToString(h.Sum(nil)) != want {
+		return 0, fmt.Errorf("%w: checksum mismatch while staging: %s", ErrInvalid, src)
+	}
+	if err := out.Sync(); err != nil {
+		return 0, fmt.Errorf("staging %s: %w", src, err)
+	}
+	return n, out.Close()
+}
+
+// Remove deletes the staged copy.
+func (s *Staged) Remove() error { return removeStaged(s.Dir) }
+
+func removeStaged(dir string) error {
+	if err := os.Chmod(dir, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing staged backup: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("removing staged backup: %w", err)
+	}
+	return nil
+}
+
+// Open opens one file of the staged copy.
+func (v *Verified) Open(name string) (*os.File, error) {
+	f, _, err := openRegular(filepath.Join(v.Dir, name))
+	return f, err
+}

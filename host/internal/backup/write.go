@@ -1,0 +1,199 @@
+package backup
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+)
+
+// Part names, as the agent's `snapshot write` takes them.
+const (
+	PartRootfs    = "rootfs"
+	PartWorkspace = "workspace"
+)
+
+// PartSource streams one part (a gzip tar) to w; for a box it runs the
+// agent's `snapshot write PART` over the relay.
+type PartSource func(ctx context.Context, part string, w io.Writer) error
+
+// Meta is what a new backup records about its origin.
+type Meta struct {
+	Machine     string
+	Label       string
+	Smolvm      string // `smolvm --version` output, or "unknown"
+	GOOS        string
+	Fingerprint string // SSH key fingerprint, "SHA256:…"
+	Now         time.Time
+}
+
+// tempPrefix names the directory a backup is written in before it is
+// published under its final name; Reap removes stale ones.
+const tempPrefix = ".hermes-box-snapshot-"
+
+// crashPoint, when set (tests only), is called at each named step.
+var crashPoint = func(string) {}
+
+// Write streams both parts into a new backup below backupsDir, hashing and
+// listing while writing, and returns the published directory. Until the
+// final rename no name ending in .hermesbox exists, so an interrupted write
+// never looks complete; its temp directory is removed on failure or, after
+// a crash, by Reap.
+func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
+	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
+		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
+	}
+	tmp, err := os.MkdirTemp(backupsDir, tempPrefix)
+	if err != nil {
+		return "", fmt.Errorf("creating backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("creating backup: %w", err)
+	}
+	crashPoint("temp-created")
+	sums := Sums{}
+	listings := map[string][]string{}
+	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
+		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), func(w io.Writer) error { return src(ctx, p.part, w) })
+		if err != nil {
+			return "", fmt.Errorf("snapshot of %s: %w", p.part, err)
+		}
+		sums[p.file], listings[p.part] = sum, names
+		crashPoint(p.part + "-written")
+	}
+	if err := checkWorkspace(listings[PartWorkspace], meta.Fingerprint == ""); err != nil {
+		return "", err
+	}
+	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: meta.Fingerprint}
+	small := []struct {
+		name string
+		data []byte
+	}{{FileListing, ListingBytes(listings[PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
+	for _, f := range small {
+		if sums[f.name], err = writeSmall(filepath.Join(tmp, f.name), f.data); err != nil {
+			return "", err
+		}
+	}
+	if _, err := writeSmall(filepath.Join(tmp, FileSums), sums.Bytes()); err != nil {
+		return "", err
+	}
+	if err := atomicfile.SyncDir(tmp); err != nil {
+		return "", err
+	}
+	crashPoint("metadata-written")
+	base := fmt.Sprintf("%s-%s-%s", meta.Machine, meta.Now.Local().Format("20060102-150405"), SanitizeLabel(meta.Label))
+	if dir, err = publishDir(tmp, backupsDir, base); err != nil {
+		return "", err
+	}
+	crashPoint("published")
+	return dir, nil
+}
+
+// publishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when
+// taken, never replacing anything.
+func publishDir(tmp, parent, base string) (string, error) {
+	for n := 1; n <= 1000; n++ {
+		name := base
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d", base, n)
+		}
+		dst := filepath.Join(parent, name+Suffix)
+		err := renameNoReplace(tmp, dst)
+		if err == nil {
+			return dst, atomicfile.SyncDir(parent)
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("publishing backup: %w", err)
+		}
+	}
+	return "", fmt.Errorf("publishing backup: too many backups named %s", base)
+}
+
+// writePart creates path (0600, never an existing file) and fills it with
+// what fill writes, hashing and listing the archive on the way.
+func writePart(ctx context.Context, path string, fill func(io.Writer) error) (sum string, names []string, err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	pr, pw := io.Pipe()
+	listed := make(chan error, 1)
+	go func() {
+		var lerr error
+		names, lerr = ListArchive(ctx, pr)
+		if lerr != nil {
+			_, _ = io.Copy(io.Discard, pr) // keep the writer unblocked
+		}
+		pr.CloseWithError(lerr)
+		listed <- lerr
+	}()
+	werr := fill(io.MultiWriter(bw, h, pw))
+	pw.CloseWithError(werr)
+	lerr := <-listed
+	if werr != nil {
+		return "", nil, werr
+	}
+	if lerr != nil {
+		return "", nil, fmt.Errorf("listing %s: %w", filepath.Base(path), lerr)
+	}
+	if err := bw.Flush(); err != nil {
+		return "", nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return "", nil, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), names, f.Close()
+}
+
+func writeSmall(path string, data []byte) (string, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), f.Close()
+}
+
+// SanitizeLabel keeps [A-Za-z0-9_.-], turns white space into "-" and
+// drops the rest; an empty result is "snapshot".
+func SanitizeLabel(label string) string {
+	var b strings.Builder
+	for _, r := range label {
+		switch {
+		case r == ' ' || r == '\t' || r == '\n':
+			b.WriteByte('-')
+		case r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-", r)):
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "snapshot"
+	}
+	return b.String()
+}

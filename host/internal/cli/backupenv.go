@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// agentRunner runs one agent verb (the shape of relay.Transport).
+type agentRunner interface {
+	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (int, error)
+}
+
+// machineDriver is what the backup commands need of smolvm.
+type machineDriver interface {
+	Exists(ctx context.Context, name string) (bool, error)
+	Running(ctx context.Context, name string) (bool, error)
+	List(ctx context.Context) ([]string, error)
+	// Start boots a machine and waits until it is verified healthy.
+	Start(ctx context.Context, name string, port int) error
+	// Boot starts a machine without waiting for its services (a machine
+	// in restore mode), only until its agent answers.
+	Boot(ctx context.Context, name string) error
+	Stop(ctx context.Context, name string) error
+	Delete(ctx context.Context, name string) error
+	// CreateRestore creates a machine from the base artifact in restore
+	// mode (services wait for the restore-ready marker).
+	CreateRestore(ctx context.Context, name string, port int) error
+	// Agent returns a transport to the machine's agent: smolvm exec for a
+	// machine in restore mode, SSH otherwise.
+	Agent(ctx context.Context, name string, port int) (agentRunner, error)
+	Version(ctx context.Context) string
+}
+
+// boxEnv is the configuration and the drivers of one command.
+type boxEnv struct {
+	cfg     *config.Config
+	drv     machineDriver
+	pubKey  []byte // authorized_keys line of the project key
+	finger  string
+	stdout  io.Writer
+	backups string
+}
+
+// errNotWired is returned until the smolvm driver (host lifecycle) lands.
+var errNotWired = errors.New("the smolvm machine driver is not available in this build yet")
+
+// newMachineDriver builds the smolvm driver; replaced when it lands, and
+// by tests.
+var newMachineDriver = func(*config.Config) (machineDriver, error) { return nil, errNotWired }
+
+// loadBoxEnv loads the configuration and the project key for a command.
+func loadBoxEnv(stdout io.Writer) (*boxEnv, error) {
+	root := os.Getenv("HERMES_BOX_PROJECT_ROOT")
+	if root == "" {
+		var err error
+		if root, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := config.Load(root, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
+	if err != nil {
+		return nil, fmt.Errorf("reading the SSH public key: %w", err)
+	}
+	key, _, _, _, err := ssh.ParseAuthorizedKey(pub)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s.pub: %w", cfg.SSHKeyPath(), err)
+	}
+	drv, err := newMachineDriver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &boxEnv{cfg: cfg, drv: drv, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key),
+		stdout: stdout, backups: cfg.BackupsDir()}, nil
+}
+
+// locked takes the operation lock and reaps what an interrupted operation
+// left, then runs fn.
+func (e *boxEnv) locked(ctx context.Context, fn func() error) error {
+	unlock, err := backup.Lock(e.cfg.StateDir())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, err := backup.Reap(e.cfg.StateDir(), e.backups); err != nil {
+		return fmt.Errorf("reaping an interrupted operation: %w", err)
+	}
+	if _, err := backup.ReapCandidates(ctx, e.ops(), e.cfg.MachineName); err != nil {
+		return fmt.Errorf("reaping candidate machines: %w", err)
+	}
+	if safety, err := backup.Interrupted(e.cfg.StateDir()); err != nil || safety != "" {
+		return fmt.Errorf("an interrupted restore left the original machine in %s; restore it with `hermes-box restore %s` (%v)", safety, safety, err)
+	}
+	return fn()
+}
+
+func (e *boxEnv) meta(label string) backup.Meta {
+	return backup.Meta{Machine: e.cfg.MachineName, Label: label, Smolvm: e.drv.Version(context.Background()),
+		GOOS: runtime.GOOS, Fingerprint: e.finger, Now: time.Now()}
+}
+
+func (e *boxEnv) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
+	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: e.backups, Port: e.cfg.SSHPort, Meta: e.meta(label), LeaveStopped: leaveStopped}
+	return s.Run(ctx)
+}
+
+func (e *boxEnv) ops() *boxOps { return &boxOps{machineDriver: e.drv, env: e} }
+
+// boxOps implements backup.SnapshotOps and backup.MachineOps on the driver
+// and the agent's verbs.
+type boxOps struct {
+	machineDriver
+	env *boxEnv
+}
+
+func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string, stdin io.Reader, stdout io.Writer) error {
+	a, err := o.Agent(ctx, name, port)
+	if err != nil {
+		return err
+	}
+	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
+	code, err := a.Run(ctx, req, stdin, stdout, nil)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("agent %v exited with status %d", argv, code)
+	}
+	return err
+}
+
+func (o *boxOps) StopServices(ctx context.Context, name string) error {
+	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop"}, nil, io.Discard)
+}
+
+func (o *boxOps) StartServices(ctx context.Context, name string) error {
+	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start"}, nil, io.Discard)
+}
+
+func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) error {
+	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"snapshot", "write", part}, nil, w)
+}
+
+func (o *boxOps) FreePort(ctx context.Context) (int, error) { return freeLoopbackPort(ctx) }
+
+func (o *boxOps) SafetySnapshot(ctx context.Context, name string) (string, error) {
+	return o.env.snapshot(ctx, "pre-restore", true)
+}
+
+// Apply boots the restore-mode machine, streams the backup to the agent's
+// `snapshot apply`, then restarts it normally.
+func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) error {
+	if err := o.Boot(ctx, name); err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, pw)) }()
+	err := o.agent(ctx, name, port, []string{"snapshot", "apply"}, pr, io.Discard)
+	_ = pr.Close()
+	if err != nil {
+		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
+	}
+	if err := o.Stop(ctx, name); err != nil {
+		return err
+	}
+	return o.Start(ctx, name, port)
+}
+
+func (o *boxOps) Health(ctx context.Context, name string, port int) error {
+	return o.agent(ctx, name, port, []string{"health", "--json"}, nil, io.Discard)
+}
+
+// freeLoopbackPort asks the kernel for a free port on 127.0.0.1.
+func freeLoopbackPort(ctx context.Context) (int, error) {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
