@@ -94,6 +94,10 @@ func (p Program) withDefaults() Program {
 	return p
 }
 
+// Validate checks a program as New would, with defaults applied; errors
+// name the program and the field.
+func Validate(p Program) error { return p.withDefaults().validate() }
+
 // validate checks one program; errors name the program and the field.
 func (p Program) validate() error {
 	var errs []error
