@@ -19,7 +19,7 @@ import (
 // checks health runs. The box's own is BoxTable; tests pass theirs as JSON
 // (`boot --table FILE`).
 type Table struct {
-	Programs []ProgramSpec    `json:"programs"`
+	Programs []ProgramSpec     `json:"programs"`
 	Checks   []probe.CheckSpec `json:"checks,omitempty"`
 }
 

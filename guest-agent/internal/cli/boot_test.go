@@ -29,10 +29,10 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 	root = t.TempDir()
 	uid, gid := os.Getuid(), os.Getgid()
 	files := map[string]string{
-		"etc/passwd":                  fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
-		"etc/group":                   fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
-		boot.SeedID:                   "seed-1\n",
-		boot.SeedArchive:              seedTar(t),
+		"etc/passwd":                   fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
+		"etc/group":                    fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
+		boot.SeedID:                    "seed-1\n",
+		boot.SeedArchive:               seedTar(t),
 		"usr/sbin/placeholder-for-dir": "",
 	}
 	for name, body := range files {

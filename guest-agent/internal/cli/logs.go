@@ -148,4 +148,3 @@ func followFile(ctx context.Context, f **os.File, path string, w io.Writer) erro
 		*f = nf
 	}
 }
-

@@ -61,10 +61,10 @@ type Service struct {
 // Response is the answer. Error is set when the request failed; the other
 // fields belong to the op.
 type Response struct {
-	Error    string                      `json:"error,omitempty"`
-	Services []Service                   `json:"services,omitempty"`
+	Error    string                       `json:"error,omitempty"`
+	Services []Service                    `json:"services,omitempty"`
 	Checks   map[health.Code]health.Check `json:"checks,omitempty"`
-	LogPath  string                      `json:"logPath,omitempty"`
+	LogPath  string                       `json:"logPath,omitempty"`
 }
 
 // Errors callers branch on.
