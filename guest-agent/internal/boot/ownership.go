@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -48,6 +49,9 @@ func ownershipRepair(_ context.Context, o *Options) (string, error) {
 			return "", fmt.Errorf("%d paths are still owned by %d:%d after the repair", left, uid, gid)
 		}
 		msg = fmt.Sprintf("chowned %d paths from %d:%d (smolvm's host mapping) to root:root", fixed, uid, gid)
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		return "", err
 	}
 	if err := atomicfile.Write(marker, []byte(msg+"\n"), 0o600); err != nil {
 		return "", err
