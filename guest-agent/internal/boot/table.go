@@ -89,11 +89,11 @@ func (p ProgramSpec) convert() (supervise.Program, error) {
 	out := supervise.Program{
 		Name: p.Name, Command: p.Command, User: p.User, Dir: p.Directory, Priority: p.Priority,
 		AutoStart: p.AutoStart, AutoRestart: supervise.Restart(p.AutoRestart), ExitCodes: p.ExitCodes,
-		StartSecs: supervise.DefaultStartSecs, StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
+		StartTime: supervise.DefaultStartTime, StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
 	}
 	var err error
 	if p.StartSecs != nil {
-		if out.StartSecs, err = seconds("startsecs", *p.StartSecs); err != nil {
+		if out.StartTime, err = seconds("startsecs", *p.StartSecs); err != nil {
 			return out, err
 		}
 	}

@@ -172,6 +172,15 @@ func TestBootPreparesAndSupervises(t *testing.T) {
 	root, table := bootRoot(t, addr)
 	cmd, stderr := startBoot(t, root, table)
 	svcs := waitServices(t, root, "both programs RUNNING", bothRunning)
+	sshdLog := filepath.Join(root, boot.LogDir, "sshd.log")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(sshdLog); strings.Contains(string(b), "listening on") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in sshd never listened")
+		}
+	}
 
 	// Preparation: one startup-log line per step, in order; seed and keys.
 	log, err := os.ReadFile(filepath.Join(root, boot.StartupLog))

@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(testHelper(mode, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopBenchFixture()
+	os.Exit(code)
 }
 
 func testHelper(mode string, args []string) int {

@@ -35,7 +35,7 @@ func helper(t testing.TB, name, mode string, args ...string) Program {
 	}
 	return Program{
 		Name: name, Command: append([]string{exe}, args...), Env: []string{helperEnv + "=" + mode},
-		AutoStart: true, StartSecs: 0, StopWait: 5 * time.Second,
+		AutoStart: true, StartTime: 0, StopWait: 5 * time.Second,
 	}
 }
 

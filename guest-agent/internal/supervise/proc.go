@@ -274,11 +274,11 @@ func (p *proc) spawn(auto bool) {
 			s.Restarts++
 		}
 	})
-	if p.p.StartSecs <= 0 {
+	if p.p.StartTime <= 0 {
 		p.setState(Running)
 		return
 	}
-	p.setTimer(p.p.StartSecs)
+	p.setTimer(p.p.StartTime)
 }
 
 // fork starts the process in its own process group, with stdin on

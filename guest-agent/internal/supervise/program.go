@@ -54,8 +54,8 @@ type Program struct {
 	AutoRestart Restart
 	// ExitCodes are the expected exit codes for RestartUnexpected.
 	ExitCodes []int
-	// StartSecs is how long the program must stay up to count as RUNNING.
-	StartSecs time.Duration
+	// StartTime is how long the program must stay up to count as RUNNING.
+	StartTime time.Duration
 	// StartRetries is how many times a program that dies in STARTING is
 	// retried (with a growing backoff) before it is FATAL.
 	StartRetries int
@@ -67,7 +67,7 @@ type Program struct {
 
 // The defaults, as supervisord's.
 const (
-	DefaultStartSecs    = time.Second
+	DefaultStartTime    = time.Second
 	DefaultStartRetries = 3
 	DefaultStopWait     = 10 * time.Second
 	DefaultLogMaxBytes  = 50 << 20
@@ -118,7 +118,7 @@ func (p Program) validate() error {
 			bad("exitcodes", "%d is not an exit code (0-255)", c)
 		}
 	}
-	if p.StartSecs < 0 || p.StopWait < 0 {
+	if p.StartTime < 0 || p.StopWait < 0 {
 		bad("startsecs/stopwaitsecs", "must not be negative")
 	}
 	if p.StartRetries < 0 {

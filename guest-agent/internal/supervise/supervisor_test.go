@@ -140,7 +140,7 @@ func TestAutorestart(t *testing.T) {
 
 func TestCrashLoopEndsFatal(t *testing.T) {
 	var rec recorder
-	p := Program{Name: "crash", Command: []string{"false"}, AutoStart: true, StartSecs: time.Second, StartRetries: 3}
+	p := Program{Name: "crash", Command: []string{"false"}, AutoStart: true, StartTime: time.Second, StartRetries: 3}
 	s := newSup(t, Options{OnEvent: rec.add}, p)
 	if err := s.StartAutostart(t.Context()); err != nil {
 		t.Fatal(err)
@@ -352,14 +352,14 @@ func TestRunsAsUserWithSupplementaryGroups(t *testing.T) {
 	}
 }
 
-func TestStartWaitsForStartSecs(t *testing.T) {
-	p := Program{Name: "slow", Command: []string{"sleep", "1000"}, StartSecs: 200 * time.Millisecond, Env: []string{"A=1", "A=2"}}
+func TestStartWaitsForStartTime(t *testing.T) {
+	p := Program{Name: "slow", Command: []string{"sleep", "1000"}, StartTime: 200 * time.Millisecond, Env: []string{"A=1", "A=2"}}
 	s := newSup(t, Options{}, p)
 	begin := time.Now()
 	if err := s.Start(t.Context(), "slow"); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(begin); took < p.StartSecs {
+	if took := time.Since(begin); took < p.StartTime {
 		t.Fatalf("RUNNING after %s, before startsecs", took)
 	}
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(statusOf(t, s, "slow").PID) + "/environ")
