@@ -88,7 +88,7 @@ func tail(f *os.File, w io.Writer, n int) error {
 	const chunk = 64 << 10
 	start, found := end, 0
 	buf := make([]byte, chunk)
-	for start > 0 && found <= n {
+	for start > 0 && found < n {
 		size := min(chunk, start)
 		start -= size
 		if _, err := f.ReadAt(buf[:size], start); err != nil {
@@ -98,7 +98,7 @@ func tail(f *os.File, w io.Writer, n int) error {
 			if buf[i] != '\n' || start+i == end-1 {
 				continue
 			}
-			if found++; found > n {
+			if found++; found == n {
 				start += i + 1
 				break
 			}
