@@ -35,6 +35,7 @@ func runHealth(ctx context.Context, e *env, args []string) error {
 		*workspace = filepath.Join(e.root, "workspace")
 	}
 	report := probe.Collect(probe.Options{Workspace: *workspace, Version: buildinfo.Version, Started: started})
+	addServiceHealth(ctx, e, report)
 	if *asJSON {
 		enc := json.NewEncoder(e.Out)
 		enc.SetIndent("", "  ")

@@ -1,0 +1,303 @@
+package boot
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI runs as root; this test chowns files")
+		}
+		t.Skip("chown to other users needs root")
+	}
+}
+
+func write(t *testing.T, root, name, body string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(root, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// accounts writes passwd and group with hermes as the test's own user.
+func accounts(t *testing.T, root string) {
+	t.Helper()
+	write(t, root, "etc/passwd", fmt.Sprintf("root:x:0:0::/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", os.Getuid(), os.Getgid()), 0o644)
+	write(t, root, "etc/group", fmt.Sprintf("hermes:x:%d:\n", os.Getgid()), 0o644)
+}
+
+type entry struct {
+	name, body, link string
+	typ              byte
+	mode             int64
+}
+
+func tarball(t *testing.T, gz bool, entries ...entry) string {
+	t.Helper()
+	var b bytes.Buffer
+	var w = &b
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body)), Linkname: e.link, Uid: os.Getuid(), Gid: os.Getgid(), ModTime: time.Unix(1e9, 0)}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		if e.typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e.body))
+	}
+	tw.Close()
+	if !gz {
+		return b.String()
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(b.Bytes())
+	zw.Close()
+	return z.String()
+}
+
+func startupLog(t *testing.T, root string) []string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(root, StartupLog))
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestPrepareIsIdempotent(t *testing.T) {
+	root := t.TempDir()
+	accounts(t, root)
+	write(t, root, SeedID, "seed-7\n", 0o644)
+	write(t, root, SeedArchive, tarball(t, true,
+		entry{name: "work/", typ: tar.TypeDir, mode: 0o750},
+		entry{name: "work/bin/run", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o755},
+		entry{name: "work/link", typ: tar.TypeSymlink, link: "bin/run"},
+		entry{name: "work/hard", typ: tar.TypeLink, link: "work/bin/run"},
+		entry{name: "hermes-home/config.yaml", typ: tar.TypeReg, body: "a: 1\n"},
+	), 0o600)
+	if err := Prepare(t.Context(), Options{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	first := startupLog(t, root)
+	want := []string{"restore-wait skipped", "host-keys ok", "ownership-repair skipped", "tmp-modes ok", "workspace-seed ok", "workspace-ownership skipped"}
+	for i, w := range want {
+		name, outcome, _ := strings.Cut(w, " ")
+		if !strings.Contains(first[i], "stage="+name+" "+outcome+":") {
+			t.Errorf("line %d: %q, want %s", i, first[i], w)
+		}
+	}
+	for name, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "var/tmp": os.ModeDir | os.ModeSticky | 0o777,
+		"workspace/work": os.ModeDir | 0o750, "workspace/work/bin/run": 0o755, "workspace/hermes-home/config.yaml": 0o644} {
+		fi, err := os.Lstat(filepath.Join(root, name))
+		if err != nil || fi.Mode() != mode {
+			t.Errorf("%s: mode %v (%v), want %v", name, fi.Mode(), err, mode)
+		}
+	}
+	if l, _ := os.Readlink(filepath.Join(root, "workspace/work/link")); l != "bin/run" {
+		t.Errorf("symlink -> %q", l)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "workspace/work/hard")); string(b) != "#!/bin/sh\n" {
+		t.Errorf("hard link content %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "seed-7\n" {
+		t.Errorf("restored id %q", b)
+	}
+	keys1, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub"))
+
+	// A second boot changes nothing.
+	os.WriteFile(filepath.Join(root, "workspace/work/mine"), []byte("user data"), 0o600)
+	if err := Prepare(t.Context(), Options{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	second := startupLog(t, root)[len(want):]
+	if !strings.Contains(second[4], "workspace-seed skipped: workspace already seeded from seed-7") {
+		t.Errorf("second seed: %q", second[4])
+	}
+	if keys2, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub")); !bytes.Equal(keys1, keys2) {
+		t.Error("host key changed on the second boot")
+	}
+	if _, err := os.Stat(filepath.Join(root, "workspace/work/mine")); err != nil {
+		t.Error("user data lost on the second boot")
+	}
+}
+
+func TestWorkspaceSeedRefusals(t *testing.T) {
+	tests := []struct {
+		name    string
+		id      string
+		archive string
+		before  func(root string)
+		want    string
+		failed  bool
+	}{
+		{"used workspace", "s1\n", "", func(root string) { os.MkdirAll(filepath.Join(root, "workspace/work"), 0o755) }, "workspace is not empty", false},
+		{"other seed recorded", "s2\n", "", func(root string) { write(t, root, RestoredID, "s1\n", 0o600) }, "workspace holds seed s1", false},
+		{"bad id", "../x\n", "", nil, `bad seed id "../x\n"`, true},
+		{"two newlines", "s1\n\n", "", nil, "bad seed id", true},
+		{"escaping name", "s1\n", "../evil", nil, `unsafe path "../evil"`, true},
+		{"absolute name", "s1\n", "/evil", nil, `unsafe path "/evil"`, true},
+		{"through a symlink", "s1\n", "link/evil", nil, "path escapes", true},
+		{"device node", "s1\n", "dev", nil, "unsupported entry type", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			write(t, root, SeedID, tt.id, 0o644)
+			var entries []entry
+			switch tt.archive {
+			case "link/evil":
+				entries = []entry{{name: "link", typ: tar.TypeSymlink, link: "/tmp"}, {name: "link/evil", typ: tar.TypeReg, body: "x"}}
+			case "dev":
+				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}, {name: "dev", typ: tar.TypeChar}}
+			case "":
+				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}}
+			default:
+				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}, {name: tt.archive, typ: tar.TypeReg, body: "x"}}
+			}
+			write(t, root, SeedArchive, tarball(t, false, entries...), 0o600)
+			if tt.before != nil {
+				tt.before(root)
+			}
+			msg, err := workspaceSeed(t.Context(), &Options{Root: root})
+			var skip skipped
+			if tt.failed {
+				if err == nil || errorsAsSkip(err, &skip) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("got %q, %v; want a failure containing %q", msg, err, tt.want)
+				}
+				if _, err := os.Stat(filepath.Join(root, RestoredID)); err == nil {
+					t.Error("restored id written after a failed seed")
+				}
+				if ents, _ := os.ReadDir(filepath.Join(root, "workspace")); len(ents) != 0 {
+					t.Errorf("workspace changed by a failed seed: %v", ents)
+				}
+				return
+			}
+			if !errorsAsSkip(err, &skip) || !strings.Contains(skip.Error(), tt.want) {
+				t.Fatalf("got %q, %v; want skipped with %q", msg, err, tt.want)
+			}
+		})
+	}
+}
+
+func errorsAsSkip(err error, s *skipped) bool {
+	v, ok := err.(skipped)
+	if ok {
+		*s = v
+	}
+	return ok
+}
+
+func TestRestoreWait(t *testing.T) {
+	root := t.TempDir()
+	env := func(k string) string { return map[string]string{EnvRestoreMode: "true"}[k] }
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		write(t, root, RestoreReady, "", 0o600)
+	}()
+	o := &Options{Root: root, Getenv: env, Poll: 10 * time.Millisecond}
+	o.defaults()
+	if msg, err := restoreWait(t.Context(), o); err != nil || !strings.Contains(msg, "marker found") {
+		t.Fatalf("got %q, %v", msg, err)
+	}
+	// Without the marker, boot waits until it is stopped, and fails.
+	root2 := t.TempDir()
+	accounts(t, root2)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := Prepare(ctx, Options{Root: root2, Getenv: env, Poll: 10 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "restore-wait") {
+		t.Fatalf("got %v", err)
+	}
+	if lines := startupLog(t, root2); len(lines) != 1 || !strings.Contains(lines[0], "stage=restore-wait failed") {
+		t.Fatalf("startup log %q", lines)
+	}
+	if _, err := os.Stat(filepath.Join(root2, "etc/ssh")); err == nil {
+		t.Fatal("steps after the restore wait ran")
+	}
+}
+
+func statOwner(t *testing.T, p string) (uint32, uint32, uint32) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Uid, st.Gid, st.Mode & 0o7777
+}
+
+func TestOwnershipRepair(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	sudo := write(t, root, OwnershipWitness, "sudo", 0o755)
+	etc := write(t, root, "etc/hostname", "box", 0o644)
+	other := write(t, root, "home/hermes/file", "x", 0o644)
+	ws := write(t, root, "workspace/work/file", "x", 0o644)
+	link := filepath.Join(root, "usr/bin/sudoedit")
+	os.Symlink("sudo", link)
+	for _, p := range []string{sudo, etc, ws, filepath.Dir(sudo), link} {
+		os.Lchown(p, 501, 20)
+	}
+	os.Chown(other, 501, 21) // another gid: not the mapped pair
+	syscall.Chmod(sudo, 0o4755)
+	msg, err := ownershipRepair(t.Context(), &Options{Root: root})
+	if err != nil || !strings.Contains(msg, "chowned 4 paths from 501:20") {
+		t.Fatalf("got %q, %v", msg, err)
+	}
+	tests := []struct {
+		path           string
+		uid, gid, mode uint32
+	}{
+		{sudo, 0, 0, 0o4755}, {etc, 0, 0, 0o644}, {filepath.Dir(sudo), 0, 0, 0o755},
+		{other, 501, 21, 0o644}, {ws, 501, 20, 0o644},
+	}
+	for _, tt := range tests {
+		if uid, gid, mode := statOwner(t, tt.path); uid != tt.uid || gid != tt.gid || mode != tt.mode {
+			t.Errorf("%s: %d:%d %o, want %d:%d %o", tt.path, uid, gid, mode, tt.uid, tt.gid, tt.mode)
+		}
+	}
+	if uid, _, _ := statOwner(t, link); uid != 0 {
+		t.Errorf("symlink not chowned itself")
+	}
+	if _, err := ownershipRepair(t.Context(), &Options{Root: root}); !errorsAsSkip(err, new(skipped)) {
+		t.Fatalf("second run: %v, want skipped (marker)", err)
+	}
+}
+
+func TestWorkspaceOwnershipChownsForeignTrees(t *testing.T) {
+	needRoot(t)
+	root := t.TempDir()
+	write(t, root, "etc/passwd", "hermes:x:1002:1002::/home/hermes:/bin/sh\n", 0o644)
+	write(t, root, "etc/group", "hermes:x:1002:\n", 0o644)
+	f := write(t, root, "workspace/work/a/b", "x", 0o644)
+	os.Chown(filepath.Join(root, "workspace/work"), 0, 0)
+	msg, err := workspaceOwnership(t.Context(), &Options{Root: root})
+	if err != nil || !strings.Contains(msg, "/workspace/work (3 paths)") {
+		t.Fatalf("got %q, %v", msg, err)
+	}
+	if uid, gid, _ := statOwner(t, f); uid != 1002 || gid != 1002 {
+		t.Fatalf("file owned by %d:%d", uid, gid)
+	}
+}

@@ -1,0 +1,244 @@
+package boot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hostkeys"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+)
+
+// Files boot uses, relative to the root.
+const (
+	StartupLog       = "var/log/hermes-box-startup.log"
+	RestoreReady     = "var/lib/hermes-box/restore-ready"
+	OwnershipMarker  = "var/lib/hermes-box/runtime-ownership-v2"
+	OwnershipWitness = "usr/bin/sudo"
+	SeedArchive      = "var/lib/hermes-box/workspace-seed.tar"
+	SeedID           = "var/lib/hermes-box/workspace-seed.id"
+	RestoredID       = "var/lib/hermes-box/workspace-restored.id"
+)
+
+// Options is the per-boot preparation's environment.
+type Options struct {
+	// Root is the file system root ("/" in the box).
+	Root string
+	// Getenv reads the machine's environment; os.Getenv by default.
+	Getenv func(string) string
+	// Poll is the restore-mode marker's polling interval; 1 s by default.
+	Poll time.Duration
+	// Now is the clock; time.Now by default.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+func (o *Options) path(rel string) string { return filepath.Join(o.Root, rel) }
+
+// errSkipped marks a step that had nothing to do; its text says why.
+type skipped string
+
+func (s skipped) Error() string { return string(s) }
+
+// Step is one idempotent preparation step; Run returns what it did, or a
+// skipped error when there was nothing to do.
+type Step struct {
+	Name string
+	Run  func(ctx context.Context, o *Options) (string, error)
+}
+
+// Steps are the per-boot preparation, in order.
+func Steps() []Step {
+	return []Step{
+		{"restore-wait", restoreWait},
+		{"host-keys", hostKeys},
+		{"ownership-repair", ownershipRepair},
+		{"tmp-modes", tmpModes},
+		{"workspace-seed", workspaceSeed},
+		{"workspace-ownership", workspaceOwnership},
+	}
+}
+
+// Prepare runs the steps in order and writes one line per step to the
+// startup log ("<time> stage=<step> <ok|skipped|failed>: <message>"). It
+// stops at the first failure.
+func Prepare(ctx context.Context, o Options) error {
+	o.defaults()
+	logPath := o.path(StartupLog)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("creating the startup log's directory: %w", err)
+	}
+	lf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening the startup log: %w", err)
+	}
+	defer lf.Close()
+	for _, s := range Steps() {
+		msg, err := s.Run(ctx, &o)
+		outcome := "ok"
+		var skip skipped
+		switch {
+		case errors.As(err, &skip):
+			outcome, msg, err = "skipped", skip.Error(), nil
+		case err != nil:
+			outcome, msg = "failed", err.Error()
+		}
+		logLine(lf, o.Now(), s.Name, outcome, msg)
+		if err != nil {
+			return fmt.Errorf("boot step %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+func logLine(w io.Writer, t time.Time, stage, outcome, msg string) {
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	fmt.Fprintf(w, "%s stage=%s %s: %s\n", t.UTC().Format(time.RFC3339), stage, outcome, msg)
+}
+
+// restoreWait blocks a machine created in restore mode until the restore
+// has put its marker down: services must not start on a half-restored box.
+func restoreWait(ctx context.Context, o *Options) (string, error) {
+	if o.Getenv(EnvRestoreMode) != "true" {
+		return "", skipped("not in restore mode")
+	}
+	begin := o.Now()
+	marker := o.path(RestoreReady)
+	t := time.NewTicker(o.Poll)
+	defer t.Stop()
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			return fmt.Sprintf("restore-ready marker found after %s", o.Now().Sub(begin).Round(time.Second)), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for /%s: %w", RestoreReady, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func hostKeys(_ context.Context, o *Options) (string, error) {
+	keys, err := hostkeys.Ensure(o.Root)
+	if err != nil {
+		return "", err
+	}
+	var fps []string
+	for _, k := range keys.Keys {
+		fps = append(fps, k.Type+" "+k.Fingerprint)
+	}
+	return "host keys: " + strings.Join(fps, ", "), nil
+}
+
+// tmpModes makes /tmp and /var/tmp world-writable and sticky.
+func tmpModes(_ context.Context, o *Options) (string, error) {
+	for _, d := range []string{"tmp", "var/tmp"} {
+		p := o.path(d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return "", fmt.Errorf("creating /%s: %w", d, err)
+		}
+		if err := os.Chmod(p, os.ModeSticky|0o777); err != nil {
+			return "", fmt.Errorf("setting the mode of /%s: %w", d, err)
+		}
+	}
+	return "/tmp and /var/tmp are 1777", nil
+}
+
+// workspaceOwnership gives the service user its workspace trees. A tree
+// whose top is already the user's is left alone; one that is not (a fresh
+// seed, a remapped restore) is chowned throughout.
+func workspaceOwnership(_ context.Context, o *Options) (string, error) {
+	u, err := passwd.Lookup(o.Root, ServiceUser)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{HermesHome, 0o700}, {WorkDir, 0o755}} {
+		if err := os.MkdirAll(o.path(d.path), d.mode); err != nil {
+			return "", fmt.Errorf("creating %s: %w", d.path, err)
+		}
+	}
+	var fixed []string
+	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, "/workspace/codex-home"} {
+		n, err := chownTree(o.path(tree), u.UID, u.GID)
+		if err != nil {
+			return "", err
+		}
+		if n > 0 {
+			fixed = append(fixed, fmt.Sprintf("%s (%d paths)", tree, n))
+		}
+	}
+	if len(fixed) == 0 {
+		return "", skipped(fmt.Sprintf("workspace trees already owned by %s", u.Name))
+	}
+	return fmt.Sprintf("chowned to %s: %s", u.Name, strings.Join(fixed, ", ")), nil
+}
+
+// chownTree chowns every path under top not owned by uid:gid, if top
+// itself is not; it returns how many paths changed.
+func chownTree(top string, uid, gid uint32) (int, error) {
+	st, err := lstat(top)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if st.Uid == uid && st.Gid == gid {
+		return 0, nil
+	}
+	n := 0
+	err = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		st, err := lstat(p)
+		if err != nil || st.Uid == uid && st.Gid == gid {
+			return err
+		}
+		n++
+		return lchownKeepMode(p, st, int(uid), int(gid))
+	})
+	return n, err
+}
+
+func lstat(p string) (*syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return nil, &fs.PathError{Op: "lstat", Path: p, Err: err}
+	}
+	return &st, nil
+}
+
+// lchownKeepMode chowns p and puts back the setuid/setgid bits that the
+// kernel clears on chown.
+func lchownKeepMode(p string, st *syscall.Stat_t, uid, gid int) error {
+	if err := os.Lchown(p, uid, gid); err != nil {
+		return err
+	}
+	special := st.Mode & (syscall.S_ISUID | syscall.S_ISGID)
+	if special == 0 || st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
+		return nil
+	}
+	return syscall.Chmod(p, st.Mode&0o7777)
+}

@@ -1,0 +1,131 @@
+package boot
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
+)
+
+func TestBoxTable(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "etc/passwd", "root:x:0:0::/root:/bin/sh\nhermes:x:1002:1002::/home/hermes:/bin/sh\n", 0o644)
+	write(t, root, "etc/group", "hermes:x:1002:\nsudo:x:27:hermes\n", 0o644)
+	tests := []struct {
+		name     string
+		opts     BoxOptions
+		programs []string
+	}{
+		{"executor disabled", BoxOptions{}, []string{"sshd", "hermes"}},
+		{"executor enabled", BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 14788}, []string{"sshd", "executor", "hermes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl := BoxTable(tt.opts)
+			if err := tbl.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			progs, err := tbl.Resolve(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(progs, func(a, b supervise.Program) int { return a.Priority - b.Priority })
+			var names []string
+			byName := map[string]supervise.Program{}
+			for _, p := range progs {
+				names = append(names, p.Name)
+				byName[p.Name] = p
+			}
+			if !slices.Equal(names, tt.programs) {
+				t.Fatalf("programs by priority %v, want %v", names, tt.programs)
+			}
+			sshd, hermes := byName["sshd"], byName["hermes"]
+			if sshd.Credential != nil || sshd.Command[0] != filepath.Join(root, "usr/sbin/sshd") || sshd.StartTime != time.Second || sshd.Log.Path != filepath.Join(root, "workspace/hermes-home/logs/sshd.log") {
+				t.Errorf("sshd: %+v", sshd)
+			}
+			if c := hermes.Credential; c == nil || c.UID != 1002 || !slices.Equal(c.Groups, []uint32{27, 1002}) {
+				t.Errorf("hermes credential %+v", c)
+			}
+			if hermes.Dir != filepath.Join(root, "workspace/work") || hermes.StopWait != 30*time.Second || hermes.StartRetries != 20 || hermes.StopSignal != syscall.SIGTERM || hermes.AutoRestart != supervise.RestartUnexpected {
+				t.Errorf("hermes: %+v", hermes)
+			}
+			if !slices.Contains(hermes.Env, "HERMES_HOME=/workspace/hermes-home") {
+				t.Errorf("hermes env %v", hermes.Env)
+			}
+			if ex, ok := byName["executor"]; ok && (!slices.Contains(ex.Env, "EXECUTOR_WEB_BASE_URL=http://localhost:14788") || ex.StopWait != 45*time.Second) {
+				t.Errorf("executor: %+v", ex)
+			}
+			if want := len(tt.programs); len(tbl.Checks) != want {
+				t.Errorf("%d checks, want %d", len(tbl.Checks), want)
+			}
+		})
+	}
+}
+
+func TestBoxOptionsFromEnv(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want BoxOptions
+		err  string
+	}{
+		{map[string]string{}, BoxOptions{}, ""},
+		{map[string]string{EnvExecutorEnabled: "true", EnvExecutorHostPort: "4800"}, BoxOptions{true, 4800}, ""},
+		{map[string]string{EnvExecutorEnabled: "false", EnvExecutorHostPort: "bad"}, BoxOptions{}, ""},
+		{map[string]string{EnvExecutorEnabled: "yes"}, BoxOptions{}, EnvExecutorEnabled},
+		{map[string]string{EnvExecutorEnabled: "1", EnvExecutorHostPort: "70000"}, BoxOptions{}, EnvExecutorHostPort},
+	}
+	for _, tt := range tests {
+		got, err := BoxOptionsFromEnv(func(k string) string { return tt.env[k] })
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%v: got %v, want error naming %s", tt.env, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%v: got %+v, %v", tt.env, got, err)
+		}
+	}
+}
+
+func TestParseTableErrorsNameTheField(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{`{"programs":[{"name":"a","command":["x"],"bogus":1}]}`, `t.json: json: unknown field "bogus"`},
+		{`{"programs":[{"name":"a","command":["x"]},{"name":"b","command":[]}]}`, `programs[1]: program "b": command: is empty`},
+		{`{"programs":[{"name":"a","command":["x"],"stopsignal":"NOPE"}]}`, `stopsignal: unknown signal "NOPE"`},
+		{`{"programs":[{"name":"a","command":["x"],"startsecs":-1}]}`, `startsecs: want 0 to 86400 seconds, got -1`},
+		{`{"programs":[{"name":"a","command":["x"],"log":{"path":"rel"}}]}`, `log.path: want an absolute path`},
+		{`{"programs":[{"name":"a","command":["x"],"environment":{"A=B":"c"}}]}`, `environment: bad variable "A=B"`},
+		{`{"programs":[],"checks":[{"code":"x"}]}`, `checks[0]: check "x": want exactly one of tcp, http and service`},
+		{`{"programs":[]} {}`, `trailing data`},
+	}
+	for _, tt := range tests {
+		_, err := ParseTable([]byte(tt.body), "t.json")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.body, err, tt.want)
+		}
+	}
+}
+
+func FuzzParseTable(f *testing.F) {
+	b, _ := json.Marshal(BoxTable(BoxOptions{ExecutorEnabled: true}))
+	f.Add(b)
+	f.Add([]byte(`{"programs":[{"name":"a","command":["x"],"startsecs":1e300}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tbl, err := ParseTable(b, "fuzz.json")
+		if err != nil {
+			return
+		}
+		for _, p := range tbl.Programs {
+			conv, err := p.convert()
+			if err != nil || supervise.Validate(conv) != nil {
+				t.Fatalf("accepted table has an invalid program %+v: %v", p, err)
+			}
+		}
+	})
+}
