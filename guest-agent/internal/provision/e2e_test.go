@@ -172,12 +172,12 @@ func checkCommands(t *testing.T, f *fixture) {
 }
 
 func checkSeedArchive(t *testing.T, f *fixture) {
-	id, err := os.ReadFile(filepath.Join(f.root, "var/lib/hermes-box/workspace-snapshot.id"))
+	id, err := os.ReadFile(filepath.Join(f.root, "var/lib/hermes-box/workspace-seed.id"))
 	if err != nil || !strings.HasPrefix(string(id), "base-1790000000-") {
 		t.Fatalf("seed id %q, %v", id, err)
 	}
-	f.wantFile("/var/lib/hermes-box/workspace-snapshot.tar", nil, 0o600, 0, 0)
-	fh, err := os.Open(filepath.Join(f.root, "var/lib/hermes-box/workspace-snapshot.tar"))
+	f.wantFile("/var/lib/hermes-box/workspace-seed.tar", nil, 0o600, 0, 0)
+	fh, err := os.Open(filepath.Join(f.root, "var/lib/hermes-box/workspace-seed.tar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestProvisionStopsAtTheFirstFailureAndResumes(t *testing.T) {
 	if last := rep.Steps[len(rep.Steps)-1]; last.Name != "codex" {
 		t.Fatalf("the run went on to %s", last.Name)
 	}
-	for _, never := range []string{"workspace/codex-home/packages/standalone/current", "workspace/codex-home/bin/codex", "workspace/codex-home/config.toml", "var/lib/hermes-box/workspace-snapshot.tar"} {
+	for _, never := range []string{"workspace/codex-home/packages/standalone/current", "workspace/codex-home/bin/codex", "workspace/codex-home/config.toml", "var/lib/hermes-box/workspace-seed.tar"} {
 		if exists(filepath.Join(f.root, never)) {
 			t.Errorf("%s exists after the failed run", never)
 		}

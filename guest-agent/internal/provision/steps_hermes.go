@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
@@ -323,8 +325,8 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 // The seed: smolvm 1.0.4's pack does not keep the builder's /workspace disk,
 // so the image carries a tar of it that first boot unpacks.
 const (
-	seedTar = "/var/lib/hermes-box/workspace-snapshot.tar"
-	seedID  = "/var/lib/hermes-box/workspace-snapshot.id"
+	seedTar = "/" + boot.SeedArchive
+	seedID  = "/" + boot.SeedID
 	wsID    = workspace + "/.hermes-box-snapshot-id"
 )
 

@@ -143,11 +143,11 @@ func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string
 }
 
 func (o *boxOps) StopServices(ctx context.Context, name string) error {
-	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop"}, nil, io.Discard)
+	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop", "all"}, nil, io.Discard)
 }
 
 func (o *boxOps) StartServices(ctx context.Context, name string) error {
-	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start"}, nil, io.Discard)
+	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start", "all"}, nil, io.Discard)
 }
 
 func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) error {
