@@ -69,8 +69,10 @@ func (f *fake) readRecord(name string) (*record, error) {
 	return f.load(name)
 }
 
-// guestArgv maps an absolute command path into the root when the file
-// exists there, and hands the agent its root.
+// guestArgv maps the command into the machine's root: an absolute command
+// path that exists in the root runs from there, and the agent gets the root
+// as its --root; a command of the host (/bin/chmod) gets its absolute
+// arguments mapped into the root instead, so it acts on the guest's files.
 func guestArgv(root string, argv []string) []string {
 	out := append([]string(nil), argv...)
 	if filepath.IsAbs(out[0]) {
@@ -79,7 +81,14 @@ func guestArgv(root string, argv []string) []string {
 		}
 	}
 	if filepath.Base(out[0]) == agentName {
-		out = append([]string{out[0], "--root", root}, out[1:]...)
+		return append([]string{out[0], "--root", root}, out[1:]...)
+	}
+	if !strings.HasPrefix(out[0], root+string(filepath.Separator)) {
+		for i := 1; i < len(out); i++ {
+			if filepath.IsAbs(out[i]) {
+				out[i] = filepath.Join(root, out[i])
+			}
+		}
 	}
 	return out
 }

@@ -280,9 +280,11 @@ func (f *fake) copy(in *smolvmcli.Invocation) error {
 		return fmt.Errorf("machine '%s' is not running", name)
 	}
 	if srcGuest {
-		return copyFile(filepath.Join(f.root(name), srcPath), dst)
+		return copyFile(filepath.Join(f.root(name), srcPath), dst, 0o644)
 	}
-	return copyFile(src, filepath.Join(f.root(name), dstPath))
+	// 1.0.4 writes guest files with the agent's default mode, not the
+	// source's: an executable copied in is not executable there.
+	return copyFile(src, filepath.Join(f.root(name), dstPath), 0o644)
 }
 
 // guestPath splits NAME:/abs/path.
@@ -294,8 +296,8 @@ func guestPath(arg string) (name, path string, ok bool) {
 	return name, path, true
 }
 
-// copyFile copies a regular file, keeping its mode, through a temp name.
-func copyFile(src, dst string) error {
+// copyFile copies a regular file through a temp name, giving it mode.
+func copyFile(src, dst string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -312,7 +314,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	tmp := dst + ".cp-tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, info.Mode().Perm())
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
 	if err != nil {
 		return err
 	}
@@ -321,6 +323,9 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	if err := out.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, dst)

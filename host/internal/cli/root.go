@@ -66,6 +66,15 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newCompletionCommand(),
+		newInitCommand(),
+		newStartCommand(),
+		newStopCommand(),
+		newRestartCommand(),
+		newStatusCommand(),
+		newSSHCommand(),
+		newShellCommand(),
+		newLogsCommand(),
+		newDestroyCommand(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
