@@ -110,10 +110,15 @@ func (f *fake) lockDB() (func(), error) {
 	}
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		lf.Close()
-		return nil, errors.New("Database already open. Cannot acquire lock.")
+		return nil, errDBLocked{}
 	}
 	return func() { lf.Close() }, nil
 }
+
+// errDBLocked is 1.0.4's message when its database has another writer.
+type errDBLocked struct{}
+
+func (errDBLocked) Error() string { return "Database already open. Cannot acquire lock." }
 
 // dispatch runs one parsed subcommand.
 func (f *fake) dispatch(in *smolvmcli.Invocation) int {

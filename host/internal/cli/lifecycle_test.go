@@ -387,3 +387,50 @@ func TestHelpAndCompletion(t *testing.T) {
 		t.Errorf("completion bash: %d %s", r.code, r.stderr)
 	}
 }
+
+// TestInitSecretsAndDocuments maps a secret by name only and copies the
+// user's documents into the box.
+func TestInitSecretsAndDocuments(t *testing.T) {
+	h := newHarness(t)
+	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+	h.write("docs/SOUL.md", "be kind\n")
+	const secret = "sk-very-secret-value"
+
+	r := h.run("init")
+	if r.code != 1 || !strings.Contains(r.stderr, `host environment variable "HBX_TEST_SECRET" referenced by secret mapping for "OPENAI_API_KEY" is unset or empty`) {
+		t.Fatalf("init with an unset secret: %d %s", r.code, r.stderr)
+	}
+	if slices.ContainsFunc(lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create") }) {
+		t.Fatalf("a machine was created despite the failed preflight")
+	}
+
+	h.extra = []string{"HBX_TEST_SECRET=" + secret}
+	r = h.run("init", "--document", filepath.Join(h.root, "docs", "SOUL.md"))
+	if r.code != 0 {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	log := string(readFile(t, h.log))
+	if strings.Contains(log, secret) || strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+		t.Fatal("the secret's value reached argv, the log or the output")
+	}
+	var create string
+	for _, l := range lines(r.calls) {
+		if strings.HasPrefix(l, "machine create --name hermes-box ") {
+			create = l
+		}
+	}
+	if !strings.HasSuffix(create, " --secret-env OPENAI_API_KEY=HBX_TEST_SECRET --net") {
+		t.Errorf("runtime create does not map the secret by name: %s", create)
+	}
+	if !slices.Contains(lines(r.calls), "machine cp $ROOT/docs/SOUL.md hermes-box:/workspace/work/SOUL.md") {
+		t.Errorf("the document was not copied:\n  %s", strings.Join(lines(r.calls), "\n  "))
+	}
+	got := readFile(t, filepath.Join(h.state, "machines", machine, "root", "workspace", "work", "SOUL.md"))
+	if string(got) != "be kind\n" {
+		t.Errorf("document in the box: %q", got)
+	}
+	r = h.run("status")
+	if r.code != 0 || !strings.Contains(r.stdout, "loopback-listener") || !strings.Contains(r.stdout, "healthy") {
+		t.Errorf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -81,12 +81,14 @@ func TestArgv(t *testing.T) {
 func TestBadSpecsRefusedBeforeRunning(t *testing.T) {
 	ctx := context.Background()
 	for name, call := range map[string]func(d *Driver) error{
-		"no source":     func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b"}) },
-		"both sources":  func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", From: "f"}) },
-		"bad name":      func(d *Driver) error { return d.Start(ctx, "-n evil") },
-		"bad port":      func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", Ports: []Port{{0, 22}}}) },
-		"bad backend":   func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", NetBackend: "slirp"}) },
-		"bad secret":    func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", SecretEnv: []SecretRef{{"A", "$(x)"}}}) },
+		"no source":    func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b"}) },
+		"both sources": func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", From: "f"}) },
+		"bad name":     func(d *Driver) error { return d.Start(ctx, "-n evil") },
+		"bad port":     func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", Ports: []Port{{0, 22}}}) },
+		"bad backend":  func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", NetBackend: "slirp"}) },
+		"bad secret": func(d *Driver) error {
+			return d.Create(ctx, CreateSpec{Name: "b", Image: "i", SecretEnv: []SecretRef{{"A", "$(x)"}}})
+		},
 		"no command":    func(d *Driver) error { _, err := d.Exec(ctx, ExecSpec{Name: "b"}); return err },
 		"relative path": func(d *Driver) error { return d.CopyIn(ctx, "b", "/h", "g") },
 	} {
