@@ -18,7 +18,7 @@ import (
 // its work, but no SSH handshake.
 func BenchmarkRelayHealth(b *testing.B) {
 	f := newSSHDFixture(b)
-	tr := f.relay(f.hostKey, shellQuote(f.agent)+" relay")
+	tr := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay")
 	c, err := tr.Dial(b.Context())
 	if err != nil {
 		b.Fatal(err)
@@ -44,16 +44,16 @@ func BenchmarkOpenSSHSpawnHealth(b *testing.B) {
 	if _, err := os.Stat(sshPath); err != nil {
 		b.Skipf("%s is missing (install openssh-client)", sshPath)
 	}
-	knownHosts := filepath.Join(f.dir, "known_hosts")
-	if err := keys.WriteKnownHosts(knownHosts, "127.0.0.1", f.port, f.hostKey); err != nil {
+	knownHosts := filepath.Join(f.Dir, "known_hosts")
+	if err := keys.WriteKnownHosts(knownHosts, "127.0.0.1", f.Port, f.HostKey); err != nil {
 		b.Fatal(err)
 	}
 	args := []string{
-		"-F", os.DevNull, "-i", f.keyPath, "-o", "IdentitiesOnly=yes",
+		"-F", os.DevNull, "-i", f.KeyPath, "-o", "IdentitiesOnly=yes",
 		"-o", "UserKnownHostsFile=" + knownHosts, "-o", "GlobalKnownHostsFile=" + os.DevNull,
 		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-		"-p", strconv.Itoa(f.port), f.user + "@127.0.0.1",
-		shellQuote(f.agent), "health", "--json",
+		"-p", strconv.Itoa(f.Port), f.User + "@127.0.0.1",
+		shellQuote(f.Agent), "health", "--json",
 	}
 	env := withoutSSHAgent(os.Environ())
 	run := func() []byte {

@@ -20,8 +20,8 @@ import (
 // another host key, which the relay must refuse before sending anything.
 func TestOpenSSHRelay(t *testing.T) {
 	f := newSSHDFixture(t)
-	stateDir := filepath.Join(f.dir, "state")
-	if err := keys.SaveHostKey(stateDir, "box", f.hostKey); err != nil {
+	stateDir := filepath.Join(f.Dir, "state")
+	if err := keys.SaveHostKey(stateDir, "box", f.HostKey); err != nil {
 		t.Fatal(err)
 	}
 	pinned, err := keys.LoadHostKey(stateDir, "box")
@@ -32,9 +32,9 @@ func TestOpenSSHRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(f.dir, "remote-command-ran")
-	command := strings.Join([]string{"/bin/sh", shellQuote(wrapper), shellQuote(marker), shellQuote(f.agent), "relay"}, " ")
-	tr := f.relay(pinned, command)
+	marker := filepath.Join(f.Dir, "remote-command-ran")
+	command := strings.Join([]string{"/bin/sh", shellQuote(wrapper), shellQuote(marker), shellQuote(f.Agent), "relay"}, " ")
+	tr := relayTo(f, pinned, command)
 
 	t.Run("health over the pinned connection", func(t *testing.T) {
 		report := relayHealth(t, tr)
@@ -46,8 +46,8 @@ func TestOpenSSHRelay(t *testing.T) {
 		if _, err := os.Stat(marker); err != nil {
 			t.Fatalf("the remote command did not create its marker: %v", err)
 		}
-		if !strings.Contains(f.log.String(), "Starting session: command") {
-			t.Errorf("sshd did not log the session:\n%s", f.log)
+		if !strings.Contains(f.Log.String(), "Starting session: command") {
+			t.Errorf("sshd did not log the session:\n%s", f.Log)
 		}
 	})
 
@@ -55,17 +55,17 @@ func TestOpenSSHRelay(t *testing.T) {
 		if err := os.Remove(marker); err != nil {
 			t.Fatal(err)
 		}
-		f.stop(t)
-		f.start(t, "second")
-		if bytes.Equal(f.hostKey.Marshal(), pinned.Marshal()) {
+		f.Stop(t)
+		f.Start(t, "second")
+		if bytes.Equal(f.HostKey.Marshal(), pinned.Marshal()) {
 			t.Fatal("the restarted sshd has the same host key")
 		}
-		logBefore := len(f.log.String())
+		logBefore := len(f.Log.String())
 		code, err := tr.Run(t.Context(), request("health", "--json"), strings.NewReader("must not be sent"), nil, nil)
 		if !errors.Is(err, ErrHostKeyMismatch) {
 			t.Fatalf("Run = %d, %v; want an error wrapping ErrHostKeyMismatch", code, err)
 		}
-		if !strings.HasPrefix(err.Error(), "dialing "+f.addr+": ") || !strings.Contains(err.Error(), keys.Fingerprint(f.hostKey)) {
+		if !strings.HasPrefix(err.Error(), "dialing "+f.Addr+": ") || !strings.Contains(err.Error(), keys.Fingerprint(f.HostKey)) {
 			t.Errorf("error %q should name the address and the offered key's fingerprint", err)
 		}
 		checkNothingRan(t, f, marker, logBefore)
@@ -80,13 +80,13 @@ func checkNothingRan(t *testing.T, f *sshdFixture, marker string, logFrom int) {
 	// wait for it, so the checks below do not pass merely because sshd has
 	// not written anything yet.
 	waitFor(t, "sshd to log the refused connection", func() bool {
-		return strings.Contains(f.log.String()[logFrom:], "[preauth]")
+		return strings.Contains(f.Log.String()[logFrom:], "[preauth]")
 	})
 	time.Sleep(200 * time.Millisecond)
 	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the remote command ran (marker stat: %v)", err)
 	}
-	log := f.log.String()[logFrom:]
+	log := f.Log.String()[logFrom:]
 	for _, bad := range []string{"Accepted publickey", "Starting session"} {
 		if strings.Contains(log, bad) {
 			t.Errorf("sshd log shows %q after the refusal:\n%s", bad, log)

@@ -223,25 +223,6 @@ func newSigner(t testing.TB) ssh.Signer {
 	return signer
 }
 
-// syncBuffer is a concurrency-safe writer that can be waited on.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
 // waitFor polls cond until it holds or waitLimit passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// errNoMachine is wrapped when the configured machine does not exist.
+var errNoMachine = errors.New("machine does not exist")
+
+// machineState returns the smolvm state of the machine, wrapping
+// errNoMachine when there is none.
+func (a *app) machineState(ctx context.Context, name string) (smolvm.Machine, error) {
+	exists, err := a.vm.Exists(ctx, name)
+	if err != nil {
+		return smolvm.Machine{}, err
+	}
+	if !exists {
+		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
+	}
+	return a.vm.Status(ctx, name)
+}
+
+// sshRelay is the SSH transport to the runtime box, with the pinned host key.
+func (a *app) sshRelay() (*relay.SSH, error) {
+	keyPath := a.cfg.SSHKeyPath()
+	if _, err := os.Stat(keyPath); err != nil {
+		return nil, fmt.Errorf("project SSH key %s: %w (run hermes-box init)", keyPath, err)
+	}
+	signer, err := keys.EnsureProjectKey(keyPath, a.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	hostKey, err := keys.LoadHostKey(a.cfg.StateDir(), a.cfg.MachineName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no pinned host key for %s (it is pinned by hermes-box init): %w", a.cfg.MachineName, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &relay.SSH{Addr: a.sshAddr(), User: a.sshUser, Signer: signer, HostKey: hostKey,
+		Command: a.relayCmd, DialTimeout: a.timing.callTimeout}, nil
+}
+
+// execRelay is the smolvm-exec transport to a machine.
+func (a *app) execRelay(machine string) *relay.Exec {
+	return &relay.Exec{Machine: machine, Execer: a.vm}
+}
+
+// agent runs an agent verb and renders its events; its exit status is
+// returned as an *agentExit error when non-zero.
+func (a *app) agent(ctx context.Context, tr relay.Transport, stdin io.Reader, stdout io.Writer, argv ...string) error {
+	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv}
+	code, err := tr.Run(ctx, req, stdin, stdout, a.ui.Event)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &agentExit{verb: argv[0], code: code}
+	}
+	return nil
+}
+
+// agentExit is an agent verb that exited non-zero; hermes-box exits with
+// the same status.
+type agentExit struct {
+	verb string
+	code int
+}
+
+func (e *agentExit) Error() string {
+	return fmt.Sprintf("agent %s exited with status %d", e.verb, e.code)
+}
+func (e *agentExit) ExitCode() int { return e.code }
+
+// health asks the agent for its report.
+func (a *app) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timing.callTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	if err := a.agent(ctx, tr, nil, &out, "health", "--json"); err != nil {
+		return nil, err
+	}
+	return health.Decode(out.Bytes())
+}
+
+// waitPort polls until something accepts on the SSH port.
+func (a *app) waitPort(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if err := sleep(ctx, a.timing.pollInterval); err != nil {
+			return fmt.Errorf("waiting for %s: %w", addr, err)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// verifyRunning checks a running box: the SSH port accepts, every published
+// port listens on loopback only, the agent answers over the SSH relay
+// (bounded readiness loop), and one deep check of its report passes.
+func (a *app) verifyRunning(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.timing.startupDeadline)
+	defer cancel()
+	done := a.ui.Step("listener", fmt.Sprintf("SSH on %s, loopback only", a.sshAddr()))
+	err := a.checkListeners(ctx)
+	done(err)
+	if err != nil {
+		return err
+	}
+	tr, err := a.sshRelay()
+	if err != nil {
+		return err
+	}
+	done = a.ui.Step("health", "waiting for the agent")
+	err = a.waitHealthy(ctx, tr)
+	done(err)
+	return err
+}
+
+// checkListeners waits for the published ports and checks their binding.
+func (a *app) checkListeners(ctx context.Context) error {
+	ports := []int{a.cfg.SSHPort}
+	if a.cfg.ExecutorEnabled {
+		ports = append(ports, a.cfg.ExecutorPort)
+	}
+	for _, p := range ports {
+		addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
+		if err := a.waitPort(ctx, addr); err != nil {
+			return err
+		}
+		if err := a.listen.CheckLoopback(ctx, p); err != nil {
+			return fmt.Errorf("refusing an unsafe box: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitHealthy polls the agent's health until it answers, then runs one
+// deep check: the report must not be unhealthy and every service must run.
+func (a *app) waitHealthy(ctx context.Context, tr relay.Transport) error {
+	var last error
+	for {
+		_, err := a.health(ctx, tr)
+		if err == nil {
+			break
+		}
+		last = err
+		if errors.Is(err, relay.ErrHostKeyMismatch) {
+			return err
+		}
+		if serr := sleep(ctx, a.timing.pollInterval); serr != nil {
+			return fmt.Errorf("the agent did not answer within %v: %w", a.timing.startupDeadline, last)
+		}
+	}
+	report, err := a.health(ctx, tr)
+	if err != nil {
+		return fmt.Errorf("deep health check: %w", err)
+	}
+	return deepCheck(report)
+}
+
+// deepCheck judges a report: unhealthy or a service not RUNNING fails.
+func deepCheck(r *health.Report) error {
+	var problems []string
+	for code, c := range r.Checks {
+		if c.Status != health.StatusHealthy && c.Severity != health.SeverityInfo {
+			problems = append(problems, fmt.Sprintf("%s %s: %s", code, c.Status, c.Message))
+		}
+	}
+	for _, s := range r.Services {
+		if s.State != health.ServiceRunning {
+			problems = append(problems, fmt.Sprintf("service %s is %s", s.Name, s.State))
+		}
+	}
+	if r.Status == health.StatusUnhealthy || hasServiceProblem(r) {
+		return fmt.Errorf("box is %s: %s", r.Status, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func hasServiceProblem(r *health.Report) bool {
+	for _, s := range r.Services {
+		if s.State != health.ServiceRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// bootAndVerify starts a machine and verifies it; on failure it stops the
+// machine again and says why.
+func (a *app) bootAndVerify(ctx context.Context, name string) error {
+	done := a.ui.Step("start", name)
+	err := a.vm.Start(ctx, name)
+	done(err)
+	if err != nil {
+		return err
+	}
+	if err := a.verifyRunning(ctx); err != nil {
+		stopErr := a.stopMachine(name)
+		if stopErr != nil {
+			return errors.Join(fmt.Errorf("%w; stopping the machine also failed", err), stopErr)
+		}
+		return fmt.Errorf("%w; the machine was stopped", err)
+	}
+	return nil
+}
+
+// stopMachine stops a machine on a fresh, bounded context, so that it
+// works during cleanup after the operation's context ended.
+func (a *app) stopMachine(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timing.cleanupTimeout)
+	defer cancel()
+	return a.vm.Stop(ctx, name)
+}
+
+// removeMachine stops and deletes a machine on a fresh, bounded context.
+func (a *app) removeMachine(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*a.timing.cleanupTimeout)
+	defer cancel()
+	exists, err := a.vm.Exists(ctx, name)
+	if err != nil || !exists {
+		return err
+	}
+	return a.vm.Delete(ctx, name, true)
+}

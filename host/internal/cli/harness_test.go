@@ -1,0 +1,292 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+)
+
+// binaries are built once per test binary.
+var (
+	buildOnce sync.Once
+	bins      struct{ dir, hermesBox, agent, testAgent string }
+	buildErr  error
+)
+
+// buildBinaries builds hermes-box, the real agent, the test agent (linked
+// to the real agent) and the fake smolvm, installed as `smolvm`.
+func buildBinaries(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hermes-box-cli-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		bins.dir = dir
+		bins.hermesBox = sshdtest.GoBuild(t, filepath.Join(dir, "hermes-box"), "./host")
+		bins.agent = sshdtest.GoBuild(t, filepath.Join(dir, "agent", "hermes-box-agent"), "./guest-agent")
+		bins.testAgent = sshdtest.GoBuild(t, filepath.Join(dir, "testagent"), "./tests/testagent",
+			"-ldflags", "-X main.realAgent="+bins.agent)
+		sshdtest.GoBuild(t, filepath.Join(dir, "path", "smolvm"), "./tests/fakesmolvm")
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bins.dir != "" {
+		os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// harness is a project, a fake smolvm and Debian's sshd standing in for the
+// box's sshd: the fake's published SSH port forwards to it.
+type harness struct {
+	t       *testing.T
+	root    string // the project root (and data dir)
+	state   string // the fake smolvm's state
+	log     string // the fake's argv log
+	images  string // the fake's seed images
+	sshd    *sshdtest.Server
+	port    int // HERMES_BOX_SSH_PORT
+	env     []string
+	extra   []string // per-call environment
+	conf    []string // hermes-box.conf lines
+	agentFn string   // the agent binary's name under bin/
+}
+
+const (
+	machine = "hermes-box"
+	builder = "hermes-builder"
+)
+
+func newHarness(t *testing.T, conf ...string) *harness {
+	t.Helper()
+	buildBinaries(t)
+	h := &harness{t: t, root: t.TempDir(), conf: conf, agentFn: "hermes-box-agent-linux-" + runtime.GOARCH}
+	h.state = filepath.Join(t.TempDir(), "smolvm")
+	h.log = filepath.Join(h.state, "argv.jsonl")
+	h.images = filepath.Join(t.TempDir(), "images")
+	seed := filepath.Join(h.images, "ubuntu_24.04")
+	h.sshd = sshdtest.New(t, sshdtest.Options{
+		KeyPath:     filepath.Join(h.root, "state", "hermes-box-ed25519"),
+		HostKeyPath: filepath.Join(seed, "etc", "ssh", "ssh_host_ed25519_key"),
+		NoAgent:     true,
+	})
+	h.port = sshdtest.FreePort(t)
+	h.write("Smolfile", h.moduleFile("Smolfile"))
+	h.write("bin/"+h.agentFn, readFile(t, bins.testAgent))
+	must(t, os.Chmod(filepath.Join(h.root, "bin", h.agentFn), 0o755))
+	lines := append([]string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(h.port)}, conf...)
+	h.write("hermes-box.conf", strings.Join(lines, "\n")+"\n")
+	runtimeRoot := filepath.Join(h.state, "machines", machine, "root")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HERMES_BOX_") && !strings.HasPrefix(kv, "SMOLVM_") && !strings.HasPrefix(kv, "FAKESMOLVM_") {
+			h.env = append(h.env, kv)
+		}
+	}
+	h.env = append(h.env,
+		"PATH="+filepath.Join(bins.dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"FAKESMOLVM_STATE="+h.state, "FAKESMOLVM_LOG="+h.log, "FAKESMOLVM_IMAGES="+h.images,
+		"FAKESMOLVM_GUEST_22="+h.sshd.Addr,
+		"HERMES_BOX_PROJECT_ROOT="+h.root,
+		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+h.sshd.User,
+		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(filepath.Join(runtimeRoot, "usr/local/sbin/hermes-box-agent"))+
+			" --root "+sshdtest.ShellQuote(runtimeRoot)+" relay",
+	)
+	t.Cleanup(h.stopForwarders)
+	return h
+}
+
+func (h *harness) moduleFile(name string) string {
+	return string(readFile(h.t, filepath.Join(sshdtest.ModuleRoot(h.t), name)))
+}
+
+func (h *harness) write(rel string, content any) {
+	h.t.Helper()
+	p := filepath.Join(h.root, rel)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	var b []byte
+	switch c := content.(type) {
+	case string:
+		b = []byte(c)
+	case []byte:
+		b = c
+	}
+	must(h.t, os.WriteFile(p, b, 0o644))
+}
+
+// seed writes a file into the builder's seed image under .testagent.
+func (h *harness) seed(name, content string) {
+	h.t.Helper()
+	p := filepath.Join(h.images, "ubuntu_24.04", ".testagent", name)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(h.t, os.WriteFile(p, []byte(content), 0o644))
+}
+
+// result is one run of hermes-box.
+type result struct {
+	code           int
+	stdout, stderr string
+	calls          []call // the smolvm calls this run made
+}
+
+// run runs hermes-box with args; the smolvm calls it made are returned.
+func (h *harness) run(args ...string) result {
+	h.t.Helper()
+	before := len(h.calls())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
+	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), calls: h.calls()[before:]}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("running hermes-box %v: %v", args, err)
+	}
+	return r
+}
+
+// call is one recorded smolvm invocation, paths normalised.
+type call struct {
+	line string
+	env  map[string]string
+}
+
+var tmpSuffix = regexp.MustCompile(`hermes-base\.tmp-[0-9]+`)
+
+func (h *harness) calls() []call {
+	h.t.Helper()
+	f, err := os.Open(h.log)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	must(h.t, err)
+	defer f.Close()
+	var out []call
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e struct {
+			Argv []string          `json:"argv"`
+			Env  map[string]string `json:"env"`
+		}
+		must(h.t, json.Unmarshal(sc.Bytes(), &e))
+		line := strings.Join(e.Argv, " ")
+		line = strings.ReplaceAll(line, h.root, "$ROOT")
+		line = tmpSuffix.ReplaceAllString(line, "hermes-base.tmp-PID")
+		out = append(out, call{line: line, env: e.Env})
+	}
+	return out
+}
+
+func lines(calls []call) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.line
+	}
+	return out
+}
+
+// expectCalls compares the exact argv sequence.
+func expectCalls(t *testing.T, got []call, want []string) {
+	t.Helper()
+	g := lines(got)
+	if strings.Join(g, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("smolvm calls differ\n got:\n  %s\nwant:\n  %s", strings.Join(g, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// machines returns the fake's machines and their states.
+func (h *harness) machines() map[string]string {
+	h.t.Helper()
+	out := map[string]string{}
+	entries, _ := os.ReadDir(filepath.Join(h.state, "machines"))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(h.state, "machines", e.Name(), "machine.json"))
+		if err != nil {
+			continue
+		}
+		var r struct{ State string }
+		must(h.t, json.Unmarshal(b, &r))
+		out[e.Name()] = r.State
+	}
+	return out
+}
+
+// stopForwarders ends the fake's port forwarders left running.
+func (h *harness) stopForwarders() {
+	entries, _ := os.ReadDir(filepath.Join(h.state, "machines"))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(h.state, "machines", e.Name(), "machine.json"))
+		if err != nil {
+			continue
+		}
+		var r struct{ PID int }
+		if json.Unmarshal(b, &r) == nil && r.PID > 0 {
+			syscall.Kill(r.PID, syscall.SIGTERM)
+		}
+	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// initCalls is the exact smolvm conversation of a successful init with
+// one netcheck.
+func (h *harness) initCalls() []string {
+	return []string{
+		"--version",
+		"machine ls --json",
+		"machine create --name hermes-builder --image ubuntu:24.04 --cpus 4 --mem 8192 --storage 15 --overlay 6 --net --net-backend virtio-net",
+		"machine update --name hermes-builder --net",
+		"machine start --name hermes-builder",
+		"machine cp $ROOT/bin/" + h.agentFn + " hermes-builder:/usr/local/sbin/hermes-box-agent",
+		"machine exec --name hermes-builder -- /bin/chmod 0755 /usr/local/sbin/hermes-box-agent",
+		"machine cp $ROOT/state/hermes-box-ed25519.pub hermes-builder:/tmp/hermes-box-authorized-keys",
+		"machine exec --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck",
+		"machine exec --stream -i --name hermes-builder -- /usr/local/sbin/hermes-box-agent relay",
+		"machine stop --name hermes-builder",
+		"pack create --from-vm hermes-builder --smolfile $ROOT/Smolfile --output $ROOT/images/hermes-base.tmp-PID",
+		"machine ls --json",
+		"machine delete --name hermes-builder --force",
+		fmt.Sprintf("machine create --name hermes-box --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p %d:22 -e HERMES_BOX_EXECUTOR_ENABLED=false -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 --net", h.port),
+		"machine data-dir --name hermes-box",
+		"machine update --name hermes-box --net",
+		"machine start --name hermes-box",
+		"machine exec --name hermes-box -- /usr/local/sbin/hermes-box-agent hostkeys",
+	}
+}

@@ -1,0 +1,436 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// initBox runs a successful init and checks its whole conversation.
+func initBox(t *testing.T, h *harness) result {
+	t.Helper()
+	r := h.run("init")
+	if r.code != 0 {
+		t.Fatalf("init exited %d\nstdout:\n%s\nstderr:\n%s\nsshd:\n%s", r.code, r.stdout, r.stderr, h.sshd.Log)
+	}
+	expectCalls(t, r.calls, h.initCalls())
+	return r
+}
+
+func TestInit(t *testing.T) {
+	h := newHarness(t)
+	r := initBox(t, h)
+
+	// The extraction-cache cap is raised on the runtime create only.
+	for _, c := range r.calls {
+		isRuntimeCreate := strings.HasPrefix(c.line, "machine create --name hermes-box ")
+		if got := c.env["SMOLVM_PACK_CACHE_MAX_BYTES"]; (got == "17179869184") != isRuntimeCreate || (got != "" && !isRuntimeCreate) {
+			t.Errorf("%q ran with SMOLVM_PACK_CACHE_MAX_BYTES=%q", c.line, got)
+		}
+	}
+	if got := h.machines(); len(got) != 1 || got[machine] != "running" {
+		t.Errorf("machines after init: %v; want only %s running (builder deleted)", got, machine)
+	}
+	pinned, err := keys.LoadHostKey(filepath.Join(h.root, "state"), machine)
+	if err != nil || string(pinned.Marshal()) != string(h.sshd.HostKey.Marshal()) {
+		t.Errorf("pinned host key %v (%v) is not the box's", pinned, err)
+	}
+	for _, want := range []string{"hermes auth add openai-codex", "hermes model", "codex login", "snapshot"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("handoff does not mention %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, want := range []string{"[provision] started", "[packages] done", "[hermes] done", "[health] done"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "images", "hermes-base.smolmachine")); err != nil {
+		t.Errorf("base image not published: %v", err)
+	}
+	calls := readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log"))
+	if !strings.Contains(string(calls), "relay: provision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit ") {
+		t.Errorf("provision was not relayed with its arguments:\n%s", calls)
+	}
+}
+
+func TestInitJSONProgress(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("--log-format", "json", "init")
+	if r.code != 0 {
+		t.Fatalf("init exited %d: %s", r.code, r.stderr)
+	}
+	steps := 0
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var ev struct{ Type, Step, State string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stderr line is not JSON: %q", line)
+		}
+		if ev.Type == "step" && ev.Step == "packages" && ev.State == "done" {
+			steps++
+		}
+	}
+	if steps != 1 {
+		t.Errorf("the agent's step events were not passed on as JSON (%d)", steps)
+	}
+}
+
+func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
+	h := newHarness(t)
+	h.seed("netcheck-fail", "16") // all 15 probes of boot 1 and the first of boot 2
+	r := h.run("init")
+	if r.code != 0 {
+		t.Fatalf("init exited %d: %s", r.code, r.stderr)
+	}
+	const netcheck = "machine exec --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
+	var want []string
+	for _, c := range h.initCalls() {
+		if c != netcheck {
+			want = append(want, c)
+			continue
+		}
+		for range 15 {
+			want = append(want, netcheck)
+		}
+		want = append(want, "machine stop --name hermes-builder", "machine update --name hermes-builder --net",
+			"machine start --name hermes-builder", netcheck, netcheck)
+	}
+	expectCalls(t, r.calls, want)
+	if !strings.Contains(r.stderr, "builder network unavailable after boot 1/3") {
+		t.Errorf("no warning about the restart:\n%s", r.stderr)
+	}
+}
+
+func TestInitGivesUpAfterThreeBoots(t *testing.T) {
+	h := newHarness(t)
+	h.seed("netcheck-fail", "1000")
+	r := h.run("init")
+	if r.code == 0 || !strings.Contains(r.stderr, "has no usable IPv4 route or DNS after 3 boots") {
+		t.Fatalf("init exited %d: %s", r.code, r.stderr)
+	}
+	n := 0
+	for _, l := range lines(r.calls) {
+		if strings.HasSuffix(l, "hermes-box-agent netcheck") {
+			n++
+		}
+	}
+	if n != 45 {
+		t.Errorf("%d netchecks, want 3 boots × 15", n)
+	}
+	checkBuilderDeleted(t, h, r)
+}
+
+// checkBuilderDeleted wants the builder deleted at the end of the run and
+// no runtime box left.
+func checkBuilderDeleted(t *testing.T, h *harness, r result) {
+	t.Helper()
+	ls := lines(r.calls)
+	// The builder exists once its create succeeded, which the next call
+	// to it (update --net) shows.
+	created := slices.Contains(ls, "machine update --name hermes-builder --net")
+	deleted := slices.Contains(ls, "machine delete --name hermes-builder --force")
+	if created && !deleted {
+		t.Errorf("the builder was not deleted:\n  %s", strings.Join(ls, "\n  "))
+	}
+	if _, ok := h.machines()[builder]; ok {
+		t.Errorf("the builder still exists: %v", h.machines())
+	}
+}
+
+func TestInitFailurePaths(t *testing.T) {
+	tests := []struct {
+		name    string
+		fail    string // fake smolvm fail rule
+		seed    string // .testagent file to create
+		env     []string
+		code    int
+		message string
+		keepBox bool // the runtime machine is kept (first start failed)
+	}{
+		{name: "builder create", fail: "machine create@hermes-builder", code: 1, message: "injected failure"},
+		{name: "builder update", fail: "machine update@hermes-builder#1", code: 1, message: "smolvm machine update hermes-builder"},
+		{name: "builder start", fail: "machine start@hermes-builder#1", code: 1, message: "smolvm machine start hermes-builder"},
+		{name: "agent copy", fail: "machine cp@hermes-builder#1", code: 1, message: "smolvm machine cp hermes-builder"},
+		{name: "provision", seed: "provision-fail", code: 3, message: "agent provision exited with status 3"},
+		{name: "builder stop", fail: "machine stop@hermes-builder#1", code: 1, message: "smolvm machine stop hermes-builder"},
+		{name: "pack", fail: "pack create", code: 1, message: "smolvm pack create hermes-builder"},
+		{name: "runtime create", fail: "machine create@hermes-box", code: 1, message: "smolvm machine create hermes-box"},
+		{name: "layers evicted", env: []string{"FAKESMOLVM_PACK_SIZE=" + "20000000000"}, code: 1, message: "extraction cache evicted them"},
+		{name: "first start", fail: "machine start@hermes-box#1", code: 1, message: "was kept (stopped)", keepBox: true},
+		{name: "host key", fail: "machine exec@hermes-box#1", code: 1, message: "hostkeys exited with status 1", keepBox: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.extra = append([]string{"FAKESMOLVM_FAIL=" + tt.fail}, tt.env...)
+			if tt.seed != "" {
+				h.seed(tt.seed, "yes")
+			}
+			r := h.run("init")
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.message) {
+				t.Fatalf("init exited %d, want %d with %q:\n%s", r.code, tt.code, tt.message, r.stderr)
+			}
+			checkBuilderDeleted(t, h, r)
+			state, kept := h.machines()[machine]
+			if kept != tt.keepBox {
+				t.Errorf("runtime machine kept=%v (%q), want %v", kept, state, tt.keepBox)
+			}
+			if tt.keepBox && (state == "running" || !strings.Contains(r.stderr, "hermes-box start")) {
+				t.Errorf("a kept box must be stopped (%s) and the message must say how to resume:\n%s", state, r.stderr)
+			}
+			if tt.name == "layers evicted" && !slices.Contains(lines(r.calls), "machine data-dir --name hermes-box") {
+				t.Errorf("the marker was not checked")
+			}
+		})
+	}
+}
+
+func TestNetworkModesRefused(t *testing.T) {
+	for _, mode := range []string{"none", "strict"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, "HERMES_BOX_NETWORK_MODE="+mode)
+			r := h.run("init")
+			if r.code != 1 || !strings.Contains(r.stderr, "HERMES_BOX_NETWORK_MODE="+mode+" is refused: smolvm 1.0.4") {
+				t.Fatalf("init exited %d: %s", r.code, r.stderr)
+			}
+			if len(r.calls) != 0 {
+				t.Errorf("smolvm was called: %v", lines(r.calls))
+			}
+		})
+	}
+}
+
+// TestLifecycle runs stop, status, start, restart, logs, ssh and destroy on
+// an initialised box.
+func TestLifecycle(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	status := []string{"machine ls --json", "machine status --name hermes-box --json"}
+
+	r := h.run("stop")
+	if r.code != 0 {
+		t.Fatalf("stop: %d %s", r.code, r.stderr)
+	}
+	expectCalls(t, r.calls, append(status, "machine stop --name hermes-box"))
+	calls := string(readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log")))
+	if !strings.Contains(calls, "relay: services stop all") {
+		t.Errorf("stop did not ask the agent to stop the services:\n%s", calls)
+	}
+
+	st := statusJSON(t, h)
+	if st.state != "stopped" || st.report.Status != health.StatusUnhealthy {
+		t.Errorf("stopped box: state %q status %q", st.state, st.report.Status)
+	}
+
+	r = h.run("start")
+	if r.code != 0 {
+		t.Fatalf("start: %d %s", r.code, r.stderr)
+	}
+	expectCalls(t, r.calls, append(status, "machine start --name hermes-box"))
+
+	r = h.run("restart")
+	if r.code != 0 {
+		t.Fatalf("restart: %d %s", r.code, r.stderr)
+	}
+	expectCalls(t, r.calls, append(append(status, "machine stop --name hermes-box"), append(status, "machine start --name hermes-box")...))
+
+	st = statusJSON(t, h)
+	if st.state != "running" || st.report.Status != health.StatusHealthy || st.report.Agent.Version == "" {
+		t.Errorf("running box: state %q report %+v", st.state, st.report)
+	}
+	if c := st.report.Checks["loopback-listener"]; c.Status != health.StatusHealthy {
+		t.Errorf("listener check: %+v", c)
+	}
+	expectCalls(t, st.calls, status)
+
+	r = h.run("logs", "-n", "3")
+	if r.code != 0 || r.stdout != "hermes line 1\nhermes line 2\nhermes line 3\n" {
+		t.Errorf("logs: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	if r = h.run("logs", "missing"); r.code != 4 {
+		t.Errorf("logs of a missing service exited %d, want the agent's 4", r.code)
+	}
+
+	// Like ssh, the words of COMMAND reach the remote shell joined by spaces.
+	r = h.run("ssh", "echo", "remote;", "exit", "7")
+	if r.code != 7 || !strings.Contains(r.stdout, "remote") {
+		t.Errorf("ssh CMD exited %d (want 7) %q %s", r.code, r.stdout, r.stderr)
+	}
+
+	if r = h.run("destroy"); r.code != 1 || !strings.Contains(r.stderr, "destroy requires --force") {
+		t.Errorf("destroy without --force: %d %s", r.code, r.stderr)
+	}
+	r = h.run("destroy", "--force")
+	if r.code != 0 {
+		t.Fatalf("destroy: %d %s", r.code, r.stderr)
+	}
+	expectCalls(t, r.calls, []string{"machine ls --json", "machine ls --json", "machine status --name hermes-box --json",
+		"machine stop --name hermes-box", "machine delete --name hermes-box --force", "machine ls --json"})
+	if len(h.machines()) != 0 {
+		t.Errorf("machines left: %v", h.machines())
+	}
+	if _, err := keys.LoadHostKey(filepath.Join(h.root, "state"), machine); err == nil {
+		t.Errorf("the pinned host key was kept")
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "state", "hermes-box-ed25519")); err != nil {
+		t.Errorf("destroy removed the project key: %v", err)
+	}
+}
+
+type statusResult struct {
+	report *health.Report
+	state  string
+	calls  []call
+}
+
+// statusJSON runs status --json and decodes it with shared/health.
+func statusJSON(t *testing.T, h *harness) statusResult {
+	t.Helper()
+	r := h.run("status", "--json")
+	if r.code != 0 {
+		t.Fatalf("status: %d %s", r.code, r.stderr)
+	}
+	report, err := health.Decode([]byte(r.stdout))
+	if err != nil {
+		t.Fatalf("status --json does not decode with shared/health: %v\n%s", err, r.stdout)
+	}
+	var extra struct {
+		Machine struct{ State string } `json:"machine"`
+	}
+	must(t, json.Unmarshal([]byte(r.stdout), &extra))
+	return statusResult{report: report, state: extra.Machine.State, calls: r.calls}
+}
+
+// TestStartRefusesWideListener publishes the SSH port beyond loopback (as
+// SMOLVM_PUBLISH_ADDR=0.0.0.0 makes smolvm 1.0.4 do): start must fail and
+// stop the box; on loopback the same start passes.
+func TestStartRefusesWideListener(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	if r := h.run("stop"); r.code != 0 {
+		t.Fatalf("stop: %s", r.stderr)
+	}
+	h.extra = []string{"SMOLVM_PUBLISH_ADDR=0.0.0.0"}
+	r := h.run("start")
+	if r.code != 1 || !strings.Contains(r.stderr, "not loopback-only") || !strings.Contains(r.stderr, "the machine was stopped") {
+		t.Fatalf("start with a wide listener exited %d:\n%s", r.code, r.stderr)
+	}
+	expectCalls(t, r.calls, []string{"machine ls --json", "machine status --name hermes-box --json",
+		"machine start --name hermes-box", "machine stop --name hermes-box"})
+	if got := h.machines()[machine]; got != "stopped" {
+		t.Errorf("box is %s after a refused start", got)
+	}
+	h.extra = nil
+	if r := h.run("start"); r.code != 0 {
+		t.Fatalf("start on loopback: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestOperationLock holds the lock: mutating commands refuse and leave stale
+// artifacts alone; once it is free, the next command reaps them.
+func TestOperationLock(t *testing.T) {
+	h := newHarness(t)
+	stale := filepath.Join(h.root, "images", "hermes-base.tmp-4242.smolmachine")
+	keep := filepath.Join(h.root, "images", "hermes-base.tmp-x.smolmachine")
+	h.write("images/hermes-base.tmp-4242.smolmachine", "partial")
+	h.write("images/hermes-base.tmp-x.smolmachine", "not ours")
+	must(t, os.MkdirAll(filepath.Join(h.root, "state"), 0o700))
+	lf, err := os.OpenFile(filepath.Join(h.root, "state", "operation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	must(t, err)
+	must(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	for _, cmd := range []string{"init", "start", "stop", "restart", "destroy"} {
+		args := []string{cmd}
+		if cmd == "destroy" {
+			args = append(args, "--force")
+		}
+		r := h.run(args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "another hermes-box operation is in progress") {
+			t.Errorf("%s under a held lock: %d %s", cmd, r.code, r.stderr)
+		}
+		if len(r.calls) != 0 {
+			t.Errorf("%s called smolvm under a held lock: %v", cmd, lines(r.calls))
+		}
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatalf("a stale artifact was reaped without the lock: %v", err)
+	}
+	lf.Close()
+	r := h.run("stop")
+	if !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("stop without a box: %d %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale artifact was not reaped: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("a file that only looks stale was removed: %v", err)
+	}
+}
+
+func TestHelpAndCompletion(t *testing.T) {
+	h := newHarness(t)
+	r := h.run("--help")
+	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion"} {
+		if !strings.Contains(r.stdout, "\n  "+c+" ") {
+			t.Errorf("--help does not list %s:\n%s", c, r.stdout)
+		}
+	}
+	r = h.run("completion", "bash")
+	if r.code != 0 || !strings.Contains(r.stdout, "__start_hermes-box") {
+		t.Errorf("completion bash: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestInitSecretsAndDocuments maps a secret by name only and copies the
+// user's documents into the box.
+func TestInitSecretsAndDocuments(t *testing.T) {
+	h := newHarness(t)
+	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+	h.write("docs/SOUL.md", "be kind\n")
+	const secret = "sk-very-secret-value"
+
+	r := h.run("init")
+	if r.code != 1 || !strings.Contains(r.stderr, `host environment variable "HBX_TEST_SECRET" referenced by secret mapping for "OPENAI_API_KEY" is unset or empty`) {
+		t.Fatalf("init with an unset secret: %d %s", r.code, r.stderr)
+	}
+	if slices.ContainsFunc(lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create") }) {
+		t.Fatalf("a machine was created despite the failed preflight")
+	}
+
+	h.extra = []string{"HBX_TEST_SECRET=" + secret}
+	r = h.run("init", "--document", filepath.Join(h.root, "docs", "SOUL.md"))
+	if r.code != 0 {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	log := string(readFile(t, h.log))
+	if strings.Contains(log, secret) || strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
+		t.Fatal("the secret's value reached argv, the log or the output")
+	}
+	var create string
+	for _, l := range lines(r.calls) {
+		if strings.HasPrefix(l, "machine create --name hermes-box ") {
+			create = l
+		}
+	}
+	if !strings.HasSuffix(create, " --secret-env OPENAI_API_KEY=HBX_TEST_SECRET --net") {
+		t.Errorf("runtime create does not map the secret by name: %s", create)
+	}
+	if !slices.Contains(lines(r.calls), "machine cp $ROOT/docs/SOUL.md hermes-box:/workspace/work/SOUL.md") {
+		t.Errorf("the document was not copied:\n  %s", strings.Join(lines(r.calls), "\n  "))
+	}
+	got := readFile(t, filepath.Join(h.state, "machines", machine, "root", "workspace", "work", "SOUL.md"))
+	if string(got) != "be kind\n" {
+		t.Errorf("document in the box: %q", got)
+	}
+	r = h.run("status")
+	if r.code != 0 || !strings.Contains(r.stdout, "loopback-listener") || !strings.Contains(r.stdout, "healthy") {
+		t.Errorf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

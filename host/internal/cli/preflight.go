@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// checkHostPlatform accepts macOS on Apple silicon and, as the second
+// supported target, Linux with a usable /dev/kvm.
+func checkHostPlatform() error {
+	return hostPlatform(runtime.GOOS, runtime.GOARCH, func() error {
+		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+}
+
+func hostPlatform(goos, goarch string, openKVM func() error) error {
+	switch {
+	case goos == "darwin" && goarch == "arm64":
+		return nil
+	case goos == "linux":
+		if err := openKVM(); err != nil {
+			return fmt.Errorf("hermes-box on Linux needs a usable /dev/kvm for smolvm: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("hermes-box runs on macOS ARM64 or on Linux with KVM; this host is %s/%s", goos, goarch)
+}
+
+// agentBinary is the agent built for the guest's architecture, which is the
+// host's (smolvm runs same-architecture guests).
+func (a *app) agentBinary() string {
+	return filepath.Join(a.cfg.ProjectRoot, "bin", "hermes-box-agent-linux-"+runtime.GOARCH)
+}
+
+// preflight checks everything init needs before it changes anything.
+func (a *app) preflight(ctx context.Context, documents []string) error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// A refused network mode stops init before smolvm is even asked.
+	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+		return fmt.Errorf("init preflight: %w", err)
+	}
+	add(a.hostCheck())
+	add(a.checkSmolvm(ctx))
+	add(config.CheckSecrets(a.cfg.Secrets, os.LookupEnv))
+	for _, dir := range []string{a.cfg.ImagesDir(), a.cfg.BackupsDir(), a.cfg.StateDir()} {
+		add(checkWritable(dir))
+	}
+	add(checkPortFree(a.cfg.SSHPort))
+	if a.cfg.ExecutorEnabled {
+		add(checkPortFree(a.cfg.ExecutorPort))
+	}
+	if info, err := os.Stat(a.agentBinary()); err != nil || !info.Mode().IsRegular() {
+		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", a.agentBinary()))
+	}
+	for _, d := range documents {
+		if info, err := os.Stat(d); err != nil || !info.Mode().IsRegular() {
+			add(fmt.Errorf("document %s is not a readable regular file", d))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("init preflight: %w", err)
+	}
+	return nil
+}
+
+// checkSmolvm wants exactly the pinned smolvm and unused machine names.
+func (a *app) checkSmolvm(ctx context.Context) error {
+	v, err := a.vm.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("smolvm %s is required: %w", pins.SmolvmVersion, err)
+	}
+	if v != pins.SmolvmVersion {
+		return fmt.Errorf("smolvm %s is required, found %s", pins.SmolvmVersion, v)
+	}
+	ms, err := a.vm.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range ms {
+		switch m.Name {
+		case a.cfg.MachineName:
+			errs = append(errs, fmt.Errorf("machine %q already exists: use hermes-box start, or destroy it first, or set HERMES_BOX_MACHINE_NAME", m.Name))
+		case a.cfg.BuilderName:
+			errs = append(errs, fmt.Errorf("builder machine %q already exists (left by an interrupted init?): delete it with smolvm machine delete --name %s --force, or set HERMES_BOX_BUILDER_NAME", m.Name, m.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkWritable creates and removes a temporary file in dir.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("directory %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".hermes-box-write-test-*")
+	if err != nil {
+		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// checkPortFree binds the port on 127.0.0.1 and on ::1 (skipped when the
+// host has no IPv6 loopback) and releases it.
+func checkPortFree(port int) error {
+	ln, err := net.Listen("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("port %d on 127.0.0.1 is not free: %w", port, err)
+	}
+	ln.Close()
+	ln, err = net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+	if err != nil {
+		if errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EPROTONOSUPPORT) || errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return nil
+		}
+		return fmt.Errorf("port %d on ::1 is not free: %w", port, err)
+	}
+	ln.Close()
+	return nil
+}

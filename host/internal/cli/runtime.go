@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// packCacheMaxBytes raises smolvm 1.0.4's extraction-cache cap (5 GiB) to
+// 16 GiB for runtime creation, so the cache's eviction cannot delete the
+// layers it has just extracted.
+const packCacheMaxBytes = 16 << 30
+
+// extractedMarker is written by smolvm when a pack's layers are extracted.
+const extractedMarker = ".smolvm-extracted"
+
+// Guest ports published on host loopback.
+const (
+	guestSSHPort      = 22
+	guestExecutorPort = 4788
+	guestDocumentsDir = "/workspace/work"
+)
+
+// runtimeSpec is the box's `machine create --from`.
+func (a *app) runtimeSpec(artifact string) smolvm.CreateSpec {
+	c := a.cfg
+	s := smolvm.CreateSpec{
+		Name: c.MachineName, From: artifact, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
+		StorageGB: c.StorageGB, OverlayGB: c.OverlayGB,
+		Ports: []smolvm.Port{{Host: c.SSHPort, Guest: guestSSHPort}},
+		Env: []string{
+			"HERMES_BOX_EXECUTOR_ENABLED=" + strconv.FormatBool(c.ExecutorEnabled),
+			"HERMES_BOX_EXECUTOR_IMAGE=" + c.ExecutorImage,
+			"HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(c.ExecutorPort),
+		},
+		Net:               true,
+		PackCacheMaxBytes: packCacheMaxBytes,
+	}
+	if c.ExecutorEnabled {
+		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: guestExecutorPort})
+	}
+	for _, m := range c.Secrets {
+		s.SecretEnv = append(s.SecretEnv, smolvm.SecretRef{Guest: m.Guest, Host: m.Host})
+	}
+	return s
+}
+
+// createRuntime creates the box from the artifact and checks that its
+// packed layers survived extraction; a box that fails here is deleted.
+func (a *app) createRuntime(ctx context.Context, artifact string) (err error) {
+	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+		return err
+	}
+	name := a.cfg.MachineName
+	done := a.ui.Step("create", name+" from "+artifact)
+	defer func() { done(err) }()
+	if err := a.vm.Create(ctx, a.runtimeSpec(artifact)); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			if derr := a.removeMachine(name); derr != nil {
+				err = errors.Join(err, fmt.Errorf("deleting the half-created %s: %w", name, derr))
+			} else {
+				err = fmt.Errorf("%w (the machine %s was deleted)", err, name)
+			}
+		}
+	}()
+	dir, err := a.vm.DataDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	marker := filepath.Join(dir, "pack", extractedMarker)
+	if _, err := os.Stat(marker); err != nil {
+		return fmt.Errorf("the packed layers of %s are missing (%s: %w): smolvm's extraction cache evicted them", name, marker, err)
+	}
+	return a.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
+}
+
+// pinHostKey reads the guest's host keys out of band (agent `hostkeys`
+// through smolvm exec) and pins the ed25519 one.
+func (a *app) pinHostKey(ctx context.Context, name string) error {
+	done := a.ui.Step("hostkey", "pinning the SSH host key of "+name)
+	key, err := a.readHostKey(ctx, name)
+	if err == nil {
+		err = keys.SaveHostKey(a.cfg.StateDir(), name, key)
+	}
+	if err == nil {
+		a.ui.Info("pinned %s %s", key.Type(), keys.Fingerprint(key))
+	}
+	done(err)
+	return err
+}
+
+func (a *app) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timing.callTimeout)
+	defer cancel()
+	res, err := a.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "hostkeys"}})
+	if err != nil {
+		return nil, err
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("agent hostkeys exited with status %d: %s", res.ExitCode, tail(res.Stderr))
+	}
+	var hk protocol.HostKeys
+	if err := json.Unmarshal(res.Stdout, &hk); err != nil {
+		return nil, fmt.Errorf("decoding the host keys of %s: %w", name, err)
+	}
+	for _, k := range hk.Keys {
+		if k.Type != ssh.KeyAlgoED25519 {
+			continue
+		}
+		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(k.PublicKey))
+		if err != nil {
+			return nil, fmt.Errorf("parsing the host key %s of %s: %w", k.Path, name, err)
+		}
+		if pub.Type() != ssh.KeyAlgoED25519 || (k.Fingerprint != "" && keys.Fingerprint(pub) != k.Fingerprint) {
+			return nil, fmt.Errorf("the host key %s of %s does not match its fingerprint", k.Path, name)
+		}
+		return pub, nil
+	}
+	return nil, fmt.Errorf("%s reported no ed25519 host key", name)
+}
+
+// copyDocuments copies the user's documents into the box's work dir.
+func (a *app) copyDocuments(ctx context.Context, name string, docs []string) error {
+	for _, d := range docs {
+		dst := path.Join(guestDocumentsDir, filepath.Base(d))
+		done := a.ui.Step("document", d+" → "+dst)
+		err := a.vm.CopyIn(ctx, name, d, dst)
+		done(err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// localExecer stands in for `smolvm machine exec`: it checks the argv the
+// driver would pass and runs the real agent here, on a temp root.
+type localExecer struct {
+	t     *testing.T
+	agent string
+	root  string
+	argv  []string
+}
+
+func (l *localExecer) Exec(ctx context.Context, s smolvm.ExecSpec) (smolvm.Result, error) {
+	args, err := s.Args()
+	if err != nil {
+		return smolvm.Result{}, err
+	}
+	l.argv = args
+	cmd := exec.CommandContext(ctx, l.agent, "--root", l.root, s.Argv[1])
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return smolvm.Result{ExitCode: ee.ExitCode()}, nil
+	}
+	return smolvm.Result{}, err
+}
+
+func TestExecTransport(t *testing.T) {
+	dir := t.TempDir()
+	l := &localExecer{t: t, agent: sshdtest.BuildAgent(t, dir), root: filepath.Join(dir, "root")}
+	if err := os.MkdirAll(filepath.Join(l.root, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := &Exec{Machine: "builder", Execer: l}
+
+	var out bytes.Buffer
+	code, err := tr.Run(t.Context(), request("health", "--json"), nil, &out, nil)
+	if err != nil || code != 0 {
+		t.Fatalf("health: %d %v", code, err)
+	}
+	if _, err := health.Decode(out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	want := "machine exec --stream -i --name builder -- /usr/local/sbin/hermes-box-agent relay"
+	if got := strings.Join(l.argv, " "); got != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+
+	// hostkeys is not a relay verb: the agent refuses it with status 2 and
+	// says why in an event.
+	var events []protocol.Event
+	code, err = tr.Run(t.Context(), request("hostkeys"), nil, nil, func(ev protocol.Event) { events = append(events, ev) })
+	if err != nil || code != 2 {
+		t.Fatalf("hostkeys through relay: %d %v", code, err)
+	}
+	if len(events) == 0 || !strings.Contains(events[len(events)-1].Message, "not allowed through the relay") {
+		t.Errorf("events %+v", events)
+	}
+
+	if _, err := tr.Run(t.Context(), protocol.Request{ProtocolVersion: 99, Argv: []string{"health"}}, nil, nil, nil); err == nil {
+		t.Error("a bad request was sent")
+	}
+}

@@ -1,0 +1,163 @@
+package smolvm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recorder is a Runner that records each call and answers from a script.
+type recorder struct {
+	calls   []Cmd
+	answers []Result
+}
+
+func (r *recorder) Run(_ context.Context, c Cmd) (Result, error) {
+	r.calls = append(r.calls, c)
+	if len(r.answers) == 0 {
+		return Result{}, nil
+	}
+	a := r.answers[0]
+	r.answers = r.answers[1:]
+	if c.Stdout != nil {
+		c.Stdout.Write(a.Stdout)
+	}
+	return a, nil
+}
+
+func (r *recorder) argv(i int) string { return strings.Join(r.calls[i].Args, " ") }
+
+func TestArgv(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		call func(d *Driver) error
+		want string
+		env  string
+	}{
+		{"builder create", func(d *Driver) error {
+			return d.Create(ctx, CreateSpec{Name: "b", Image: "ubuntu:24.04", CPUs: 2, MemoryMiB: 1024, StorageGB: 15, OverlayGB: 6, Net: true, NetBackend: "virtio-net"})
+		}, "machine create --name b --image ubuntu:24.04 --cpus 2 --mem 1024 --storage 15 --overlay 6 --net --net-backend virtio-net", ""},
+		{"runtime create", func(d *Driver) error {
+			return d.Create(ctx, CreateSpec{Name: "box", From: "/i/base.smolmachine", Ports: []Port{{2222, 22}}, Env: []string{"A=b c"},
+				SecretEnv: []SecretRef{{"OPENAI_API_KEY", "MY_KEY"}}, Net: true, PackCacheMaxBytes: 16 << 30})
+		}, "machine create --name box --from /i/base.smolmachine -p 2222:22 -e A=b c --secret-env OPENAI_API_KEY=MY_KEY --net", "SMOLVM_PACK_CACHE_MAX_BYTES=17179869184"},
+		{"update", func(d *Driver) error { return d.Update(ctx, UpdateSpec{Name: "box", Net: true}) }, "machine update --name box --net", ""},
+		{"start", func(d *Driver) error { return d.Start(ctx, "box") }, "machine start --name box", ""},
+		{"stop", func(d *Driver) error { return d.Stop(ctx, "box") }, "machine stop --name box", ""},
+		{"delete", func(d *Driver) error { return d.Delete(ctx, "box", true) }, "machine delete --name box --force", ""},
+		{"cp in", func(d *Driver) error { return d.CopyIn(ctx, "box", "/h/f", "/g/f") }, "machine cp /h/f box:/g/f", ""},
+		{"cp out", func(d *Driver) error { return d.CopyOut(ctx, "box", "/g/f", "/h/f") }, "machine cp box:/g/f /h/f", ""},
+		{"pack", func(d *Driver) error {
+			return d.PackCreate(ctx, PackSpec{FromVM: "b", Smolfile: "/p/Smolfile", Output: "/i/out"})
+		}, "pack create --from-vm b --smolfile /p/Smolfile --output /i/out", ""},
+		{"exec", func(d *Driver) error {
+			_, err := d.Exec(ctx, ExecSpec{Name: "box", Argv: []string{"/bin/true", "x y"}, Env: []string{"K=v"}, Timeout: 5 * time.Second})
+			return err
+		}, "machine exec --name box -e K=v --timeout 5s -- /bin/true x y", ""},
+		{"exec stream stdin", func(d *Driver) error {
+			_, err := d.Exec(ctx, ExecSpec{Name: "box", Argv: []string{"agent", "relay"}, Stream: true, Stdin: strings.NewReader("")})
+			return err
+		}, "machine exec --stream -i --name box -- agent relay", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{}
+			if err := tt.call(New(r)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.argv(0); got != tt.want {
+				t.Errorf("argv\n got %s\nwant %s", got, tt.want)
+			}
+			if got := strings.Join(r.calls[0].Env, " "); got != tt.env {
+				t.Errorf("env %q, want %q", got, tt.env)
+			}
+		})
+	}
+}
+
+func TestBadSpecsRefusedBeforeRunning(t *testing.T) {
+	ctx := context.Background()
+	for name, call := range map[string]func(d *Driver) error{
+		"no source":    func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b"}) },
+		"both sources": func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", From: "f"}) },
+		"bad name":     func(d *Driver) error { return d.Start(ctx, "-n evil") },
+		"bad port":     func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", Ports: []Port{{0, 22}}}) },
+		"bad backend":  func(d *Driver) error { return d.Create(ctx, CreateSpec{Name: "b", Image: "i", NetBackend: "slirp"}) },
+		"bad secret": func(d *Driver) error {
+			return d.Create(ctx, CreateSpec{Name: "b", Image: "i", SecretEnv: []SecretRef{{"A", "$(x)"}}})
+		},
+		"no command":    func(d *Driver) error { _, err := d.Exec(ctx, ExecSpec{Name: "b"}); return err },
+		"relative path": func(d *Driver) error { return d.CopyIn(ctx, "b", "/h", "g") },
+	} {
+		r := &recorder{}
+		if err := call(New(r)); err == nil || len(r.calls) != 0 {
+			t.Errorf("%s: err %v after %d calls", name, err, len(r.calls))
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	r := &recorder{answers: []Result{{ExitCode: 1, Stderr: []byte("warn: x\nError: machine 'box' not found\n")}}}
+	_, err := New(r).Status(ctx, "box")
+	var se *Error
+	if !errors.As(err, &se) || se.Message != "machine 'box' not found" || !IsNotFound(err) {
+		t.Fatalf("err = %v", err)
+	}
+	r = &recorder{answers: []Result{{ExitCode: 2, Stderr: []byte("error: unexpected argument '-n' found\n\nUsage: …\n")}}}
+	err = New(r).Start(ctx, "box")
+	if !errors.As(err, &se) || se.ExitCode != 2 || se.Message != "unexpected argument '-n' found" {
+		t.Fatalf("usage err = %v", err)
+	}
+	r = &recorder{answers: []Result{{ExitCode: 124}}}
+	res, err := New(r).Exec(ctx, ExecSpec{Name: "box", Argv: []string{"sleep"}, Timeout: time.Second})
+	if !errors.Is(err, ErrTimeout) || res.ExitCode != 124 {
+		t.Fatalf("timeout: %v %d", err, res.ExitCode)
+	}
+	r = &recorder{answers: []Result{{ExitCode: 7}}}
+	if res, err := New(r).Exec(ctx, ExecSpec{Name: "box", Argv: []string{"false"}}); err != nil || res.ExitCode != 7 {
+		t.Fatalf("guest status: %v %d", err, res.ExitCode)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	ctx := context.Background()
+	ls := `[{"name":"a","state":"running","cpus":4,"memory_mib":8192,"pid":12,"network":true,"extra":1},
+	{"name":"b","state":"stopped","cpus":1,"memory_mib":512,"pid":null,"network":false}]`
+	r := &recorder{answers: []Result{{Stdout: []byte(ls)}, {Stdout: []byte("[]")}, {Stdout: []byte("null")}, {Stdout: []byte(`[{"name":"x"}]`)}}}
+	d := New(r)
+	ms, err := d.List(ctx)
+	if err != nil || len(ms) != 2 || ms[0].State != StateRunning || *ms[0].PID != 12 || ms[1].PID != nil || !strings.Contains(string(ms[0].Raw), `"extra":1`) {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	if ms, err := d.List(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("empty list = %v, %v", ms, err)
+	}
+	if _, err := d.List(ctx); err == nil {
+		t.Error("null was accepted as a list")
+	}
+	if _, err := d.List(ctx); err == nil {
+		t.Error("a machine without state was accepted")
+	}
+	r = &recorder{answers: []Result{{Stdout: []byte("smolvm 1.0.4\n")}, {Stdout: []byte("smolvm 1.0.4-dirty extra\n")}}}
+	if v, err := New(r).Version(ctx); err != nil || v != "1.0.4" {
+		t.Fatalf("Version = %q, %v", v, err)
+	}
+	if _, err := New(r).Version(ctx); err == nil {
+		t.Error("odd version output accepted")
+	}
+}
+
+func FuzzErrorMessage(f *testing.F) {
+	f.Add([]byte("Error: x\n"))
+	f.Add([]byte("error: a\n\nFor more information, try '--help'.\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msg := errorMessage(b)
+		if strings.Contains(msg, "\n") {
+			t.Fatalf("multi-line message %q", msg)
+		}
+	})
+}

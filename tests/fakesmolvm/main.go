@@ -1,0 +1,66 @@
+// The fakesmolvm command stands in for smolvm 1.0.4 in tests. Installed on
+// PATH as `smolvm`, it parses its command line with the 1.0.4 grammar
+// (tests/internal/smolvmcli) and refuses anything else as clap would, keeps
+// machines as directories under $FAKESMOLVM_STATE, prints the `ls --json` and
+// `status --json` shapes, and records every argv as one JSON line in
+// $FAKESMOLVM_LOG.
+//
+// A machine is <state>/machines/<name>/ with machine.json (the record),
+// root/ (its file system: `cp` copies into it, `exec` runs commands from it;
+// an exec of .../hermes-box-agent gets `--root <root>` inserted so the agent
+// works on the machine's tree) and data/ (what `data-dir` prints). `create
+// --image I` seeds root/ from $FAKESMOLVM_IMAGES/<I with ':' as '_'> when
+// that exists; `pack create --from-vm` archives a stopped machine's root and
+// `create --from` extracts it and writes data/pack/.smolvm-extracted, which
+// the extraction-cache eviction of 1.0.4 deletes when $FAKESMOLVM_PACK_SIZE
+// (the simulated extracted size) exceeds SMOLVM_PACK_CACHE_MAX_BYTES
+// (default 5 GiB).
+//
+// `start` of a machine with published ports runs a detached forwarder
+// (`_forward`, like smolvm's `_boot-vm`) that listens on 127.0.0.1 and, best
+// effort, ::1 (or on $SMOLVM_PUBLISH_ADDR, as 1.0.4 does) and forwards each
+// connection to $FAKESMOLVM_GUEST_<guest port> (host:port), or closes it when
+// that is unset; `stop` and `delete` end it.
+//
+// Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
+// one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
+// "machine start@hermes-builder#2" (the second start of that machine fails)
+// or "pack create=1". A failing call prints "Error: injected failure" and
+// exits with CODE (default 1) without changing anything.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == "_forward" {
+		return forwardMain(args[1:])
+	}
+	f, err := newFake()
+	if err != nil {
+		return smolvmcli.Fail(os.Stderr, "%v", err)
+	}
+	if err := f.record(args); err != nil {
+		return smolvmcli.Fail(os.Stderr, "recording argv: %v", err)
+	}
+	in, err := smolvmcli.Parse(args)
+	if err != nil {
+		return smolvmcli.ReportUsage(os.Stderr, err)
+	}
+	if in.Version {
+		fmt.Println(smolvmcli.Version)
+		return 0
+	}
+	if code, failed := f.injected(in); failed {
+		return code
+	}
+	return f.dispatch(in)
+}

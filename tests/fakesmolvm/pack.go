@@ -1,0 +1,229 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
+)
+
+// markerName is the file 1.0.4 writes when a pack's layers are extracted.
+const markerName = ".smolvm-extracted"
+
+// defaultPackCacheMax is 1.0.4's extraction-cache cap without
+// SMOLVM_PACK_CACHE_MAX_BYTES.
+const defaultPackCacheMax = 5 << 30
+
+// smolfileKeys are the top-level keys a 1.0.4 Smolfile may use (the
+// section names included); anything else is refused (deny_unknown_fields).
+var smolfileKeys = map[string]bool{
+	"image": true, "entrypoint": true, "cmd": true, "env": true, "secrets": true, "workdir": true,
+	"cpus": true, "memory": true, "net": true, "gpu": true, "gpu_vram": true, "storage": true,
+	"overlay": true, "ports": true, "volumes": true, "init": true, "[network]": true, "[dev]": true,
+	"[artifact]": true, "[pack]": true, "[health]": true, "[restart]": true, "[auth]": true,
+	"[service]": true, "[secrets]": true,
+}
+
+// pack is `pack create --from-vm VM --output PATH [--smolfile FILE]`: it
+// writes PATH (the stub) and PATH.smolmachine (here a tar.gz of the root).
+func (f *fake) pack(in *smolvmcli.Invocation) error {
+	vm := in.Value("from-vm")
+	if vm == "" {
+		return errors.New("the fake smolvm packs only --from-vm machines")
+	}
+	r, err := f.load(vm)
+	if err != nil {
+		return err
+	}
+	if r.State == stateRunning || r.State == stateUnreachable {
+		return fmt.Errorf("machine '%s' must be stopped before packing", vm)
+	}
+	if sf := in.Value("smolfile"); sf != "" {
+		if err := checkSmolfile(sf); err != nil {
+			return err
+		}
+	}
+	out := in.Value("output")
+	if err := os.WriteFile(out, []byte("#!/bin/sh\necho packed smolvm stub\n"), 0o755); err != nil {
+		return err
+	}
+	if err := writeArchive(f.root(vm), out+".smolmachine"); err != nil {
+		return err
+	}
+	fmt.Printf("Packed %s into %s.smolmachine\n", vm, out)
+	return nil
+}
+
+// checkSmolfile refuses unknown top-level keys and sections.
+func checkSmolfile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading Smolfile: %w", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	section := ""
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			section = line
+			if !smolfileKeys[line] {
+				return fmt.Errorf("parsing Smolfile %s line %d: unknown section %s", path, n, line)
+			}
+			continue
+		}
+		key, _, ok := strings.Cut(line, "=")
+		if !ok {
+			return fmt.Errorf("parsing Smolfile %s line %d: expected key = value", path, n)
+		}
+		if section == "" && !smolfileKeys[strings.TrimSpace(key)] {
+			return fmt.Errorf("parsing Smolfile %s line %d: unknown field `%s`", path, n, strings.TrimSpace(key))
+		}
+	}
+	return sc.Err()
+}
+
+func writeArchive(root, path string) error {
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(out)
+	tw := tar.NewWriter(zw)
+	err = tw.AddFS(os.DirFS(root))
+	for _, c := range []io.Closer{tw, zw, out} {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing pack: %w", err)
+	}
+	return os.Chmod(path, 0o644)
+}
+
+// extract is `create --from`: the artifact's tree becomes the machine's
+// root and the marker is written, unless the simulated cache eviction of
+// 1.0.4 removes the just-extracted layers again.
+func (f *fake) extract(name, artifact string) error {
+	if err := readArchive(artifact, f.root(name)); err != nil {
+		return fmt.Errorf("extracting %s: %w", artifact, err)
+	}
+	pack := filepath.Join(f.data(name), "pack")
+	if err := os.MkdirAll(filepath.Join(pack, "layers"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(pack, markerName), nil, 0o644); err != nil {
+		return err
+	}
+	info, err := os.Stat(artifact)
+	if err != nil {
+		return err
+	}
+	size := info.Size()
+	if s, err := strconv.ParseInt(os.Getenv("FAKESMOLVM_PACK_SIZE"), 10, 64); err == nil {
+		size = s
+	}
+	limit := int64(defaultPackCacheMax)
+	if l, err := strconv.ParseInt(os.Getenv("SMOLVM_PACK_CACHE_MAX_BYTES"), 10, 64); err == nil {
+		limit = l
+	}
+	if size > limit {
+		return os.RemoveAll(pack) // evict_cache_to_size deletes pack/ itself
+	}
+	return nil
+}
+
+func readArchive(path, root string) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		return fmt.Errorf("not a smolmachine: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !filepath.IsLocal(h.Name) {
+			return fmt.Errorf("unsafe path %q in pack", h.Name)
+		}
+		dst := filepath.Join(root, h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(dst, fs.FileMode(h.Mode).Perm()|0o700)
+		case tar.TypeReg:
+			err = writeEntry(dst, tr, fs.FileMode(h.Mode).Perm())
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func writeEntry(dst string, r io.Reader, mode fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}
+
+// copyTree copies the regular files and directories of src into dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		return writeEntry(target, in, info.Mode().Perm())
+	})
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
+)
+
+// Machine states of 1.0.4 (src/config.rs).
+const (
+	stateCreated     = "created"
+	stateRunning     = "running"
+	stateStopped     = "stopped"
+	stateFailed      = "failed"
+	stateUnreachable = "unreachable"
+)
+
+// record is a machine as the fake keeps it. The JSON keys that `ls --json`
+// and `status --json` print come from statusJSON.
+type record struct {
+	Name       string   `json:"name"`
+	State      string   `json:"state"`
+	CPUs       int      `json:"cpus"`
+	MemoryMiB  int      `json:"memory_mib"`
+	StorageGB  int      `json:"storage_gb,omitempty"`
+	OverlayGB  int      `json:"overlay_gb,omitempty"`
+	Image      string   `json:"image,omitempty"`
+	From       string   `json:"from,omitempty"`
+	Ports      []string `json:"ports,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	SecretEnv  []string `json:"secret_env,omitempty"`
+	Net        bool     `json:"net"`
+	NetBackend string   `json:"net_backend,omitempty"`
+	CreatedAt  string   `json:"created_at"`
+	PID        int      `json:"pid,omitempty"` // the forwarder, while running
+}
+
+// statusJSON is one machine in the shape of 1.0.4's `ls --json` and
+// `status --json` (vm_common.rs).
+func (r *record) statusJSON() map[string]any {
+	var pid any
+	if r.PID > 0 {
+		pid = r.PID
+	}
+	image := any(nil)
+	if r.Image != "" {
+		image = r.Image
+	}
+	return map[string]any{
+		"name": r.Name, "state": r.State, "cpus": r.CPUs, "memory_mib": r.MemoryMiB, "pid": pid,
+		"mounts": 0, "ports": len(r.Ports), "created_at": r.CreatedAt, "storage_gb": r.StorageGB,
+		"overlay_gb": r.OverlayGB, "image": image, "entrypoint": []string{}, "cmd": []string{},
+		"ephemeral": false, "gpu": false, "gpu_vram_mib": nil, "restart_policy": "never",
+		"restart_max_retries": 0, "restart_count": 0, "health_cmd": nil, "health_interval_secs": nil,
+		"health_timeout_secs": nil, "health_retries": nil, "health_startup_grace_secs": nil, "network": r.Net,
+	}
+}
+
+func (f *fake) dir(name string) string  { return filepath.Join(f.state, "machines", name) }
+func (f *fake) root(name string) string { return filepath.Join(f.dir(name), "root") }
+func (f *fake) data(name string) string { return filepath.Join(f.dir(name), "data") }
+
+var errNotFound = errors.New("not found")
+
+// load reads a machine; its error wraps errNotFound when there is none.
+func (f *fake) load(name string) (*record, error) {
+	b, err := os.ReadFile(filepath.Join(f.dir(name), "machine.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("machine '%s' %w", name, errNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading machine '%s': %w", name, err)
+	}
+	// A test may force a state (failed, unreachable) with a file.
+	if forced, err := os.ReadFile(filepath.Join(f.dir(name), "force-state")); err == nil {
+		r.State = string(forced)
+	}
+	return &r, nil
+}
+
+func (f *fake) save(r *record) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(f.dir(r.Name), "machine.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(f.dir(r.Name), "machine.json"))
+}
+
+// lockDB takes the state lock without waiting, as 1.0.4's single-writer
+// database refuses a second writer.
+func (f *fake) lockDB() (func(), error) {
+	lf, err := os.OpenFile(filepath.Join(f.state, "db.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lf.Close()
+		return nil, errDBLocked{}
+	}
+	return func() { lf.Close() }, nil
+}
+
+// errDBLocked is 1.0.4's message when its database has another writer.
+type errDBLocked struct{}
+
+func (errDBLocked) Error() string { return "Database already open. Cannot acquire lock." }
+
+// dispatch runs one parsed subcommand.
+func (f *fake) dispatch(in *smolvmcli.Invocation) int {
+	handlers := map[string]func(*smolvmcli.Invocation) error{
+		"machine create":   f.create,
+		"machine start":    f.start,
+		"machine stop":     f.stop,
+		"machine delete":   f.delete,
+		"machine status":   f.status,
+		"machine ls":       f.list,
+		"machine update":   f.update,
+		"machine data-dir": f.dataDir,
+		"machine cp":       f.copy,
+		"pack create":      f.pack,
+	}
+	switch in.Command.Name() {
+	case "machine exec":
+		return f.exec(in)
+	case "machine shell":
+		return f.shell(in)
+	}
+	h, ok := handlers[in.Command.Name()]
+	if !ok {
+		return smolvmcli.Fail(os.Stderr, "the fake smolvm does not implement '%s'", in.Command.Name())
+	}
+	unlock, err := f.lockDB()
+	if err != nil {
+		return smolvmcli.Fail(os.Stderr, "%v", err)
+	}
+	defer unlock()
+	if err := h(in); err != nil {
+		return smolvmcli.Fail(os.Stderr, "%v", err)
+	}
+	return 0
+}
+
+func nameOr(in *smolvmcli.Invocation) string {
+	if n := in.Value("name"); n != "" {
+		return n
+	}
+	return "default"
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339) }

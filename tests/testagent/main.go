@@ -1,0 +1,213 @@
+// The testagent command stands in for hermes-box-agent verbs that cannot run
+// outside a real guest or have not landed yet: netcheck, provision, services
+// and logs. It speaks the same protocol (a request line on stdin for relay,
+// data on stdout, JSON Lines events on stderr, the verb's exit status) and
+// hands every other verb (hostkeys, health, version, …) to the real agent,
+// whose path is linked in with -ldflags "-X main.realAgent=PATH".
+//
+// Its behaviour is steered by files under <root>/.testagent/ (the fake
+// smolvm copies a seed image into a machine's root): netcheck-fail holds how
+// many netchecks still fail; provision-fail makes provision fail with status
+// 3. It records what it was asked in calls.log.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// realAgent is the real hermes-box-agent, set at link time.
+var realAgent = "hermes-box-agent"
+
+// own lists the verbs this program answers itself.
+var own = map[string]func(t *agent, args []string) int{
+	"netcheck":  (*agent).netcheck,
+	"provision": (*agent).provision,
+	"services":  (*agent).services,
+	"logs":      (*agent).logs,
+}
+
+type agent struct {
+	root   string
+	in     io.Reader
+	events *protocol.EventWriter
+}
+
+func main() {
+	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
+	root := fs.String("root", "/", "file system root")
+	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() == 0 {
+		os.Exit(2)
+	}
+	t := &agent{root: *root, in: os.Stdin, events: protocol.NewEventWriter(os.Stderr, protocol.LevelDebug)}
+	os.Exit(t.run(fs.Args()))
+}
+
+func (t *agent) run(argv []string) int {
+	t.record(argv)
+	if argv[0] == "relay" {
+		return t.relay()
+	}
+	if fn, ok := own[argv[0]]; ok {
+		return fn(t, argv[1:])
+	}
+	return t.delegate(append([]string{argv[0]}, argv[1:]...), os.Stdin)
+}
+
+// relay reads the request line; own verbs run here, others go to the real
+// agent's relay with the same line.
+func (t *agent) relay() int {
+	br := bufio.NewReader(os.Stdin)
+	req, err := protocol.ReadRequest(br)
+	if err != nil {
+		t.fail("relay: %v", err)
+		return 2
+	}
+	t.record(append([]string{"relay:"}, req.Argv...))
+	if fn, ok := own[req.Argv[0]]; ok {
+		t.in = br
+		return fn(t, req.Argv[1:])
+	}
+	var line bytes.Buffer
+	if err := protocol.WriteRequest(&line, req); err != nil {
+		t.fail("relay: %v", err)
+		return 2
+	}
+	return t.delegate([]string{"relay"}, io.MultiReader(&line, br))
+}
+
+func (t *agent) delegate(argv []string, stdin io.Reader) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, realAgent, append([]string{"--root", t.root}, argv...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.fail("running the real agent: %v", err)
+		return 1
+	}
+	return 0
+}
+
+func (t *agent) path(name string) string { return filepath.Join(t.root, ".testagent", name) }
+
+func (t *agent) record(argv []string) {
+	os.MkdirAll(filepath.Dir(t.path("calls.log")), 0o755)
+	f, err := os.OpenFile(t.path("calls.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		fmt.Fprintln(f, strings.Join(argv, " "))
+		f.Close()
+	}
+}
+
+func (t *agent) fail(format string, args ...any) {
+	t.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelError, Message: fmt.Sprintf(format, args...)})
+}
+
+// netcheck fails while <root>/.testagent/netcheck-fail counts down.
+func (t *agent) netcheck(args []string) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(readFile(t.path("netcheck-fail"))))
+	ready := n <= 0
+	if !ready {
+		os.WriteFile(t.path("netcheck-fail"), []byte(strconv.Itoa(n-1)), 0o644)
+	}
+	json.NewEncoder(os.Stdout).Encode(map[string]bool{"ready": ready, "route": ready, "dns": ready})
+	if !ready {
+		t.fail("no IPv4 default route")
+		return 1
+	}
+	return 0
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// provision emits step events, lays out the workspace and installs the
+// authorized key, or fails when provision-fail exists.
+func (t *agent) provision(args []string) int {
+	fs := flag.NewFlagSet("provision", flag.ContinueOnError)
+	keys := fs.String("authorized-keys", "", "")
+	fs.String("hermes-commit", "", "")
+	fs.Bool("executor", false, "")
+	if err := fs.Parse(args); err != nil || *keys == "" {
+		t.fail("provision: bad arguments %q", args)
+		return 2
+	}
+	for i, step := range []string{"packages", "accounts", "hermes"} {
+		t.events.Emit(protocol.Event{Type: protocol.EventStep, Step: step, State: protocol.StepStarted})
+		t.events.Emit(protocol.Event{Type: protocol.EventProgress, Step: step, Progress: &protocol.Progress{Current: int64(i + 1), Total: 3}})
+		if step == "hermes" && readFile(t.path("provision-fail")) != "" {
+			t.events.Emit(protocol.Event{Type: protocol.EventStep, Step: step, State: protocol.StepFailed, Message: "installer failed"})
+			return 3
+		}
+		t.events.Emit(protocol.Event{Type: protocol.EventStep, Step: step, State: protocol.StepDone})
+	}
+	key, err := os.ReadFile(filepath.Join(t.root, *keys))
+	if err != nil {
+		t.fail("provision: %v", err)
+		return 1
+	}
+	for _, d := range []string{"workspace/work", "workspace/hermes-home", "home/boxadmin/.ssh"} {
+		os.MkdirAll(filepath.Join(t.root, d), 0o755)
+	}
+	if err := os.WriteFile(filepath.Join(t.root, "home/boxadmin/.ssh/authorized_keys"), key, 0o600); err != nil {
+		t.fail("provision: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// services answers `services status --json` and `services stop|start NAME`.
+func (t *agent) services(args []string) int {
+	if len(args) >= 1 && args[0] == "status" {
+		fmt.Println(`{"services":[]}`)
+		return 0
+	}
+	if len(args) != 2 {
+		t.fail("services: want ACTION NAME")
+		return 2
+	}
+	return 0
+}
+
+// logs prints N lines of the named service.
+func (t *agent) logs(args []string) int {
+	if len(args) == 0 {
+		t.fail("logs: no service")
+		return 2
+	}
+	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
+	n := fs.Int("n", 10, "")
+	fs.Bool("f", false, "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if args[0] == "missing" {
+		t.fail("logs: no service %q", args[0])
+		return 4
+	}
+	for i := 1; i <= *n; i++ {
+		fmt.Printf("%s line %d\n", args[0], i)
+	}
+	return 0
+}
