@@ -164,11 +164,15 @@ func (a *app) cycleBuilder(ctx context.Context, name string) error {
 	return a.vm.Start(ctx, name)
 }
 
-// provisionArgv is the agent's provision request.
+// provisionArgv is the agent's provision request. Digests for artifacts the
+// pins do not cover travel only when the user configured them.
 func (a *app) provisionArgv() []string {
 	argv := []string{"provision", "--authorized-keys", guestAuthorizedKeys, "--hermes-commit", a.cfg.HermesCommit}
-	if a.cfg.ExecutorEnabled {
-		argv = append(argv, "--executor")
+	if a.cfg.UVSHA256 != "" {
+		argv = append(argv, "--uv-sha256", a.cfg.UVSHA256)
+	}
+	if a.cfg.CodexSHA256 != "" {
+		argv = append(argv, "--codex-sha256", a.cfg.CodexSHA256)
 	}
 	return argv
 }
