@@ -40,13 +40,16 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, roots, err := applyTestPins(e, p)
+	p, tp, roots, err := applyTestPins(e, p)
 	if err != nil {
 		return err
 	}
 	cfg := provision.Config{
-		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events, Gate: newGatePatcher(),
+		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
 		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, "var/cache/hermes-box/downloads"), RootCAs: roots}),
+	}
+	if !tp.SkipGate {
+		cfg.Gate = newGatePatcher()
 	}
 	if *keys != "" {
 		if cfg.AuthorizedKeys, err = os.ReadFile(*keys); err != nil {
@@ -71,26 +74,26 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 
 // applyTestPins honours provision.TestPinsEnv, which only tests set: it
 // swaps in stand-in artifacts and trusts the test server's CA.
-func applyTestPins(e *env, p provision.Pins) (provision.Pins, *x509.CertPool, error) {
+func applyTestPins(e *env, p provision.Pins) (provision.Pins, provision.TestPins, *x509.CertPool, error) {
 	path := os.Getenv(provision.TestPinsEnv)
 	if path == "" {
-		return p, nil, nil
+		return p, provision.TestPins{}, nil, nil
 	}
 	_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
 		Message: provision.TestPinsEnv + " is set: using test-only stand-in artifacts, not the production pins"})
 	p, tp, err := provision.LoadTestPins(path, p)
 	if err != nil || tp.CAFile == "" {
-		return p, nil, err
+		return p, tp, nil, err
 	}
 	pem, err := os.ReadFile(tp.CAFile)
 	if err != nil {
-		return p, nil, fmt.Errorf("test pins: reading caFile: %w", err)
+		return p, tp, nil, fmt.Errorf("test pins: reading caFile: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return p, nil, errors.New("test pins: caFile holds no PEM certificate")
+		return p, tp, nil, errors.New("test pins: caFile holds no PEM certificate")
 	}
-	return p, pool, nil
+	return p, tp, pool, nil
 }
 
 func writeJSON(e *env, v any) error {
