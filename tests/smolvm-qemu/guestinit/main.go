@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command guestinit is the smolvm stand-in's own init inside the guest (it
 // shares no code with hermes-box-agent, as real smolvm has its own agent).
 // As PID 1 it mounts the kernel file systems, reaps orphans and runs itself
