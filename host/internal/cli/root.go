@@ -66,6 +66,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newCompletionCommand(),
+		newExecutorCommand(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
