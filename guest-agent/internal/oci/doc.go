@@ -13,6 +13,8 @@
 //	releases/<manifest digest hex>/  app/…, usr/local/bin/bun, metadata files
 //	current -> releases/<hex>        relative symlink, swapped by rename
 //
+// The pre-check itself lives in package layercheck.
+//
 // Temporaries (.pull-config-*, .validation-*, .current-*, releases/.staging-*,
 // releases/.obsolete-*, oci-put-blob* in a cache) are reaped under the lock.
 package oci

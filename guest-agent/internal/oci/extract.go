@@ -22,6 +22,8 @@ import (
 	ispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/opencontainers/umoci/oci/layer"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
 )
 
 // Keep selects the paths of the image that go into a release. It must also
@@ -101,7 +103,7 @@ func Extract(ctx context.Context, layoutDir string, layers []ispec.Descriptor, d
 		UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(opt.UID), Size: 1}},
 		GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: uint32(opt.GID), Size: 1}},
 	}}}
-	c := NewChecker()
+	c := layercheck.NewChecker()
 	for i, desc := range layers {
 		c.NextLayer()
 		if err := extractLayer(ctx, layoutDir, desc, dest, c, opt.Keep, unpack); err != nil {
@@ -201,7 +203,7 @@ func (s *layerStream) close() {
 	s.f.Close()
 }
 
-func extractLayer(ctx context.Context, layoutDir string, desc ispec.Descriptor, dest string, c *Checker, keep Keep, unpack *layer.UnpackOptions) error {
+func extractLayer(ctx context.Context, layoutDir string, desc ispec.Descriptor, dest string, c *layercheck.Checker, keep Keep, unpack *layer.UnpackOptions) error {
 	s, err := openLayer(layoutDir, desc)
 	if err != nil {
 		return err
@@ -252,7 +254,7 @@ func extractLayer(ctx context.Context, layoutDir string, desc ispec.Descriptor, 
 
 // kept reports whether an entry is written: whiteouts count when what they
 // remove is kept or contains a kept path.
-func kept(e Entry, keep Keep) bool {
+func kept(e layercheck.Entry, keep Keep) bool {
 	if !e.Whiteout {
 		return keep(e.Parts)
 	}
@@ -261,7 +263,7 @@ func kept(e Entry, keep Keep) bool {
 
 // unpackEntry hands one checked entry to umoci with a clean name and no
 // set-id or sticky bits.
-func unpackEntry(te *layer.TarExtractor, dest string, e Entry, hdr *tar.Header, r io.Reader) error {
+func unpackEntry(te *layer.TarExtractor, dest string, e layercheck.Entry, hdr *tar.Header, r io.Reader) error {
 	if len(e.Parts) == 0 {
 		return nil // the layer's root directory: dest is ours
 	}
@@ -295,7 +297,7 @@ func materializeLinks(layoutDir string, desc ispec.Descriptor, dest string, pend
 		if err != nil {
 			return fmt.Errorf("re-reading layer for hardlinks: %w", err)
 		}
-		parts, _ := cleanParts(hdr.Name)
+		parts, _ := layercheck.CleanParts(hdr.Name)
 		links, ok := pending[strings.Join(parts, "/")]
 		if !ok || hdr.Typeflag != tar.TypeReg {
 			continue

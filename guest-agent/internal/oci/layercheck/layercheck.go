@@ -1,4 +1,10 @@
-package oci
+// Package layercheck is the pre-check of OCI layer tar entries: it refuses
+// (never contains or rewrites) absolute paths, ".." components, entries
+// through a symlink, hardlinks outside the root, device nodes, fifos and
+// whiteouts that point outside, modelling the merged tree across layers so
+// symlinks and whiteouts of earlier entries and layers count. It depends on
+// the standard library only, so it fuzzes fast.
+package layercheck
 
 import (
 	"archive/tar"
@@ -97,7 +103,7 @@ func (c *Checker) Check(hdr *tar.Header) (Entry, error) {
 	refuse := func(r Rule) (Entry, error) {
 		return Entry{}, &RefusedError{Layer: c.layer, Entry: hdr.Name, Rule: r}
 	}
-	parts, rule := cleanParts(hdr.Name)
+	parts, rule := CleanParts(hdr.Name)
 	if rule != "" {
 		return refuse(rule)
 	}
@@ -109,9 +115,9 @@ func (c *Checker) Check(hdr *tar.Header) (Entry, error) {
 		return c.checkWhiteout(hdr, e)
 	}
 	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink: //nolint:staticcheck // TypeRegA appears in old layers
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink: // the reader reports old TypeRegA entries as TypeReg
 	case tar.TypeLink:
-		link, rule := cleanParts(hdr.Linkname)
+		link, rule := CleanParts(hdr.Linkname)
 		if rule != "" || len(link) == 0 {
 			return refuse(RuleHardlinkEscape)
 		}
@@ -218,10 +224,10 @@ func (c *Checker) forgetSubtree(path string, layer int) {
 	}
 }
 
-// cleanParts splits a tar name into path components, dropping empty and "."
+// CleanParts splits a tar name into path components, dropping empty and "."
 // components; absolute names and ".." components are refused, never
 // rewritten.
-func cleanParts(name string) ([]string, Rule) {
+func CleanParts(name string) ([]string, Rule) {
 	if name == "" {
 		return nil, RuleName
 	}
