@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +111,44 @@ func TestMaliciousLayerCorpus(t *testing.T) {
 				t.Fatalf("something outside the release dir changed:\nbefore %v\nafter  %v", before, after)
 			}
 		})
+	}
+}
+
+// TestExtractRootless runs the extraction test again as an unprivileged
+// user (umoci's rootless mode with the explicit one-entry id map).
+func TestExtractRootless(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: every extraction test here runs rootless")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("setpriv (util-linux) not found")
+		}
+		t.Skip("setpriv (util-linux) not found")
+	}
+	dir, err := os.MkdirTemp("", "oci-rootless-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "oci.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil || os.Chmod(dir, 0o777) != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
+		"-test.run", "^(TestExtractAppliesWhiteoutsAndSelection|TestMaliciousLayerCorpus)$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestExtractAppliesWhiteoutsAndSelection") {
+		t.Fatalf("as uid 65534: %v\n%s", err, out)
 	}
 }
