@@ -178,6 +178,18 @@ func (t *agent) provision(args []string) int {
 		t.fail("provision: %v", err)
 		return 1
 	}
+	// The files a backup's workspace must hold.
+	for name, body := range map[string]string{
+		"workspace/hermes-home/config.yaml": "approvals:\n  mode: gated\n",
+		"workspace/codex-home/config.toml":  "model = \"test\"\n",
+	} {
+		p := filepath.Join(t.root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.fail("provision: %v", err)
+			return 1
+		}
+	}
 	if err := os.WriteFile(filepath.Join(t.root, "home/boxadmin/.ssh/authorized_keys"), key, 0o600); err != nil {
 		t.fail("provision: %v", err)
 		return 1
