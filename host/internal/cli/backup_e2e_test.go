@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -119,6 +120,15 @@ func TestSnapshotRestorePackage(t *testing.T) {
 		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(lines(r.calls), "\n  "))
 	}
 	expectHealthy(t, h, "after the fresh restore")
+	// The machine's -e variables reach its entrypoint (the agent's boot).
+	var rec struct {
+		EntryPID int `json:"entry_pid"`
+	}
+	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
+	environ := readFile(t, fmt.Sprintf("/proc/%d/environ", rec.EntryPID))
+	if !bytes.Contains(environ, []byte("\x00HERMES_BOX_RESTORE_MODE=true\x00")) {
+		t.Errorf("the restored box's boot (pid %d) runs without HERMES_BOX_RESTORE_MODE=true", rec.EntryPID)
+	}
 
 	// Package a new snapshot, then the existing backup.
 	for _, args := range [][]string{{"package", "moving"}, {"package", "--snapshot", backupDir, "again"}} {

@@ -385,7 +385,7 @@ func TestOperationLock(t *testing.T) {
 func TestHelpAndCompletion(t *testing.T) {
 	h := newHarness(t)
 	r := h.run("--help")
-	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion"} {
+	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion", "snapshot", "restore", "package", "audit"} {
 		if !strings.Contains(r.stdout, "\n  "+c+" ") {
 			t.Errorf("--help does not list %s:\n%s", c, r.stdout)
 		}
