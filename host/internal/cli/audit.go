@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -18,11 +18,25 @@ type verbRunner interface {
 	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (exitCode int, err error)
 }
 
-// boxRunner returns the transport to the box. TODO(relay): build the SSH
-// relay.Transport from the project key, the pinned host key and the
-// configured port once the host's box-connection helper lands.
-var boxRunner = func(*cobra.Command) (verbRunner, error) {
-	return nil, errors.New("cannot reach the box: the relay connection is not wired into this build yet")
+// boxRunner returns the transport to the box: the SSH relay with the
+// project key and the pinned host key, on the configured port.
+var boxRunner = func(cmd *cobra.Command) (verbRunner, error) {
+	a, err := newApp(cmd)
+	if err != nil {
+		return nil, err
+	}
+	m, err := a.machineState(cmd.Context(), a.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	if m.State != smolvm.StateRunning {
+		return nil, fmt.Errorf("%s is %s: the audit log is read from the running box (hermes-box start)", m.Name, m.State)
+	}
+	tr, err := a.sshRelay()
+	if err != nil {
+		return nil, err
+	}
+	return tr, nil
 }
 
 func newAuditCommand(runner func(*cobra.Command) (verbRunner, error)) *cobra.Command {

@@ -103,9 +103,13 @@ func TestAuditCommand(t *testing.T) {
 	}
 }
 
-func TestAuditWithoutRelaySaysSo(t *testing.T) {
+// TestAuditOutsideAProjectSaysSo: the default runner needs the project's
+// configuration before it can reach the box.
+func TestAuditOutsideAProjectSaysSo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("HERMES_BOX_PROJECT_ROOT", "")
 	code, _, errs := runCLI(t, "audit", "--verify")
-	if code != 1 || !strings.Contains(errs, "relay connection is not wired") {
+	if code != 1 || !strings.Contains(errs, "could not find the hermes-box project") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
