@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -45,7 +46,7 @@ func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) 
 			root.RemoveCommand(c)
 		}
 	}
-	root.AddCommand(newAuditCommand(func(*cobra.Command) (verbRunner, error) {
+	root.AddCommand(newAuditCommand(func(*cobra.Command) (relay.Transport, error) {
 		if box == nil {
 			return nil, errors.New("no box")
 		}

@@ -154,7 +154,7 @@ func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) e
 
 // Agent is smolvm exec for a machine in restore mode, else the SSH relay
 // with the machine's pinned host key.
-func (d *smolDriver) Agent(_ context.Context, name string, port int) (agentRunner, error) {
+func (d *smolDriver) Agent(_ context.Context, name string, port int) (relay.Transport, error) {
 	if d.inRestoreMode(name) {
 		return d.a.execRelay(name), nil
 	}

@@ -17,15 +17,11 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// agentRunner runs one agent verb (the shape of relay.Transport).
-type agentRunner interface {
-	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (int, error)
-}
 
 // machineDriver is what the backup commands need of smolvm.
 type machineDriver interface {
@@ -44,7 +40,7 @@ type machineDriver interface {
 	CreateRestore(ctx context.Context, name string, port int) error
 	// Agent returns a transport to the machine's agent: smolvm exec for a
 	// machine in restore mode, SSH otherwise.
-	Agent(ctx context.Context, name string, port int) (agentRunner, error)
+	Agent(ctx context.Context, name string, port int) (relay.Transport, error)
 	Version(ctx context.Context) string
 }
 
