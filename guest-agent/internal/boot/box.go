@@ -6,6 +6,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // Paths in the box (relative to the root when used with Options.Root).
@@ -15,12 +16,13 @@ const (
 	LogDir      = "/workspace/hermes-home/logs"
 	WorkDir     = "/workspace/work"
 	ExecutorDir = "/workspace/executor"
-	// ExecutorRuntime holds the Executor releases and the `current` link.
-	ExecutorRuntime = "/workspace/.hermes-box-runtime/executor"
 	// ExecutorGuestPort is the Executor's fixed port inside the box.
 	ExecutorGuestPort = 4788
 	// ServiceUser runs Hermes and Executor.
 	ServiceUser = "hermes"
+	// AgentPath is this agent in the box; the Executor launcher is one of
+	// its verbs.
+	AgentPath = "/usr/local/sbin/hermes-box-agent"
 )
 
 // Environment variables boot reads (set on the machine by the host).
@@ -28,6 +30,7 @@ const (
 	EnvRestoreMode      = "HERMES_BOX_RESTORE_MODE"
 	EnvExecutorEnabled  = "HERMES_BOX_EXECUTOR_ENABLED"
 	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
+	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
 )
 
 // BoxOptions select the optional parts of the box's table.
@@ -35,6 +38,8 @@ type BoxOptions struct {
 	ExecutorEnabled bool
 	// ExecutorHostPort is the host's published port, for the web base URL.
 	ExecutorHostPort int
+	// ExecutorImage is the pinned image reference; "" means the default pin.
+	ExecutorImage string
 }
 
 func f(v float64) *float64 { return &v }
@@ -69,14 +74,18 @@ func BoxTable(o BoxOptions) Table {
 	if hostPort == 0 {
 		hostPort = ExecutorGuestPort
 	}
-	release := ExecutorRuntime + "/current"
+	image := o.ExecutorImage
+	if image == "" {
+		image = pins.DefaultExecutorImage
+	}
+	// The launcher runs as root: the release store is root's, as for the
+	// relay's `executor pull`; it drops to ServiceUser when it replaces
+	// itself with bun (see `executor run`), so Executor runs as hermes.
 	t.Programs = append(t.Programs, ProgramSpec{
-		Name: "executor", Command: []string{release + "/usr/local/bin/bun", "run", "src/serve.ts"},
-		User: ServiceUser, Directory: release + "/app/apps/host-selfhost",
+		Name: "executor", Command: []string{AgentPath, "executor", "run"},
 		Environment: map[string]string{
-			"HOME": "/home/hermes", "BUN_FEATURE_FLAG_DISABLE_IPV6": "1", "EXECUTOR_HOST": "0.0.0.0",
-			"PORT": strconv.Itoa(ExecutorGuestPort), "EXECUTOR_ALLOW_LOCAL_NETWORK": "false",
-			"EXECUTOR_DATA_DIR": ExecutorDir + "/data", "EXECUTOR_WEB_BASE_URL": "http://localhost:" + strconv.Itoa(hostPort),
+			"HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin",
+			EnvExecutorImage: image, EnvExecutorHostPort: strconv.Itoa(hostPort),
 		},
 		Priority: 30, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(5), StartRetries: n(20),
 		StopSignal: "TERM", StopWaitSecs: f(45),
@@ -103,6 +112,9 @@ func BoxOptionsFromEnv(getenv func(string) string) (BoxOptions, error) {
 			return o, fmt.Errorf("%s: want a port 1-65535, got %q", EnvExecutorHostPort, v)
 		}
 		o.ExecutorHostPort = p
+	}
+	if o.ExecutorEnabled {
+		o.ExecutorImage = getenv(EnvExecutorImage)
 	}
 	return o, nil
 }

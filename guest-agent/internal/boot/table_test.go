@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 func TestBoxTable(t *testing.T) {
@@ -22,7 +23,7 @@ func TestBoxTable(t *testing.T) {
 		programs []string
 	}{
 		{"executor disabled", BoxOptions{}, []string{"sshd", "hermes"}},
-		{"executor enabled", BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 14788}, []string{"sshd", "executor", "hermes"}},
+		{"executor enabled", BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 14788, ExecutorImage: "r.example/x:v1@sha256:" + strings.Repeat("a", 64)}, []string{"sshd", "executor", "hermes"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,8 +58,14 @@ func TestBoxTable(t *testing.T) {
 			if !slices.Contains(hermes.Env, "HERMES_HOME=/workspace/hermes-home") {
 				t.Errorf("hermes env %v", hermes.Env)
 			}
-			if ex, ok := byName["executor"]; ok && (!slices.Contains(ex.Env, "EXECUTOR_WEB_BASE_URL=http://localhost:14788") || ex.StopWait != 45*time.Second) {
-				t.Errorf("executor: %+v", ex)
+			if ex, ok := byName["executor"]; ok {
+				// One definition of Executor's command: the launcher verb,
+				// which resolves oci.Program; the table passes its inputs.
+				if !slices.Equal(ex.Command, []string{filepath.Join(root, "usr/local/sbin/hermes-box-agent"), "executor", "run"}) || ex.Credential != nil ||
+					!slices.Contains(ex.Env, "HERMES_BOX_EXECUTOR_HOST_PORT=14788") || !slices.Contains(ex.Env, "HERMES_BOX_EXECUTOR_IMAGE="+tt.opts.ExecutorImage) ||
+					ex.StopWait != 45*time.Second || ex.StartRetries != 20 || ex.Log.Path != filepath.Join(root, "workspace/executor/executor.log") {
+					t.Errorf("executor: %+v", ex)
+				}
 			}
 			if want := len(tt.programs); len(tbl.Checks) != want {
 				t.Errorf("%d checks, want %d", len(tbl.Checks), want)
@@ -74,7 +81,8 @@ func TestBoxOptionsFromEnv(t *testing.T) {
 		err  string
 	}{
 		{map[string]string{}, BoxOptions{}, ""},
-		{map[string]string{EnvExecutorEnabled: "true", EnvExecutorHostPort: "4800"}, BoxOptions{true, 4800}, ""},
+		{map[string]string{EnvExecutorEnabled: "true", EnvExecutorHostPort: "4800", EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 4800, ExecutorImage: "r/x:t@sha256:0"}, ""},
+		{map[string]string{EnvExecutorEnabled: "false", EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{}, ""},
 		{map[string]string{EnvExecutorEnabled: "false", EnvExecutorHostPort: "bad"}, BoxOptions{}, ""},
 		{map[string]string{EnvExecutorEnabled: "yes"}, BoxOptions{}, EnvExecutorEnabled},
 		{map[string]string{EnvExecutorEnabled: "1", EnvExecutorHostPort: "70000"}, BoxOptions{}, EnvExecutorHostPort},
@@ -128,4 +136,13 @@ func FuzzParseTable(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestBoxTableDefaultExecutorImage(t *testing.T) {
+	tbl := BoxTable(BoxOptions{ExecutorEnabled: true})
+	for _, p := range tbl.Programs {
+		if p.Name == "executor" && (p.Environment[EnvExecutorImage] != pins.DefaultExecutorImage || p.Environment[EnvExecutorHostPort] != "4788") {
+			t.Fatalf("executor environment %v, want the pinned image and port 4788", p.Environment)
+		}
+	}
 }

@@ -32,6 +32,8 @@ type env struct {
 	// events reports progress and logs as protocol events on stderr.
 	events *protocol.EventWriter
 	log    *slog.Logger
+	// relayed is set when the host's relay dispatched the verb.
+	relayed bool
 }
 
 // verb is one agent command.

@@ -17,8 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -27,32 +30,40 @@ func init() { register(executorVerb) }
 
 var executorVerb = verb{
 	name:    "executor",
-	summary: "Executor image: pull [--image REF] [--activate] | activate [--image REF] | status [--sizes] | logs [-n N] [-f] | connect-hermes",
+	summary: "Executor image: pull [--image REF] [--activate] | activate [--image REF] | status [--sizes] | connect-hermes | run (the supervisor's program)",
 	relay:   true,
 	run:     runExecutor,
 }
 
-// restartGateway restarts the Hermes gateway after connect-hermes; the
-// supervisor sets it. Until then connect-hermes says the restart is due.
-var restartGateway func(ctx context.Context) error
+// gatewayProgram is the Hermes gateway's name in the supervisor's table.
+const gatewayProgram = "hermes"
+
+// restartGateway restarts the Hermes gateway through the running boot's
+// control socket, so it loads a changed configuration. Without a running
+// boot it returns an error wrapping control.ErrNotRunning.
+func restartGateway(ctx context.Context, root string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	_, err := control.Call(ctx, control.Socket(root), control.Request{Op: control.OpRestart, Name: gatewayProgram})
+	return err
+}
 
 // executorPaths are the box paths the executor verb works on, under --root.
 type executorPaths struct {
-	runtime, data, log, hermesHome string
+	runtime, data, hermesHome string
 }
 
 func executorPathsFor(root string) executorPaths {
 	return executorPaths{
 		runtime:    filepath.Join(root, oci.DefaultRuntimeRoot),
 		data:       filepath.Join(root, oci.DefaultDataDir),
-		log:        filepath.Join(root, "workspace/executor/executor.log"),
-		hermesHome: filepath.Join(root, "workspace/hermes-home"),
+		hermesHome: filepath.Join(root, boot.HermesHome),
 	}
 }
 
 func runExecutor(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
-		return usageError("executor: want a subcommand: pull, activate, status, logs or connect-hermes")
+		return usageError("executor: want a subcommand: pull, activate, status, connect-hermes or run")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -60,10 +71,10 @@ func runExecutor(ctx context.Context, e *env, args []string) error {
 		return executorInstall(ctx, e, sub, rest)
 	case "status":
 		return executorStatus(ctx, e, rest)
-	case "logs":
-		return executorLogs(ctx, e, rest)
 	case "connect-hermes":
 		return executorConnectHermes(ctx, e, rest)
+	case "run":
+		return executorRun(ctx, e, rest)
 	}
 	return usageError("executor: unknown subcommand %q", sub)
 }
@@ -81,19 +92,8 @@ func executorInstall(ctx context.Context, e *env, sub string, args []string) err
 	if err != nil {
 		return usageError("executor %s: --image: %w", sub, err)
 	}
-	p := executorPathsFor(e.root)
-	s := &oci.Store{
-		Root: p.runtime,
-		PullOptions: oci.PullOptions{
-			Platform:     oci.Platform{OS: "linux", Architecture: runtime.GOARCH},
-			StallTimeout: *stall,
-			CertDir:      *certDir,
-			Events:       e.events,
-		},
-		UID: -1, GID: -1,
-		RunAs: runtimeCredential(e.root),
-	}
-	if err := os.MkdirAll(p.runtime, 0o755); err != nil {
+	s, err := executorStore(e, *stall, *certDir)
+	if err != nil {
 		return fmt.Errorf("executor %s: %w", sub, err)
 	}
 	var r *oci.Release
@@ -109,6 +109,26 @@ func executorInstall(ctx context.Context, e *env, sub string, args []string) err
 		return fmt.Errorf("executor %s: %w", sub, err)
 	}
 	return writeJSON(e.Out, r)
+}
+
+// executorStore is the release store of the box under e.root, pulling for
+// this machine's architecture.
+func executorStore(e *env, stall time.Duration, certDir string) (*oci.Store, error) {
+	root := executorPathsFor(e.root).runtime
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	return &oci.Store{
+		Root: root,
+		PullOptions: oci.PullOptions{
+			Platform:     oci.Platform{OS: "linux", Architecture: runtime.GOARCH},
+			StallTimeout: stall,
+			CertDir:      certDir,
+			Events:       e.events,
+		},
+		UID: -1, GID: -1,
+		RunAs: runtimeCredential(e.root),
+	}, nil
 }
 
 // runtimeCredential is the user the validation build runs as: the runtime
@@ -127,6 +147,114 @@ func runtimeCredential(root string) *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// executorRun is the supervisor's `executor` program. Under the launcher
+// lock it makes sure the configured image is pulled, verified and active
+// (the active release is kept as is when it already holds the image: no
+// network), creates the data dir, then replaces itself with bun running
+// oci.Program, as that program's user, in its directory and with its
+// environment plus HOME and PATH. Any failure exits non-zero, so the
+// supervisor's backoff applies and health shows it.
+func executorRun(ctx context.Context, e *env, args []string) error {
+	if e.relayed {
+		return usageError("executor run is the supervisor's program and does not run through the relay")
+	}
+	fs := newFlags(e, "executor run", "(image and host port from $"+boot.EnvExecutorImage+" and $"+boot.EnvExecutorHostPort+")")
+	stall := fs.Duration("stall-timeout", oci.DefaultStallTimeout, "stop a pull after this long without receiving a byte")
+	certDir := fs.String("registry-ca-dir", "", "extra CA certificates (*.crt) for the registry")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	ref, hostPort, err := executorRunInputs(os.Getenv)
+	if err != nil {
+		return usageError("executor run: %w", err)
+	}
+	s, err := executorStore(e, *stall, *certDir)
+	if err != nil {
+		return fmt.Errorf("executor run: %w", err)
+	}
+	if _, err := s.EnsureActive(ctx, ref); err != nil {
+		return fmt.Errorf("executor run: %s: %w", ref, err)
+	}
+	p := executorPathsFor(e.root)
+	spec, err := oci.Program(p.runtime, p.data, hostPort)
+	if err != nil {
+		return fmt.Errorf("executor run: %w", err)
+	}
+	u, err := passwd.Lookup(e.root, spec.User)
+	if err != nil {
+		return fmt.Errorf("executor run: %w", err)
+	}
+	if err := ensureDataDir(p.data, u); err != nil {
+		return fmt.Errorf("executor run: %w", err)
+	}
+	env := append([]string{"HOME=" + u.Home, "PATH=/usr/local/bin:/usr/bin:/bin"}, spec.Env...)
+	e.log.Info("executor run: starting Executor", "image", ref.String(), "command", spec.Command[0], "user", spec.User)
+	if err := execProgram(spec.Command, spec.Dir, env, u); err != nil {
+		return fmt.Errorf("executor run: starting %s: %w", spec.Command[0], err)
+	}
+	return nil
+}
+
+// executorRunInputs reads the image and the host port that boot passes in
+// the program's environment.
+func executorRunInputs(getenv func(string) string) (oci.Reference, int, error) {
+	image := getenv(boot.EnvExecutorImage)
+	if image == "" {
+		return oci.Reference{}, 0, fmt.Errorf("$%s is not set", boot.EnvExecutorImage)
+	}
+	ref, err := oci.ParseReference(image)
+	if err != nil {
+		return oci.Reference{}, 0, fmt.Errorf("$%s: %w", boot.EnvExecutorImage, err)
+	}
+	port, err := strconv.Atoi(getenv(boot.EnvExecutorHostPort))
+	if err != nil || port < 1 || port > 65535 {
+		return oci.Reference{}, 0, fmt.Errorf("$%s: want a port 1-65535, got %q", boot.EnvExecutorHostPort, getenv(boot.EnvExecutorHostPort))
+	}
+	return ref, port, nil
+}
+
+// ensureDataDir creates Executor's data dir if missing, owned by its user
+// when the agent is root; an existing one is left as it is.
+func ensureDataDir(dir string, u passwd.User) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return os.Chown(dir, int(u.UID), int(u.GID))
+}
+
+// execProgram replaces the agent with argv, in dir, with exactly env, as u
+// when the agent is root. Tests replace it.
+var execProgram = func(argv []string, dir string, env []string, u passwd.User) error {
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		groups := make([]int, len(u.Groups))
+		for i, g := range u.Groups {
+			groups[i] = int(g)
+		}
+		if err := syscall.Setgroups(groups); err != nil {
+			return fmt.Errorf("setting the groups of %s: %w", u.Name, err)
+		}
+		if err := syscall.Setgid(int(u.GID)); err != nil {
+			return fmt.Errorf("switching to the group of %s: %w", u.Name, err)
+		}
+		if err := syscall.Setuid(int(u.UID)); err != nil {
+			return fmt.Errorf("switching to %s: %w", u.Name, err)
+		}
+	}
+	return syscall.Exec(argv[0], argv, env)
 }
 
 // ExecutorStatus is the JSON result of `executor status`.
@@ -196,65 +324,6 @@ func diskUse(ctx context.Context, dir string) (int64, error) {
 	return n, nil
 }
 
-func executorLogs(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "executor logs", "[-n LINES] [-f]")
-	lines := fs.Int("n", 100, "show the last LINES lines")
-	follow := fs.Bool("f", false, "keep printing new lines until stopped")
-	if err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	if *lines < 0 {
-		return usageError("executor logs: -n must not be negative")
-	}
-	path := executorPathsFor(e.root).log
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("executor logs: %w", err)
-	}
-	defer f.Close()
-	if err := tailLines(f, e.Out, *lines); err != nil {
-		return fmt.Errorf("executor logs: %s: %w", path, err)
-	}
-	if !*follow {
-		return nil
-	}
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if _, err := io.Copy(e.Out, f); err != nil {
-			return fmt.Errorf("executor logs: %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// tailLines writes the last n lines of f and leaves f at its end.
-func tailLines(f *os.File, w io.Writer, n int) error {
-	var ring []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		ring = append(ring, sc.Text())
-		if len(ring) > n {
-			ring = ring[1:]
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(ring) > 0 {
-		if _, err := io.WriteString(w, strings.Join(ring, "\n")+"\n"); err != nil {
-			return err
-		}
-	}
-	_, err := f.Seek(0, io.SeekEnd)
-	return err
-}
-
 // executorConnectHermes reads the API key from stdin (never argv), stores it
 // in Hermes' .env and points mcp_servers.executor at it, then restarts the
 // gateway.
@@ -284,10 +353,11 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	if err := chownToRuntimeUser(e.root, filepath.Join(home, ".env"), filepath.Join(home, "config.yaml")); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
-	if restartGateway == nil {
+	switch err := restartGateway(ctx, e.root); {
+	case errors.Is(err, control.ErrNotRunning):
 		_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
-			Message: "restart the Hermes gateway to load the executor MCP server (no supervisor in this agent)"})
-	} else if err := restartGateway(ctx); err != nil {
+			Message: "Hermes is configured, but no supervisor is running to restart its gateway: it loads the executor MCP server when it next starts"})
+	case err != nil:
 		return fmt.Errorf("executor connect-hermes: restarting the Hermes gateway: %w", err)
 	}
 	return writeJSON(e.Out, map[string]string{"mcpServer": "executor", "url": hermescfg.ExecutorURL})

@@ -74,27 +74,13 @@ func TestExecutorUsage(t *testing.T) {
 		{[]string{"executor", "frob"}, "unknown subcommand"},
 		{[]string{"executor", "pull", "--image", "ghcr.io/x/y:latest"}, "@sha256"},
 		{[]string{"executor", "activate", "--image", "ghcr.io/x/y@sha256:" + strings.Repeat("a", 64)}, "TAG"},
-		{[]string{"executor", "logs", "-n", "-1"}, "negative"},
+		{[]string{"executor", "logs"}, "unknown subcommand"},
+		{[]string{"executor", "run", "extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {
 		code, _, errs := run(t, "", append([]string{"--root", t.TempDir()}, tt.args...)...)
 		if code != 2 || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d: %s", tt.args, code, errs)
 		}
-	}
-}
-
-func TestExecutorLogsTail(t *testing.T) {
-	root := t.TempDir()
-	p := executorPathsFor(root).log
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte("a\nb\nc\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errs := run(t, "", "--root", root, "executor", "logs", "-n", "2")
-	if code != 0 || out != "b\nc\n" {
-		t.Fatalf("exit %d out %q: %s", code, out, errs)
 	}
 }

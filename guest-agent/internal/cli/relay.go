@@ -30,7 +30,7 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError("relay: %w", err)
 	}
-	sub := &env{Stdio: Stdio{In: in, Out: e.Out, Err: e.Err}, root: e.root, log: e.log}
+	sub := &env{Stdio: Stdio{In: in, Out: e.Out, Err: e.Err}, root: e.root, log: e.log, relayed: true}
 	level := req.Options.LogLevel
 	if level == "" {
 		level = protocol.LevelInfo
