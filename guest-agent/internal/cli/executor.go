@@ -175,7 +175,7 @@ func executorRun(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("executor run: %w", err)
 	}
 	if _, err := s.EnsureActive(ctx, ref); err != nil {
-		return fmt.Errorf("executor run: %s: %w", ref, err)
+		return fmt.Errorf("executor run: %w", err)
 	}
 	p := executorPathsFor(e.root)
 	spec, err := oci.Program(p.runtime, p.data, hostPort)

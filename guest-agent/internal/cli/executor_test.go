@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -32,6 +34,9 @@ func TestExecutorConnectHermesThroughRelay(t *testing.T) {
 	}
 	if strings.Contains(out+errs, "exk_secret-1") {
 		t.Fatal("the key was echoed")
+	}
+	if !strings.Contains(errs, `"type":"warning"`) || !strings.Contains(errs, "no supervisor is running to restart its gateway") {
+		t.Fatalf("no warning that the gateway was not restarted: %s", errs)
 	}
 	env, _ := os.ReadFile(filepath.Join(home, ".env"))
 	if string(env) != "MCP_EXECUTOR_API_KEY=exk_secret-1\n" {
@@ -82,5 +87,33 @@ func TestExecutorUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, tt.want) {
 			t.Errorf("%v: exit %d: %s", tt.args, code, errs)
 		}
+	}
+}
+
+// TestExecutorConnectHermesRestartsTheGateway: with boot running,
+// connect-hermes restarts the gateway through the control socket.
+func TestExecutorConnectHermesRestartsTheGateway(t *testing.T) {
+	root, table := bootRoot(t, freeAddr(t))
+	cmd, stderr := startBoot(t, root, table)
+	before := waitServices(t, root, "both programs RUNNING", bothRunning)["hermes"]
+	var req bytes.Buffer
+	if err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version,
+		Argv: []string{"executor", "connect-hermes"}, Options: protocol.Options{Stdin: true}}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, req.String()+"exk_secret-2\n", "--root", root, "relay")
+	if code != 0 || strings.Contains(errs, `"type":"warning"`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	after := services(t, root)["hermes"]
+	if after.State != health.ServiceRunning || after.PID == before.PID || !alive(after.PID) || alive(before.PID) {
+		t.Fatalf("gateway before %+v, after %+v: want a new, running process", before, after)
+	}
+	if env, _ := os.ReadFile(filepath.Join(root, "workspace/hermes-home/.env")); string(env) != "MCP_EXECUTOR_API_KEY=exk_secret-2\n" {
+		t.Fatalf(".env = %q", env)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("boot: %v\n%s", err, stderr)
 	}
 }

@@ -40,7 +40,11 @@ def build(args):
 def run(args):
     if args != ["src/serve.ts"]:
         sys.exit("standin bun: want run src/serve.ts")
-    record = {"pid": os.getpid(), "cwd": os.getcwd(), "env": sorted(f"{k}={v}" for k, v in os.environ.items())}
+    # /proc/self/environ is the environment bun was started with, before
+    # Python's own locale coercion adds LC_CTYPE.
+    with open("/proc/self/environ", "rb") as f:
+        env = sorted(e.decode() for e in f.read().split(b"\0") if e)
+    record = {"pid": os.getpid(), "cwd": os.getcwd(), "env": env}
     with open(os.path.join(os.environ["EXECUTOR_DATA_DIR"], "standin.json"), "w") as f:
         json.dump(record, f)
     server = http.server.HTTPServer((os.environ["EXECUTOR_HOST"], int(os.environ["PORT"])), Health)

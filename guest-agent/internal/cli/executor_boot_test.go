@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// standin plays the box's programs that boot's own table names: sshd
+// listens on the box's port 22, the Hermes gateway idles.
+func standin(name string) int {
+	switch name {
+	case "sshd":
+		ln, err := net.Listen("tcp", "127.0.0.1:22")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return 1
+			}
+			c.Close()
+		}
+	case "hermes":
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	fmt.Fprintln(os.Stderr, "no stand-in for", name)
+	return 2
+}
+
+// netns is a goroutine locked to an OS thread that lives in a network
+// namespace of its own, with loopback up: sockets it opens and processes
+// it starts are in that namespace, where the box's fixed ports (22 and
+// Executor's 4788) are free whatever else runs on this machine.
+type netns struct{ work chan func() }
+
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI runs as root; this test needs a network namespace")
+		}
+		t.Skip("a network namespace needs root")
+	}
+	n := &netns{work: make(chan func())}
+	ready := make(chan error)
+	go func() {
+		// Never unlocked: the thread ends with this goroutine, so no other
+		// goroutine ever runs in the namespace.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+			ready <- fmt.Errorf("unshare: %w", err)
+			return
+		}
+		if err := loopbackUp(); err != nil {
+			ready <- fmt.Errorf("loopback up: %w", err)
+			return
+		}
+		ready <- nil
+		for f := range n.work {
+			f()
+		}
+	}()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(n.work) })
+	return n
+}
+
+// do runs f in the namespace and waits for it.
+func (n *netns) do(f func()) {
+	done := make(chan struct{})
+	n.work <- func() { defer close(done); f() }
+	<-done
+}
+
+// loopbackUp sets IFF_UP on lo with SIOCGIFFLAGS/SIOCSIFFLAGS.
+func loopbackUp() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	var ifr [40]byte // struct ifreq: name[16], then the flags (short)
+	copy(ifr[:], "lo")
+	ioctl := func(req uintptr) error {
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+			return e
+		}
+		return nil
+	}
+	if err := ioctl(syscall.SIOCGIFFLAGS); err != nil {
+		return err
+	}
+	binary.NativeEndian.PutUint16(ifr[16:], binary.NativeEndian.Uint16(ifr[16:])|syscall.IFF_UP)
+	return ioctl(syscall.SIOCSIFFLAGS)
+}
+
+// executorBox boots the agent on a temp root in a network namespace with
+// the box's own program table (no --table), Executor enabled for image:
+// the stand-ins play sshd and Hermes, the test binary plays the agent that
+// the executor program runs, and the registry listens in the namespace.
+type executorBox struct {
+	root   string
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+func startExecutorBox(t *testing.T, ns *netns, reg *testRegistry, image string) *executorBox {
+	t.Helper()
+	root, _ := bootRoot(t, "127.0.0.1:22")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"usr/sbin/sshd", "usr/local/bin/hermes"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(exe, filepath.Join(root, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	agent := filepath.Join(root, boot.AgentPath)
+	if err := os.MkdirAll(filepath.Dir(agent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join("testdata", "agent-standin.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(agent, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &executorBox{root: root, stderr: &bytes.Buffer{}}
+	b.cmd = exec.CommandContext(t.Context(), exe, "--root", root, "boot")
+	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
+		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.caFile,
+		boot.EnvExecutorEnabled+"=true", boot.EnvExecutorImage+"="+image, boot.EnvExecutorHostPort+"=14788")
+	b.cmd.Stderr = b.stderr
+	ns.do(func() { err = b.cmd.Start() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b.cmd.ProcessState == nil {
+			b.cmd.Process.Signal(syscall.SIGTERM)
+			b.cmd.Wait()
+		}
+	})
+	return b
+}
+
+// report polls health --json through the relay until cond holds.
+func waitHealth(t *testing.T, root, what string, cond func(*health.Report) bool) *health.Report {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var r health.Report
+		if code := relayJSON(t, root, &r, "health", "--json"); code == 0 && cond(&r) {
+			return &r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last report %+v", what, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestBootRunsExecutor(t *testing.T) {
+	ns := newNetns(t)
+	var ln net.Listener
+	var err error
+	ns.do(func() { ln, err = net.Listen("tcp", "127.0.0.1:0") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newTestRegistry(t, ln)
+	ref := reg.push(t, "executor/selfhost:v1", executorImage(t, readStandinBun(t)))
+	b := startExecutorBox(t, ns, reg, ref)
+
+	svcs := waitServices(t, b.root, "every program RUNNING", func(m map[string]health.Service) bool {
+		return len(m) == 3 && m["sshd"].State == health.ServiceRunning && m["hermes"].State == health.ServiceRunning && m["executor"].State == health.ServiceRunning
+	})
+	r := waitHealth(t, b.root, "the executor-api check healthy", func(r *health.Report) bool {
+		return r.Checks[health.CheckExecutor].Status == health.StatusHealthy
+	})
+	if r.Status != health.StatusHealthy {
+		t.Errorf("report %s: %+v", r.Status, r.Checks)
+	}
+
+	// The program's process is bun itself (the launcher replaced itself),
+	// in the release's selfhost dir, with exactly the program's environment.
+	var got struct {
+		PID int
+		Cwd string
+		Env []string
+	}
+	data := filepath.Join(b.root, oci.DefaultDataDir)
+	raw, err := os.ReadFile(filepath.Join(data, "standin.json"))
+	if err != nil || json.Unmarshal(raw, &got) != nil {
+		t.Fatalf("the stand-in bun left no record: %v %s", err, raw)
+	}
+	cur, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Current()
+	if err != nil || cur == nil || cur.ImageReference != ref {
+		t.Fatalf("current release %+v (%v)", cur, err)
+	}
+	wantEnv := []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_DATA_DIR=" + data,
+		"EXECUTOR_HOST=0.0.0.0", "EXECUTOR_WEB_BASE_URL=http://localhost:14788", "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin", "PORT=4788"}
+	if got.PID != svcs["executor"].PID || got.Cwd != filepath.Join(cur.Dir, "app/apps/host-selfhost") || !slices.Equal(got.Env, wantEnv) {
+		t.Fatalf("bun ran as pid %d (supervised pid %d) in %s with\n%v\nwant\n%v", got.PID, svcs["executor"].PID, got.Cwd, got.Env, wantEnv)
+	}
+	if code, out, errs := run(t, request("logs", "executor", "-n", "50"), "--root", b.root, "relay"); code != 0 || !strings.Contains(out, "standin bun: serving on port 4788") {
+		t.Fatalf("logs executor: exit %d %q %s", code, out, errs)
+	}
+
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.cmd.Wait(); err != nil {
+		t.Fatalf("boot: %v\n%s", err, b.stderr)
+	}
+	if alive(got.PID) {
+		t.Fatal("Executor outlived boot")
+	}
+}
+
+func TestBootExecutorBadDigest(t *testing.T) {
+	ns := newNetns(t)
+	var ln net.Listener
+	var err error
+	ns.do(func() { ln, err = net.Listen("tcp", "127.0.0.1:0") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newTestRegistry(t, ln)
+	ref := reg.push(t, "executor/selfhost:v1", executorImage(t, readStandinBun(t)))
+	b := startExecutorBox(t, ns, reg, badDigest(ref))
+
+	waitServices(t, b.root, "executor backing off after a failed pull", func(m map[string]health.Service) bool {
+		st := m["executor"]
+		return m["sshd"].State == health.ServiceRunning && (st.State == health.ServiceBackoff || st.State == health.ServiceFatal) && st.Restarts >= 1
+	})
+	r := waitHealth(t, b.root, "the executor-api check unhealthy", func(r *health.Report) bool {
+		return r.Checks[health.CheckExecutor].Status == health.StatusUnhealthy
+	})
+	if r.Status != health.StatusUnhealthy || r.Checks[health.CheckSupervisor].Status == health.StatusHealthy {
+		t.Errorf("report %s, supervisor check %+v", r.Status, r.Checks[health.CheckSupervisor])
+	}
+	code, out, _ := run(t, request("logs", "executor", "-n", "20"), "--root", b.root, "relay")
+	if code != 0 || !strings.Contains(out, "executor run: pulling ") || !strings.Contains(out, "manifest unknown") {
+		t.Fatalf("the executor log does not say why: %q", out)
+	}
+	if _, err := os.Lstat(filepath.Join(b.root, oci.DefaultRuntimeRoot, "current")); err == nil {
+		t.Fatal("a release was activated")
+	}
+}
