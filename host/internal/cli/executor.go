@@ -21,7 +21,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hermes-box/hermes-box/host/internal/mcp"
-	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 )
 
 // executorAgent runs one agent verb in the box through the relay: argv is
@@ -38,6 +38,11 @@ type executorBox struct {
 	// Port is Executor's port on the host's loopback.
 	Port  int
 	Agent executorAgent
+	// State is the machine's smolvm state, "missing" when there is none.
+	State func(ctx context.Context) (string, error)
+	// CheckListener fails unless Port listens on loopback only; every
+	// command runs it before it talks to Port.
+	CheckListener func(ctx context.Context) error
 }
 
 // secretStore is the OS keyring (macOS Keychain, Linux Secret Service).
@@ -49,7 +54,7 @@ type secretStore interface {
 
 // executorDeps are the boundaries of the executor commands; tests swap them.
 type executorDeps struct {
-	loadBox func(ctx context.Context) (*executorBox, error)
+	loadBox func(cmd *cobra.Command) (*executorBox, error)
 	secrets secretStore
 	http    *http.Client
 	openURL func(ctx context.Context, url string) error
@@ -58,36 +63,55 @@ type executorDeps struct {
 	readSecret func(in io.Reader, prompt io.Writer) (string, error)
 }
 
-// newAgentRunner connects to the box's agent; the relay package provides it.
-var newAgentRunner = func(cfg *config.Config) executorAgent { return unwiredRelay{} }
-
-type unwiredRelay struct{}
-
-func (unwiredRelay) RunAgent(context.Context, []string, io.Reader, io.Writer) error {
-	return errors.New("the relay to the box's agent is not available in this build")
-}
-
 func defaultExecutorDeps() executorDeps {
 	return executorDeps{
-		loadBox: func(ctx context.Context) (*executorBox, error) {
-			root := os.Getenv("HERMES_BOX_PROJECT_ROOT")
-			if root == "" {
-				var err error
-				if root, err = os.Getwd(); err != nil {
-					return nil, err
-				}
-			}
-			cfg, err := config.Load(root, os.Environ())
+		loadBox: func(cmd *cobra.Command) (*executorBox, error) {
+			a, err := newApp(cmd)
 			if err != nil {
 				return nil, err
 			}
-			return &executorBox{Machine: cfg.MachineName, Enabled: cfg.ExecutorEnabled, Port: cfg.ExecutorPort, Agent: newAgentRunner(cfg)}, nil
+			return a.executorBox(), nil
 		},
 		secrets:    keyringStore{},
 		http:       &http.Client{Timeout: 30 * time.Second},
 		openURL:    openBrowser,
 		readSecret: readSecret,
 	}
+}
+
+// executorBox adapts the lifecycle to the executor commands: agent verbs
+// over the SSH relay with the pinned host key, the machine's state from
+// smolvm, and the loopback-only listener check on Executor's port.
+func (a *app) executorBox() *executorBox {
+	port := a.cfg.ExecutorPort
+	return &executorBox{
+		Machine: a.cfg.MachineName, Enabled: a.cfg.ExecutorEnabled, Port: port,
+		Agent: relayAgent{a},
+		State: func(ctx context.Context) (string, error) {
+			m, err := a.machineState(ctx, a.cfg.MachineName)
+			if errors.Is(err, errNoMachine) {
+				return "missing", nil
+			}
+			return m.State, err
+		},
+		CheckListener: func(ctx context.Context) error {
+			if err := a.listen.CheckLoopback(ctx, port); err != nil {
+				return fmt.Errorf("refusing to use Executor's port: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// relayAgent runs agent verbs in the box over the SSH relay.
+type relayAgent struct{ a *app }
+
+func (r relayAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	tr, err := r.a.sshRelay()
+	if err != nil {
+		return err
+	}
+	return r.a.agent(ctx, tr, stdin, stdout, argv...)
 }
 
 // keyringStore is the OS keyring through zalando/go-keyring.
@@ -123,8 +147,8 @@ func newExecutorCommandWith(deps executorDeps) *cobra.Command {
 
 // load reads the box's configuration; needEnabled refuses a box without
 // Executor.
-func (x *executorCmd) load(ctx context.Context, needEnabled bool) error {
-	box, err := x.deps.loadBox(ctx)
+func (x *executorCmd) load(cmd *cobra.Command, needEnabled bool) error {
+	box, err := x.deps.loadBox(cmd)
 	if err != nil {
 		return err
 	}
@@ -138,8 +162,12 @@ func (x *executorCmd) load(ctx context.Context, needEnabled bool) error {
 func (x *executorCmd) portalURL() string { return "http://localhost:" + strconv.Itoa(x.box.Port) }
 func (x *executorCmd) mcpURL() string    { return "http://127.0.0.1:" + strconv.Itoa(x.box.Port) + "/mcp" }
 
-// health asks Executor's /api/health on the host's loopback.
+// health checks that Executor's port listens on loopback only, then asks
+// its /api/health.
 func (x *executorCmd) health(ctx context.Context) error {
+	if err := x.box.CheckListener(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(x.box.Port)+"/api/health", nil)
@@ -169,10 +197,14 @@ func (x *executorCmd) apiKey() (string, error) {
 	return key, nil
 }
 
-// client returns an MCP client authenticated with the stored key.
-func (x *executorCmd) client() (*mcp.Client, error) {
+// client returns an MCP client authenticated with the stored key, once
+// Executor's port is known to listen on loopback only.
+func (x *executorCmd) client(ctx context.Context) (*mcp.Client, error) {
 	key, err := x.apiKey()
 	if err != nil {
+		return nil, err
+	}
+	if err := x.box.CheckListener(ctx); err != nil {
 		return nil, err
 	}
 	return mcp.New(x.mcpURL(), key, x.deps.http), nil
@@ -184,7 +216,7 @@ func (x *executorCmd) openCmd() *cobra.Command {
 		Short: "Open the Executor portal in a browser",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), true); err != nil {
+			if err := x.load(cmd, true); err != nil {
 				return err
 			}
 			if err := x.health(cmd.Context()); err != nil {
@@ -228,6 +260,7 @@ type agentExecutorStatus struct {
 type executorStatusView struct {
 	Enabled       bool   `json:"enabled"`
 	Machine       string `json:"machine"`
+	State         string `json:"state"`
 	URL           string `json:"url"`
 	Healthy       bool   `json:"healthy"`
 	HealthError   string `json:"healthError,omitempty"`
@@ -246,7 +279,7 @@ func (x *executorCmd) statusCmd() *cobra.Command {
 		Short: "Show Executor's health, image and API key status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), false); err != nil {
+			if err := x.load(cmd, false); err != nil {
 				return err
 			}
 			v := x.status(cmd.Context(), sizes)
@@ -265,7 +298,13 @@ func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView
 	v := executorStatusView{Enabled: x.box.Enabled, Machine: x.box.Machine, URL: x.portalURL()}
 	_, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser)
 	v.AuthStored = err == nil
-	if !x.box.Enabled {
+	state, err := x.box.State(ctx)
+	if err != nil {
+		v.State, v.HealthError = "unknown", err.Error()
+		return v
+	}
+	v.State = state
+	if !x.box.Enabled || state != smolvm.StateRunning {
 		return v
 	}
 	if err := x.health(ctx); err != nil {
@@ -297,8 +336,11 @@ func printExecutorStatus(w io.Writer, v executorStatusView) error {
 	if v.AuthStored {
 		auth = "stored in the OS keyring"
 	}
-	fmt.Fprintf(w, "Enabled:    %t\nMachine:    %s\nPortal:     %s\nAPI key:    %s\n", v.Enabled, v.Machine, v.URL, auth)
-	if !v.Enabled {
+	fmt.Fprintf(w, "Enabled:    %t\nMachine:    %s (%s)\nPortal:     %s\nAPI key:    %s\n", v.Enabled, v.Machine, v.State, v.URL, auth)
+	if !v.Enabled || v.State != smolvm.StateRunning {
+		if v.HealthError != "" {
+			fmt.Fprintf(w, "Error:      %s\n", v.HealthError)
+		}
 		return nil
 	}
 	health := "ok"
@@ -342,10 +384,10 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 			if lines < 0 {
 				return errors.New("invalid -n: must not be negative")
 			}
-			if err := x.load(cmd.Context(), true); err != nil {
+			if err := x.load(cmd, true); err != nil {
 				return err
 			}
-			argv := []string{"executor", "logs", "-n", strconv.Itoa(lines)}
+			argv := []string{"logs", "executor", "-n", strconv.Itoa(lines)}
 			if follow {
 				argv = append(argv, "-f")
 			}
@@ -373,7 +415,7 @@ func (x *executorCmd) authCmd() *cobra.Command {
 		Short: "Store the API key (read from a hidden prompt or from stdin)",
 		Args:  noSecretArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), false); err != nil {
+			if err := x.load(cmd, false); err != nil {
 				return err
 			}
 			raw, err := x.deps.readSecret(cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -394,7 +436,7 @@ func (x *executorCmd) authCmd() *cobra.Command {
 	status := &cobra.Command{
 		Use: "status", Short: "Say whether an API key is stored", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), false); err != nil {
+			if err := x.load(cmd, false); err != nil {
 				return err
 			}
 			state := "not stored"
@@ -408,7 +450,7 @@ func (x *executorCmd) authCmd() *cobra.Command {
 	clear := &cobra.Command{
 		Use: "clear", Short: "Remove the stored API key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), false); err != nil {
+			if err := x.load(cmd, false); err != nil {
 				return err
 			}
 			err := x.deps.secrets.Delete(keyService(x.box.Machine), keyUser)
@@ -509,10 +551,10 @@ func (x *executorCmd) toolsCmd() *cobra.Command {
 
 // runExecute runs code through the execute tool and prints the value.
 func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) error {
-	if err := x.load(cmd.Context(), true); err != nil {
+	if err := x.load(cmd, true); err != nil {
 		return err
 	}
-	c, err := x.client()
+	c, err := x.client(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -533,7 +575,7 @@ func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) e
 
 // checkSurface insists on exactly the execute and resume tools.
 func (x *executorCmd) checkSurface(ctx context.Context) error {
-	c, err := x.client()
+	c, err := x.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -558,7 +600,7 @@ func (x *executorCmd) mcpTestCmd() *cobra.Command {
 		Short: "Check the authenticated MCP surface (exactly execute and resume)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), true); err != nil {
+			if err := x.load(cmd, true); err != nil {
 				return err
 			}
 			if err := x.checkSurface(cmd.Context()); err != nil {
@@ -576,7 +618,7 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 		Short: "Register Executor as an MCP server of Hermes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd.Context(), true); err != nil {
+			if err := x.load(cmd, true); err != nil {
 				return err
 			}
 			if err := x.checkSurface(cmd.Context()); err != nil {

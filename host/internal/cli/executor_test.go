@@ -14,10 +14,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
+	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/host/internal/mcp/mcptest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -94,11 +97,18 @@ func portOf(t *testing.T, url string) int {
 	return n
 }
 
-// runExecutor runs `hermes-box executor ARGS` with deps around box.
+// runExecutor runs `hermes-box executor ARGS` with deps around box. A box
+// without State runs; one without CheckListener has the real check.
 func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	if box.State == nil {
+		box.State = func(context.Context) (string, error) { return "running", nil }
+	}
+	if box.CheckListener == nil {
+		box.CheckListener = func(ctx context.Context) error { return listener.Checker{}.CheckLoopback(ctx, box.Port) }
+	}
 	deps := defaultExecutorDeps()
-	deps.loadBox = func(context.Context) (*executorBox, error) { return box, nil }
+	deps.loadBox = func(*cobra.Command) (*executorBox, error) { return box, nil }
 	deps.openURL = func(context.Context, string) error { return nil }
 	root := newRootCommand()
 	for _, c := range root.Commands() {
@@ -255,5 +265,67 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	want := "model:\n  default: gpt-5 # keep me\nmcp_servers:\n  executor:\n    url: http://127.0.0.1:4788/mcp\n    headers:\n      Authorization: Bearer ${MCP_EXECUTOR_API_KEY}\n    enabled: true\n"
 	if string(cfg) != want {
 		t.Fatalf("config.yaml:\n%s\nwant:\n%s", cfg, want)
+	}
+}
+
+// TestExecutorChecksTheListenerFirst: with Executor's port bound beyond
+// loopback, no command talks to it.
+func TestExecutorChecksTheListenerFirst(t *testing.T) {
+	keyring.MockInit()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	if err := keyring.Set(keyService("m"), keyUser, "exk_1"); err != nil {
+		t.Fatal(err)
+	}
+	wide := fmt.Errorf("refusing to use Executor's port: port %d is %w: listening on 0.0.0.0:%d", portOf(t, srv.URL), listener.ErrNotLoopback, portOf(t, srv.URL))
+	agent := &fakeAgent{}
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent,
+		CheckListener: func(context.Context) error { return wide }}
+	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}, {"connect-hermes"}} {
+		if code, _, errs := runExecutor(t, box, "", args...); code == 0 || !strings.Contains(errs, "not loopback-only") {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	code, out, errs := runExecutor(t, box, "", "status", "--json")
+	var v executorStatusView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Healthy || !strings.Contains(v.HealthError, "not loopback-only") {
+		t.Errorf("status: exit %d %s %s", code, out, errs)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("%d requests reached a port that is not loopback-only", n)
+	}
+	if len(agent.argvs) != 1 || agent.argvs[0][0] != "executor" {
+		t.Fatalf("agent calls %v, want only status's metadata", agent.argvs)
+	}
+}
+
+func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
+	agent := &fakeAgent{out: map[string]string{"logs executor -n 100": "a\n", "logs executor -n 5 -f": "b\n"}}
+	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: agent}
+	if code, out, errs := runExecutor(t, box, "", "logs"); code != 0 || out != "a\n" {
+		t.Fatalf("logs: exit %d %q %s", code, out, errs)
+	}
+	if code, out, errs := runExecutor(t, box, "", "logs", "-f", "-n", "5"); code != 0 || out != "b\n" {
+		t.Fatalf("logs -f: exit %d %q %s", code, out, errs)
+	}
+	if code, _, errs := runExecutor(t, box, "", "logs", "-n", "-1"); code == 0 || !strings.Contains(errs, "negative") || len(agent.argvs) != 2 {
+		t.Fatalf("logs -n -1: exit %d %s", code, errs)
+	}
+}
+
+func TestExecutorStatusOfAStoppedBox(t *testing.T) {
+	keyring.MockInit()
+	agent := &fakeAgent{}
+	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: agent,
+		State:         func(context.Context) (string, error) { return "stopped", nil },
+		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
+	code, out, errs := runExecutor(t, box, "", "status", "--json")
+	var v executorStatusView
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.State != "stopped" || v.Healthy || v.HealthError != "" || len(agent.argvs) != 0 {
+		t.Fatalf("status: exit %d %s %s (agent %v)", code, out, errs, agent.argvs)
+	}
+	if _, out, _ := runExecutor(t, box, "", "status"); !strings.Contains(out, "Machine:    m (stopped)") || strings.Contains(out, "Health:") {
+		t.Fatalf("text status:\n%s", out)
 	}
 }
