@@ -178,3 +178,49 @@ func TestExecutorRefusesAnUnpublishedPort(t *testing.T) {
 		t.Fatalf("open: exit %d: %s", code, errs)
 	}
 }
+
+// TestInitWithExecutor: init publishes Executor's port and passes its
+// settings to the box, the start's listener check covers the port, and
+// `executor status --json` then reaches it and the box's agent.
+func TestInitWithExecutor(t *testing.T) {
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/health" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer health.Close()
+	port := sshdtest.FreePort(t)
+	h := newHarness(t, "HERMES_BOX_EXECUTOR_ENABLED=true", "HERMES_BOX_EXECUTOR_PORT="+strconv.Itoa(port))
+	h.extra = []string{"FAKESMOLVM_GUEST_4788=" + strings.TrimPrefix(health.URL, "http://")}
+	r := h.run("init")
+	if r.code != 0 {
+		t.Fatalf("init exited %d: %s", r.code, r.stderr)
+	}
+	var create string
+	for _, l := range lines(r.calls) {
+		if strings.HasPrefix(l, "machine create --name hermes-box ") {
+			create = l
+		}
+	}
+	for _, want := range []string{fmt.Sprintf(" -p %d:22 -p %d:4788 ", h.port, port), " -e HERMES_BOX_EXECUTOR_ENABLED=true ",
+		" -e HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(port) + " ", " -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/rhyssullivan/executor-selfhost:"} {
+		if !strings.Contains(create, want) {
+			t.Errorf("runtime create %q lacks %q", create, want)
+		}
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("Executor: http://localhost:%d (loopback only)", port)) {
+		t.Errorf("handoff does not show Executor:\n%s", r.stdout)
+	}
+	r = h.run("executor", "status", "--json")
+	var st executorStatus
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil {
+		t.Fatalf("executor status: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	if !st.Enabled || st.State != "running" || !st.Healthy || st.MetadataError != "" || st.Image != "" {
+		t.Fatalf("executor status %+v (no release was pulled in this box)", st)
+	}
+	calls := string(readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log")))
+	if !strings.Contains(calls, "relay: executor status") {
+		t.Errorf("executor status did not reach the box's agent:\n%s", calls)
+	}
+}
