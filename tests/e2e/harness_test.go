@@ -108,10 +108,10 @@ func (e *Env) buildBinaries() {
 	}
 }
 
-// buildImage uses HERMES_BOX_E2E_IMAGE if set, else runs the (cached)
+// buildImage uses HBX_E2E_IMAGE if set, else runs the (cached)
 // image build script, whose last stdout line is the image directory.
 func (e *Env) buildImage() {
-	if dir := os.Getenv("HERMES_BOX_E2E_IMAGE"); dir != "" {
+	if dir := os.Getenv("HBX_E2E_IMAGE"); dir != "" {
 		e.Image = dir
 		return
 	}
