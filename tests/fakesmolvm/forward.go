@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,7 +32,7 @@ func (f *fake) startForwarder(r *record) (int, error) {
 	args := []string{"_forward", bind}
 	for _, p := range r.Ports {
 		host, guest := smolvmcli.ParsePortMap(p)
-		target := os.Getenv("FAKESMOLVM_GUEST_" + strconv.Itoa(guest))
+		target := r.guestTarget(guest)
 		args = append(args, fmt.Sprintf("%d=%s", host, target))
 	}
 	rd, wr, err := os.Pipe()

@@ -44,7 +44,7 @@ func (f *fake) create(in *smolvmcli.Invocation) error {
 	var err error
 	switch {
 	case r.From != "":
-		err = f.extract(r.Name, r.From)
+		r.Entrypoint, r.Cmd, err = f.extract(r.Name, r.From)
 	case r.Image != "":
 		err = seedImage(f.root(r.Name), r.Image)
 	}
@@ -115,8 +115,20 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 		}
 	}
 	os.Remove(filepath.Join(f.dir(r.Name), "force-state"))
+	if err := f.halt(r); err != nil { // what is left of an entrypoint that ended
+		return err
+	}
+	if err := f.allocGuest(r); err != nil {
+		return err
+	}
 	if len(r.Ports) > 0 {
 		if r.PID, err = f.startForwarder(r); err != nil {
+			return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
+		}
+	}
+	if len(r.Entrypoint)+len(r.Cmd) > 0 {
+		if r.EntryPID, err = f.startEntrypoint(r); err != nil {
+			f.halt(r)
 			return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
 		}
 	}
@@ -140,10 +152,14 @@ func (f *fake) stop(in *smolvmcli.Invocation) error {
 	return nil
 }
 
-// halt ends the machine's forwarder and marks it stopped.
+// halt ends the machine's entrypoint and forwarder and marks it stopped.
 func (f *fake) halt(r *record) error {
-	if r.State != stateRunning && r.State != stateUnreachable && r.PID == 0 {
+	if r.State != stateRunning && r.State != stateUnreachable && r.PID == 0 && r.EntryPID == 0 {
 		return nil
+	}
+	if r.EntryPID > 0 {
+		stopEntrypoint(r.EntryPID)
+		r.EntryPID = 0
 	}
 	if r.PID > 0 {
 		stopForwarder(r.PID)

@@ -19,8 +19,17 @@
 // `start` of a machine with published ports runs a detached forwarder
 // (`_forward`, like smolvm's `_boot-vm`) that listens on 127.0.0.1 and, best
 // effort, ::1 (or on $SMOLVM_PUBLISH_ADDR, as 1.0.4 does) and forwards each
-// connection to $FAKESMOLVM_GUEST_<guest port> (host:port), or closes it when
-// that is unset; `stop` and `delete` end it.
+// connection to $FAKESMOLVM_GUEST_<guest port> (host:port), or, for a machine
+// with an entrypoint, to a loopback address the fake gives that guest port
+// while the machine runs, or closes it; `stop` and `delete` end it.
+//
+// `pack create --smolfile` keeps the Smolfile's entrypoint and cmd in the
+// artifact, and `start` of a machine created --from it runs them detached,
+// as the guest's init would: the agent (with --root <root>, and `--table`
+// with $FAKESMOLVM_BOOT_TABLE rendered for the machine), the machine's -e and
+// --secret-env variables in its environment. `stop` sends it SIGTERM, waits
+// (bounded), then kills its session; `delete --force` does the same, and the
+// machine is `running` only while the entrypoint lives (entrypoint.go).
 //
 // Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example

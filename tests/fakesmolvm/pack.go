@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +48,9 @@ func (f *fake) pack(in *smolvmcli.Invocation) error {
 	if r.State == stateRunning || r.State == stateUnreachable {
 		return fmt.Errorf("machine '%s' must be stopped before packing", vm)
 	}
+	var m packManifest
 	if sf := in.Value("smolfile"); sf != "" {
-		if err := checkSmolfile(sf); err != nil {
+		if m, err = readSmolfile(sf); err != nil {
 			return err
 		}
 	}
@@ -56,11 +58,55 @@ func (f *fake) pack(in *smolvmcli.Invocation) error {
 	if err := os.WriteFile(out, []byte("#!/bin/sh\necho packed smolvm stub\n"), 0o755); err != nil {
 		return err
 	}
-	if err := writeArchive(f.root(vm), out+".smolmachine"); err != nil {
+	if err := writeArchive(f.root(vm), out+".smolmachine", m); err != nil {
 		return err
 	}
 	fmt.Printf("Packed %s into %s.smolmachine\n", vm, out)
 	return nil
+}
+
+// packManifest is what the artifact keeps of the Smolfile: what a machine
+// created from it runs when it starts.
+type packManifest struct {
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
+}
+
+// manifestName is the artifact's first entry; it is not extracted.
+const manifestName = ".smolmachine-manifest.json"
+
+// readSmolfile checks the Smolfile and reads its top-level entrypoint and
+// cmd (string arrays).
+func readSmolfile(path string) (packManifest, error) {
+	var m packManifest
+	if err := checkSmolfile(path); err != nil {
+		return m, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m, fmt.Errorf("reading Smolfile: %w", err)
+	}
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			break // top level only
+		}
+		key, val, ok := strings.Cut(line, "=")
+		var dst *[]string
+		switch strings.TrimSpace(key) {
+		case "entrypoint":
+			dst = &m.Entrypoint
+		case "cmd":
+			dst = &m.Cmd
+		}
+		if !ok || dst == nil {
+			continue
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(val)), dst); err != nil {
+			return m, fmt.Errorf("parsing Smolfile %s line %d: %s: want an array of strings", path, n+1, strings.TrimSpace(key))
+		}
+	}
+	return m, nil
 }
 
 // checkSmolfile refuses unknown top-level keys and sections.
@@ -94,14 +140,24 @@ func checkSmolfile(path string) error {
 	return sc.Err()
 }
 
-func writeArchive(root, path string) error {
+func writeArchive(root, path string, m packManifest) error {
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	zw := gzip.NewWriter(out)
 	tw := tar.NewWriter(zw)
-	err = tw.AddFS(os.DirFS(root))
+	err = tw.WriteHeader(&tar.Header{Name: manifestName, Mode: 0o644, Size: int64(len(mb)), Typeflag: tar.TypeReg})
+	if err == nil {
+		_, err = tw.Write(mb)
+	}
+	if err == nil {
+		err = tw.AddFS(os.DirFS(root))
+	}
 	for _, c := range []io.Closer{tw, zw, out} {
 		if cerr := c.Close(); err == nil {
 			err = cerr
@@ -116,20 +172,21 @@ func writeArchive(root, path string) error {
 // extract is `create --from`: the artifact's tree becomes the machine's
 // root and the marker is written, unless the simulated cache eviction of
 // 1.0.4 removes the just-extracted layers again.
-func (f *fake) extract(name, artifact string) error {
-	if err := readArchive(artifact, f.root(name)); err != nil {
-		return fmt.Errorf("extracting %s: %w", artifact, err)
+func (f *fake) extract(name, artifact string) (entrypoint, cmd []string, err error) {
+	m, err := readArchive(artifact, f.root(name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("extracting %s: %w", artifact, err)
 	}
 	pack := filepath.Join(f.data(name), "pack")
 	if err := os.MkdirAll(filepath.Join(pack, "layers"), 0o755); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(pack, markerName), nil, 0o644); err != nil {
-		return err
+		return nil, nil, err
 	}
 	info, err := os.Stat(artifact)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	size := info.Size()
 	if s, err := strconv.ParseInt(os.Getenv("FAKESMOLVM_PACK_SIZE"), 10, 64); err == nil {
@@ -140,32 +197,41 @@ func (f *fake) extract(name, artifact string) error {
 		limit = l
 	}
 	if size > limit {
-		return os.RemoveAll(pack) // evict_cache_to_size deletes pack/ itself
+		return m.Entrypoint, m.Cmd, os.RemoveAll(pack) // evict_cache_to_size deletes pack/ itself
 	}
-	return nil
+	return m.Entrypoint, m.Cmd, nil
 }
 
-func readArchive(path, root string) error {
+// readArchive extracts the artifact's tree into root and returns its
+// manifest.
+func readArchive(path, root string) (packManifest, error) {
+	var m packManifest
 	in, err := os.Open(path)
 	if err != nil {
-		return err
+		return m, err
 	}
 	defer in.Close()
 	zr, err := gzip.NewReader(in)
 	if err != nil {
-		return fmt.Errorf("not a smolmachine: %w", err)
+		return m, fmt.Errorf("not a smolmachine: %w", err)
 	}
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return m, nil
 		}
 		if err != nil {
-			return err
+			return m, err
 		}
 		if !filepath.IsLocal(h.Name) {
-			return fmt.Errorf("unsafe path %q in pack", h.Name)
+			return m, fmt.Errorf("unsafe path %q in pack", h.Name)
+		}
+		if h.Name == manifestName {
+			if err := json.NewDecoder(tr).Decode(&m); err != nil {
+				return m, fmt.Errorf("reading the manifest: %w", err)
+			}
+			continue
 		}
 		dst := filepath.Join(root, h.Name)
 		switch h.Typeflag {
@@ -175,7 +241,7 @@ func readArchive(path, root string) error {
 			err = writeEntry(dst, tr, fs.FileMode(h.Mode).Perm())
 		}
 		if err != nil {
-			return err
+			return m, err
 		}
 	}
 }

@@ -40,6 +40,13 @@ type record struct {
 	NetBackend string   `json:"net_backend,omitempty"`
 	CreatedAt  string   `json:"created_at"`
 	PID        int      `json:"pid,omitempty"` // the forwarder, while running
+	// Entrypoint and Cmd come from the packed Smolfile (create --from).
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
+	// EntryPID is the running entrypoint; Guest maps a guest port to the
+	// loopback address standing in for it while the machine runs.
+	EntryPID int               `json:"entry_pid,omitempty"`
+	Guest    map[string]string `json:"guest,omitempty"`
 }
 
 // statusJSON is one machine in the shape of 1.0.4's `ls --json` and
@@ -56,11 +63,18 @@ func (r *record) statusJSON() map[string]any {
 	return map[string]any{
 		"name": r.Name, "state": r.State, "cpus": r.CPUs, "memory_mib": r.MemoryMiB, "pid": pid,
 		"mounts": 0, "ports": len(r.Ports), "created_at": r.CreatedAt, "storage_gb": r.StorageGB,
-		"overlay_gb": r.OverlayGB, "image": image, "entrypoint": []string{}, "cmd": []string{},
+		"overlay_gb": r.OverlayGB, "image": image, "entrypoint": orEmpty(r.Entrypoint), "cmd": orEmpty(r.Cmd),
 		"ephemeral": false, "gpu": false, "gpu_vram_mib": nil, "restart_policy": "never",
 		"restart_max_retries": 0, "restart_count": 0, "health_cmd": nil, "health_interval_secs": nil,
 		"health_timeout_secs": nil, "health_retries": nil, "health_startup_grace_secs": nil, "network": r.Net,
 	}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func (f *fake) dir(name string) string  { return filepath.Join(f.state, "machines", name) }
@@ -85,6 +99,10 @@ func (f *fake) load(name string) (*record, error) {
 	// A test may force a state (failed, unreachable) with a file.
 	if forced, err := os.ReadFile(filepath.Join(f.dir(name), "force-state")); err == nil {
 		r.State = string(forced)
+	}
+	// The VM ends with its entrypoint.
+	if r.State == stateRunning && r.EntryPID > 0 && !alive(r.EntryPID) {
+		r.State = stateStopped
 	}
 	return &r, nil
 }

@@ -1,9 +1,12 @@
-// The testagent command stands in for hermes-box-agent verbs that cannot run
-// outside a real guest or have not landed yet: netcheck, provision, services
-// and logs. It speaks the same protocol (a request line on stdin for relay,
-// data on stdout, JSON Lines events on stderr, the verb's exit status) and
-// hands every other verb (hostkeys, health, version, …) to the real agent,
-// whose path is linked in with -ldflags "-X main.realAgent=PATH".
+// The testagent command stands in for the hermes-box-agent verbs that cannot
+// run outside a real guest: netcheck (the real network) and provision (apt
+// and the installers). It speaks the same protocol (a request line on stdin
+// for relay, data on stdout, JSON Lines events on stderr, the verb's exit
+// status) and hands every other verb (boot, services, logs, hostkeys,
+// health, snapshot, …) to the real agent, whose path is linked in with
+// -ldflags "-X main.realAgent=PATH": a direct verb by exec(2), so that the
+// real agent is the process (boot gets the machine's signals), a relayed one
+// with the same request line.
 //
 // Its behaviour is steered by files under <root>/.testagent/ (the fake
 // smolvm copies a seed image into a machine's root): netcheck-fail holds how
@@ -25,6 +28,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -37,8 +41,6 @@ var realAgent = "hermes-box-agent"
 var own = map[string]func(t *agent, args []string) int{
 	"netcheck":  (*agent).netcheck,
 	"provision": (*agent).provision,
-	"services":  (*agent).services,
-	"logs":      (*agent).logs,
 }
 
 // notRelayed are the verbs the real agent refuses through its relay (its
@@ -69,7 +71,9 @@ func (t *agent) run(argv []string) int {
 	if fn, ok := own[argv[0]]; ok {
 		return fn(t, argv[1:])
 	}
-	return t.delegate(append([]string{argv[0]}, argv[1:]...), os.Stdin)
+	err := syscall.Exec(realAgent, append([]string{realAgent, "--root", t.root}, argv...), os.Environ())
+	t.fail("running the real agent: %v", err)
+	return 1
 }
 
 // relay reads the request line; own verbs run here, others go to the real
@@ -100,7 +104,7 @@ func (t *agent) relay() int {
 }
 
 func (t *agent) delegate(argv []string, stdin io.Reader) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, realAgent, append([]string{"--root", t.root}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, os.Stdout, os.Stderr
@@ -176,8 +180,24 @@ func (t *agent) provision(args []string) int {
 		t.fail("provision: %v", err)
 		return 1
 	}
-	for _, d := range []string{"workspace/work", "workspace/hermes-home", "home/boxadmin/.ssh"} {
+	for _, d := range []string{"workspace/work", "workspace/hermes-home", "home/boxadmin/.ssh", "home/hermes"} {
 		os.MkdirAll(filepath.Join(t.root, d), 0o755)
+	}
+	if err := t.accounts(); err != nil {
+		t.fail("provision: %v", err)
+		return 1
+	}
+	// The files a backup's workspace must hold.
+	for name, body := range map[string]string{
+		"workspace/hermes-home/config.yaml": "approvals:\n  mode: gated\n",
+		"workspace/codex-home/config.toml":  "model = \"test\"\n",
+	} {
+		p := filepath.Join(t.root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.fail("provision: %v", err)
+			return 1
+		}
 	}
 	if err := os.WriteFile(filepath.Join(t.root, "home/boxadmin/.ssh/authorized_keys"), key, 0o600); err != nil {
 		t.fail("provision: %v", err)
@@ -186,37 +206,42 @@ func (t *agent) provision(args []string) int {
 	return 0
 }
 
-// services answers `services status --json` and `services stop|start NAME`.
-func (t *agent) services(args []string) int {
-	if len(args) >= 1 && args[0] == "status" {
-		fmt.Println(`{"services":[]}`)
-		return 0
+// accounts adds the box's users to the root's passwd and group files, with
+// this process's uid and gid, so that nothing needs a chown to another user.
+func (t *agent) accounts() error {
+	uid, gid := os.Getuid(), os.Getgid()
+	files := map[string][]string{
+		"etc/passwd": {
+			"root:x:0:0:root:/root:/bin/sh",
+			fmt.Sprintf("boxadmin:x:%d:%d::/home/boxadmin:/bin/sh", uid, gid),
+			fmt.Sprintf("hermes:x:%d:%d::/home/hermes:/bin/sh", uid, gid),
+		},
+		"etc/group": {"root:x:0:", fmt.Sprintf("hermes:x:%d:", gid)},
 	}
-	if len(args) != 2 {
-		t.fail("services: want ACTION NAME")
-		return 2
+	for name, entries := range files {
+		p := filepath.Join(t.root, name)
+		have := readFile(p)
+		var add strings.Builder
+		for _, e := range entries {
+			user, _, _ := strings.Cut(e, ":")
+			if !strings.HasPrefix(have, user+":") && !strings.Contains(have, "\n"+user+":") {
+				add.WriteString(e + "\n")
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(add.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return 0
-}
-
-// logs prints N lines of the named service.
-func (t *agent) logs(args []string) int {
-	if len(args) == 0 {
-		t.fail("logs: no service")
-		return 2
-	}
-	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
-	n := fs.Int("n", 10, "")
-	fs.Bool("f", false, "")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	if args[0] == "missing" {
-		t.fail("logs: no service %q", args[0])
-		return 4
-	}
-	for i := 1; i <= *n; i++ {
-		fmt.Printf("%s line %d\n", args[0], i)
-	}
-	return 0
+	return nil
 }

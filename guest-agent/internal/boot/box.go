@@ -46,7 +46,10 @@ func BoxTable(o BoxOptions) Table {
 	t := Table{Programs: []ProgramSpec{{
 		Name: "sshd", Command: []string{"/usr/sbin/sshd", "-D", "-e"},
 		Priority: 10, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(1),
-		Log: &LogSpec{Path: LogDir + "/sshd.log", MaxBytes: 10 << 20, Backups: 3},
+		// sshd keeps serving while a snapshot streams the root and the
+		// workspace over it, so its log lives under /run, which neither
+		// part archives: a log line written mid-stream cannot fail it.
+		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
 		Name: "hermes", Command: []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"},
 		User: ServiceUser, Directory: WorkDir,

@@ -45,7 +45,7 @@ func TestBoxTable(t *testing.T) {
 				t.Fatalf("programs by priority %v, want %v", names, tt.programs)
 			}
 			sshd, hermes := byName["sshd"], byName["hermes"]
-			if sshd.Credential != nil || sshd.Command[0] != filepath.Join(root, "usr/sbin/sshd") || sshd.StartTime != time.Second || sshd.Log.Path != filepath.Join(root, "workspace/hermes-home/logs/sshd.log") {
+			if sshd.Credential != nil || sshd.Command[0] != filepath.Join(root, "usr/sbin/sshd") || sshd.StartTime != time.Second || sshd.Log.Path != filepath.Join(root, "run/hermes-box/sshd.log") {
 				t.Errorf("sshd: %+v", sshd)
 			}
 			if c := hermes.Credential; c == nil || c.UID != 1002 || !slices.Equal(c.Groups, []uint32{27, 1002}) {

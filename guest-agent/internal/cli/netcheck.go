@@ -34,7 +34,7 @@ func runNetcheck(ctx context.Context, e *env, args []string) error {
 		*proc = filepath.Join(e.root, "proc")
 	}
 	r := netcheck.Check(ctx, netcheck.Options{ProcDir: *proc, Host: *host})
-	if err := writeJSON(e, r); err != nil {
+	if err := writeJSON(e.Out, r); err != nil {
 		return err
 	}
 	if !r.Ready {

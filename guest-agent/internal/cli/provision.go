@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -66,7 +65,7 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	} else {
 		rep, err = prov.Run(ctx)
 	}
-	if encErr := writeJSON(e, rep); encErr != nil && err == nil {
+	if encErr := writeJSON(e.Out, rep); encErr != nil && err == nil {
 		err = encErr
 	}
 	return err
@@ -94,13 +93,4 @@ func applyTestPins(e *env, p provision.Pins) (provision.Pins, provision.TestPins
 		return p, tp, nil, errors.New("test pins: caFile holds no PEM certificate")
 	}
 	return p, tp, pool, nil
-}
-
-func writeJSON(e *env, v any) error {
-	enc := json.NewEncoder(e.Out)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("writing the result: %w", err)
-	}
-	return nil
 }

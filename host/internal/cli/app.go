@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,11 +128,6 @@ func projectRoot() (string, error) {
 func isProject(dir string) bool {
 	info, err := os.Stat(filepath.Join(dir, "Smolfile"))
 	return err == nil && info.Mode().IsRegular()
-}
-
-// sshAddr is the box's SSH endpoint on loopback.
-func (a *app) sshAddr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.cfg.SSHPort))
 }
 
 // checkNetworkMode refuses the modes smolvm 1.0.4 cannot enforce.

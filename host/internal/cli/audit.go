@@ -1,31 +1,38 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// verbRunner runs one agent verb in the box. It is the method set of
-// relay.Transport, so a relay transport satisfies it as is.
-type verbRunner interface {
-	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (exitCode int, err error)
+// boxRunner returns the transport to the box: the SSH relay with the
+// project key and the pinned host key, on the configured port.
+var boxRunner = func(cmd *cobra.Command) (relay.Transport, error) {
+	a, err := newApp(cmd)
+	if err != nil {
+		return nil, err
+	}
+	m, err := a.machineState(cmd.Context(), a.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	if m.State != smolvm.StateRunning {
+		return nil, fmt.Errorf("%s is %s: the audit log is read from the running box (hermes-box start)", m.Name, m.State)
+	}
+	tr, err := a.sshRelay()
+	if err != nil {
+		return nil, err
+	}
+	return tr, nil
 }
 
-// boxRunner returns the transport to the box. TODO(relay): build the SSH
-// relay.Transport from the project key, the pinned host key and the
-// configured port once the host's box-connection helper lands.
-var boxRunner = func(*cobra.Command) (verbRunner, error) {
-	return nil, errors.New("cannot reach the box: the relay connection is not wired into this build yet")
-}
-
-func newAuditCommand(runner func(*cobra.Command) (verbRunner, error)) *cobra.Command {
+func newAuditCommand(runner func(*cobra.Command) (relay.Transport, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the approval gate's audit log from the box, or verify its hash chain",
@@ -54,7 +61,7 @@ func newAuditCommand(runner func(*cobra.Command) (verbRunner, error)) *cobra.Com
 
 // runAgentVerb relays argv, copies the verb's stdout to ours, logs its
 // events, and passes a non-zero exit status through.
-func runAgentVerb(cmd *cobra.Command, r verbRunner, argv []string) error {
+func runAgentVerb(cmd *cobra.Command, r relay.Transport, argv []string) error {
 	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv}
 	stderr := cmd.ErrOrStderr()
 	code, err := r.Run(cmd.Context(), req, nil, cmd.OutOrStdout(), func(ev protocol.Event) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -45,7 +46,7 @@ func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) 
 			root.RemoveCommand(c)
 		}
 	}
-	root.AddCommand(newAuditCommand(func(*cobra.Command) (verbRunner, error) {
+	root.AddCommand(newAuditCommand(func(*cobra.Command) (relay.Transport, error) {
 		if box == nil {
 			return nil, errors.New("no box")
 		}
@@ -103,9 +104,13 @@ func TestAuditCommand(t *testing.T) {
 	}
 }
 
-func TestAuditWithoutRelaySaysSo(t *testing.T) {
+// TestAuditOutsideAProjectSaysSo: the default runner needs the project's
+// configuration before it can reach the box.
+func TestAuditOutsideAProjectSaysSo(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("HERMES_BOX_PROJECT_ROOT", "")
 	code, _, errs := runCLI(t, "audit", "--verify")
-	if code != 1 || !strings.Contains(errs, "relay connection is not wired") {
+	if code != 1 || !strings.Contains(errs, "could not find the hermes-box project") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }

@@ -1,27 +1,27 @@
 package cli
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// agentRunner runs one agent verb (the shape of relay.Transport).
-type agentRunner interface {
-	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (int, error)
-}
 
 // machineDriver is what the backup commands need of smolvm.
 type machineDriver interface {
@@ -40,40 +40,35 @@ type machineDriver interface {
 	CreateRestore(ctx context.Context, name string, port int) error
 	// Agent returns a transport to the machine's agent: smolvm exec for a
 	// machine in restore mode, SSH otherwise.
-	Agent(ctx context.Context, name string, port int) (agentRunner, error)
+	Agent(ctx context.Context, name string, port int) (relay.Transport, error)
 	Version(ctx context.Context) string
 }
 
 // boxEnv is the configuration and the drivers of one command.
 type boxEnv struct {
+	app     *app
 	cfg     *config.Config
 	drv     machineDriver
 	pubKey  []byte // authorized_keys line of the project key
 	finger  string
 	stdout  io.Writer
 	backups string
+	// resume is the backup a restore was asked for: when an interrupted
+	// cut-over's journal names it, restoring it is how to recover.
+	resume string
 }
 
-// errNotWired is returned until the smolvm driver (host lifecycle) lands.
-var errNotWired = errors.New("the smolvm machine driver is not available in this build yet")
-
-// newMachineDriver builds the smolvm driver; replaced when it lands, and
-// by tests.
-var newMachineDriver = func(*config.Config) (machineDriver, error) { return nil, errNotWired }
+// newMachineDriver builds the smolvm driver of a command; tests may
+// replace it.
+var newMachineDriver = func(a *app) (machineDriver, error) { return newSmolDriver(a), nil }
 
 // loadBoxEnv loads the configuration and the project key for a command.
-func loadBoxEnv(stdout io.Writer) (*boxEnv, error) {
-	root := os.Getenv("HERMES_BOX_PROJECT_ROOT")
-	if root == "" {
-		var err error
-		if root, err = os.Getwd(); err != nil {
-			return nil, err
-		}
-	}
-	cfg, err := config.Load(root, os.Environ())
+func loadBoxEnv(cmd *cobra.Command) (*boxEnv, error) {
+	a, err := newApp(cmd)
 	if err != nil {
 		return nil, err
 	}
+	cfg := a.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
 	if err != nil {
 		return nil, fmt.Errorf("reading the SSH public key: %w", err)
@@ -82,32 +77,37 @@ func loadBoxEnv(stdout io.Writer) (*boxEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s.pub: %w", cfg.SSHKeyPath(), err)
 	}
-	drv, err := newMachineDriver(cfg)
+	drv, err := newMachineDriver(a)
 	if err != nil {
 		return nil, err
 	}
-	return &boxEnv{cfg: cfg, drv: drv, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key),
-		stdout: stdout, backups: cfg.BackupsDir()}, nil
+	return &boxEnv{app: a, cfg: cfg, drv: drv, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key),
+		stdout: a.stdout, backups: cfg.BackupsDir()}, nil
 }
 
-// locked takes the operation lock and reaps what an interrupted operation
-// left, then runs fn.
+// locked takes the operation lock (which reaps leftover files), deletes
+// candidate machines an interrupted restore left, refuses to go on while
+// an interrupted cut-over's journal says where the original is, then runs
+// fn.
 func (e *boxEnv) locked(ctx context.Context, fn func() error) error {
-	unlock, err := backup.Lock(e.cfg.StateDir())
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if _, err := backup.Reap(e.cfg.StateDir(), e.backups); err != nil {
-		return fmt.Errorf("reaping an interrupted operation: %w", err)
-	}
-	if _, err := backup.ReapCandidates(ctx, e.ops(), e.cfg.MachineName); err != nil {
-		return fmt.Errorf("reaping candidate machines: %w", err)
-	}
-	if safety, err := backup.Interrupted(e.cfg.StateDir()); err != nil || safety != "" {
-		return fmt.Errorf("an interrupted restore left the original machine in %s; restore it with `hermes-box restore %s` (%v)", safety, safety, err)
-	}
-	return fn()
+	return e.app.withLock(func() error {
+		removed, err := backup.ReapCandidates(ctx, e.ops(), e.cfg.MachineName)
+		for _, n := range removed {
+			e.app.ui.Info("removed the leftover candidate machine %s", n)
+		}
+		if err != nil {
+			return fmt.Errorf("reaping candidate machines: %w", err)
+		}
+		safety, err := backup.Interrupted(e.cfg.StateDir())
+		if err == nil && safety != "" && safety == e.resume {
+			e.app.ui.Warn("recovering the original machine of an interrupted restore from %s", safety)
+			return fn()
+		}
+		if err != nil || safety != "" {
+			return fmt.Errorf("an interrupted restore left the original machine in %s; restore it with `hermes-box restore %s` (%v)", safety, safety, err)
+		}
+		return fn()
+	})
 }
 
 func (e *boxEnv) meta(label string) backup.Meta {
@@ -127,7 +127,12 @@ func (e *boxEnv) ops() *boxOps { return &boxOps{machineDriver: e.drv, env: e} }
 type boxOps struct {
 	machineDriver
 	env *boxEnv
+	// stopped are the services StopServices stopped, in stop order.
+	stopped []string
 }
+
+// sshdService is the box's SSH server in the supervisor's table.
+const sshdService = "sshd"
 
 func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string, stdin io.Reader, stdout io.Writer) error {
 	a, err := o.Agent(ctx, name, port)
@@ -142,12 +147,41 @@ func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string
 	return err
 }
 
+// StopServices stops, in reverse priority order, the running services
+// except sshd: the snapshot's streams still come over SSH. StartServices
+// starts the ones it stopped.
 func (o *boxOps) StopServices(ctx context.Context, name string) error {
-	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop", "all"}, nil, io.Discard)
+	var out bytes.Buffer
+	if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "status", "--json"}, nil, &out); err != nil {
+		return err
+	}
+	var st struct {
+		Services []health.Service `json:"services"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		return fmt.Errorf("decoding the services of %s: %w", name, err)
+	}
+	o.stopped = nil
+	for _, s := range slices.Backward(st.Services) {
+		if s.Name == sshdService || s.State != health.ServiceRunning {
+			continue
+		}
+		if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {
+			return err
+		}
+		o.stopped = append(o.stopped, s.Name)
+	}
+	return nil
 }
 
 func (o *boxOps) StartServices(ctx context.Context, name string) error {
-	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start", "all"}, nil, io.Discard)
+	for _, s := range slices.Backward(o.stopped) {
+		if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start", s}, nil, io.Discard); err != nil {
+			return err
+		}
+	}
+	o.stopped = nil
+	return nil
 }
 
 func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) error {
@@ -179,8 +213,21 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 	return o.Start(ctx, name, port)
 }
 
+// Health is the full health check: the agent's report must pass the deep
+// check of start.
 func (o *boxOps) Health(ctx context.Context, name string, port int) error {
-	return o.agent(ctx, name, port, []string{"health", "--json"}, nil, io.Discard)
+	tr, err := o.Agent(ctx, name, port)
+	if err != nil {
+		return err
+	}
+	report, err := o.env.app.health(ctx, tr)
+	if err != nil {
+		return fmt.Errorf("health of %s: %w", name, err)
+	}
+	if err := deepCheck(report); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }
 
 // freeLoopbackPort asks the kernel for a free port on 127.0.0.1.

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,12 @@ func (a *app) machineState(ctx context.Context, name string) (smolvm.Machine, er
 
 // sshRelay is the SSH transport to the runtime box, with the pinned host key.
 func (a *app) sshRelay() (*relay.SSH, error) {
+	return a.sshRelayTo(a.cfg.MachineName, a.cfg.SSHPort)
+}
+
+// sshRelayTo is the SSH transport to machine name on loopback port, with
+// the host key pinned for that machine.
+func (a *app) sshRelayTo(name string, port int) (*relay.SSH, error) {
 	keyPath := a.cfg.SSHKeyPath()
 	if _, err := os.Stat(keyPath); err != nil {
 		return nil, fmt.Errorf("project SSH key %s: %w (run hermes-box init)", keyPath, err)
@@ -45,14 +52,15 @@ func (a *app) sshRelay() (*relay.SSH, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostKey, err := keys.LoadHostKey(a.cfg.StateDir(), a.cfg.MachineName)
+	hostKey, err := keys.LoadHostKey(a.cfg.StateDir(), name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no pinned host key for %s (it is pinned by hermes-box init): %w", a.cfg.MachineName, err)
+		return nil, fmt.Errorf("no pinned host key for %s (it is pinned by hermes-box init): %w", name, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &relay.SSH{Addr: a.sshAddr(), User: a.sshUser, Signer: signer, HostKey: hostKey,
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return &relay.SSH{Addr: addr, User: a.sshUser, Signer: signer, HostKey: hostKey,
 		Command: a.relayCmd, DialTimeout: a.timing.callTimeout}, nil
 }
 
@@ -130,15 +138,25 @@ func sleep(ctx context.Context, d time.Duration) error {
 // port listens on loopback only, the agent answers over the SSH relay
 // (bounded readiness loop), and one deep check of its report passes.
 func (a *app) verifyRunning(ctx context.Context) error {
+	return a.verifyMachine(ctx, a.cfg.MachineName, a.cfg.SSHPort)
+}
+
+// verifyMachine is verifyRunning for machine name with its SSH on port (a
+// restore's candidate publishes only SSH).
+func (a *app) verifyMachine(ctx context.Context, name string, port int) error {
 	ctx, cancel := context.WithTimeout(ctx, a.timing.startupDeadline)
 	defer cancel()
-	done := a.ui.Step("listener", fmt.Sprintf("SSH on %s, loopback only", a.sshAddr()))
-	err := a.checkListeners(ctx)
+	ports := []int{port}
+	if a.cfg.ExecutorEnabled && name == a.cfg.MachineName {
+		ports = append(ports, a.cfg.ExecutorPort)
+	}
+	done := a.ui.Step("listener", fmt.Sprintf("SSH of %s on 127.0.0.1:%d, loopback only", name, port))
+	err := a.checkListeners(ctx, ports)
 	done(err)
 	if err != nil {
 		return err
 	}
-	tr, err := a.sshRelay()
+	tr, err := a.sshRelayTo(name, port)
 	if err != nil {
 		return err
 	}
@@ -149,11 +167,7 @@ func (a *app) verifyRunning(ctx context.Context) error {
 }
 
 // checkListeners waits for the published ports and checks their binding.
-func (a *app) checkListeners(ctx context.Context) error {
-	ports := []int{a.cfg.SSHPort}
-	if a.cfg.ExecutorEnabled {
-		ports = append(ports, a.cfg.ExecutorPort)
-	}
+func (a *app) checkListeners(ctx context.Context, ports []int) error {
 	for _, p := range ports {
 		addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
 		if err := a.waitPort(ctx, addr); err != nil {
@@ -233,13 +247,26 @@ func hasServiceProblem(r *health.Report) bool {
 // bootAndVerify starts a machine and verifies it; on failure it stops the
 // machine again and says why.
 func (a *app) bootAndVerify(ctx context.Context, name string) error {
+	return a.bootAndVerifyAt(ctx, name, a.cfg.SSHPort, false)
+}
+
+// bootAndVerifyAt is bootAndVerify for a machine whose SSH is on port;
+// pin first pins its host key out of band (a machine restored from a
+// backup carries the backup's host keys).
+func (a *app) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
 	done := a.ui.Step("start", name)
 	err := a.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
 	}
-	if err := a.verifyRunning(ctx); err != nil {
+	if pin {
+		err = a.pinHostKey(ctx, name)
+	}
+	if err == nil {
+		err = a.verifyMachine(ctx, name, port)
+	}
+	if err != nil {
 		stopErr := a.stopMachine(name)
 		if stopErr != nil {
 			return errors.Join(fmt.Errorf("%w; stopping the machine also failed", err), stopErr)

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +43,13 @@ func buildBinaries(t *testing.T) {
 		bins.testAgent = sshdtest.GoBuild(t, filepath.Join(dir, "testagent"), "./tests/testagent",
 			"-ldflags", "-X main.realAgent="+bins.agent)
 		sshdtest.GoBuild(t, filepath.Join(dir, "path", "smolvm"), "./tests/fakesmolvm")
+		exe, err := os.Executable()
+		if err == nil {
+			err = os.Symlink(exe, filepath.Join(dir, "path", guestProgram))
+		}
+		if err != nil {
+			buildErr = err
+		}
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -51,6 +57,9 @@ func buildBinaries(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == guestProgram {
+		os.Exit(guestMain(os.Args[1:]))
+	}
 	code := m.Run()
 	if bins.dir != "" {
 		os.RemoveAll(bins.dir)
@@ -83,7 +92,12 @@ func newHarness(t *testing.T, conf ...string) *harness {
 	t.Helper()
 	buildBinaries(t)
 	h := &harness{t: t, root: t.TempDir(), conf: conf, agentFn: "hermes-box-agent-linux-" + runtime.GOARCH}
-	h.state = filepath.Join(t.TempDir(), "smolvm")
+	// Short: the agent's control socket lives under a machine's root, and
+	// a unix socket's path has at most 107 bytes.
+	state, err := os.MkdirTemp("", "hbx")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(state) })
+	h.state = filepath.Join(state, "s")
 	h.log = filepath.Join(h.state, "argv.jsonl")
 	h.images = filepath.Join(t.TempDir(), "images")
 	seed := filepath.Join(h.images, "ubuntu_24.04")
@@ -98,7 +112,8 @@ func newHarness(t *testing.T, conf ...string) *harness {
 	must(t, os.Chmod(filepath.Join(h.root, "bin", h.agentFn), 0o755))
 	lines := append([]string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(h.port)}, conf...)
 	h.write("hermes-box.conf", strings.Join(lines, "\n")+"\n")
-	runtimeRoot := filepath.Join(h.state, "machines", machine, "root")
+	table := filepath.Join(t.TempDir(), "boot-table.json")
+	writeBootTable(t, table)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "HERMES_BOX_") && !strings.HasPrefix(kv, "SMOLVM_") && !strings.HasPrefix(kv, "FAKESMOLVM_") {
 			h.env = append(h.env, kv)
@@ -107,13 +122,12 @@ func newHarness(t *testing.T, conf ...string) *harness {
 	h.env = append(h.env,
 		"PATH="+filepath.Join(bins.dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"FAKESMOLVM_STATE="+h.state, "FAKESMOLVM_LOG="+h.log, "FAKESMOLVM_IMAGES="+h.images,
-		"FAKESMOLVM_GUEST_22="+h.sshd.Addr,
+		"FAKESMOLVM_BOOT_TABLE="+table,
 		"HERMES_BOX_PROJECT_ROOT="+h.root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+h.sshd.User,
-		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(filepath.Join(runtimeRoot, "usr/local/sbin/hermes-box-agent"))+
-			" --root "+sshdtest.ShellQuote(runtimeRoot)+" relay",
+		"HBX_TEST_RELAY_COMMAND="+guestRelayCommand,
 	)
-	t.Cleanup(h.stopForwarders)
+	t.Cleanup(h.stopMachines)
 	return h
 }
 
@@ -236,18 +250,20 @@ func (h *harness) machines() map[string]string {
 	return out
 }
 
-// stopForwarders ends the fake's port forwarders left running.
-func (h *harness) stopForwarders() {
-	entries, _ := os.ReadDir(filepath.Join(h.state, "machines"))
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(h.state, "machines", e.Name(), "machine.json"))
-		if err != nil {
+// stopMachines stops the fake's machines left running (their entrypoints
+// and forwarders) with the fake itself.
+func (h *harness) stopMachines() {
+	for name, state := range h.machines() {
+		if state != "running" {
 			continue
 		}
-		var r struct{ PID int }
-		if json.Unmarshal(b, &r) == nil && r.PID > 0 {
-			syscall.Kill(r.PID, syscall.SIGTERM)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "path", "smolvm"), "machine", "stop", "--name", name)
+		cmd.Env = append(append([]string(nil), h.env...), "FAKESMOLVM_LOG=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			h.t.Logf("stopping %s: %v %s", name, err, out)
 		}
+		cancel()
 	}
 }
 

@@ -250,14 +250,22 @@ func TestLifecycle(t *testing.T) {
 	if c := st.report.Checks["loopback-listener"]; c.Status != health.StatusHealthy {
 		t.Errorf("listener check: %+v", c)
 	}
+	// The services are the real agent's boot supervising the stand-ins.
+	running := map[string]bool{}
+	for _, s := range st.report.Services {
+		running[s.Name] = s.State == health.ServiceRunning
+	}
+	if !running["sshd"] || !running["hermes"] {
+		t.Errorf("services of the running box: %+v", st.report.Services)
+	}
 	expectCalls(t, st.calls, status)
 
 	r = h.run("logs", "-n", "3")
 	if r.code != 0 || r.stdout != "hermes line 1\nhermes line 2\nhermes line 3\n" {
 		t.Errorf("logs: %d %q %s", r.code, r.stdout, r.stderr)
 	}
-	if r = h.run("logs", "missing"); r.code != 4 {
-		t.Errorf("logs of a missing service exited %d, want the agent's 4", r.code)
+	if r = h.run("logs", "missing"); r.code != 1 || !strings.Contains(r.stderr, `no program "missing"`) {
+		t.Errorf("logs of a missing service exited %d, want the agent's 1 and its reason: %s", r.code, r.stderr)
 	}
 
 	// Like ssh, the words of COMMAND reach the remote shell joined by spaces.
@@ -379,7 +387,7 @@ func TestOperationLock(t *testing.T) {
 func TestHelpAndCompletion(t *testing.T) {
 	h := newHarness(t)
 	r := h.run("--help")
-	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion"} {
+	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion", "snapshot", "restore", "package", "audit"} {
 		if !strings.Contains(r.stdout, "\n  "+c+" ") {
 			t.Errorf("--help does not list %s:\n%s", c, r.stdout)
 		}

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"syscall"
-)
 
-// lockFileName is the operation lock in the state dir.
-const lockFileName = "operation.lock"
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+)
 
 // staleArtifact names temporary files a crashed operation may leave in a
 // directory. They are removed only while the operation lock is held, so a
@@ -40,27 +37,28 @@ func (a *app) prepareDirs() error {
 	return nil
 }
 
-// lock takes the operation lock (an flock on <state>/operation.lock) without
-// waiting, then reaps stale temporary artifacts. The returned function
-// releases the lock.
+// lock takes the operation lock (backup.Lock: an flock on
+// <state>/operation.lock, one lock for every mutating command) without
+// waiting, then reaps what an interrupted operation left: stale temporary
+// artifacts of init, staged copies, unpublished backups and portable temp
+// files. The returned function releases the lock.
 func (a *app) lock() (func(), error) {
 	if err := a.prepareDirs(); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(a.cfg.StateDir(), lockFileName)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := backup.Lock(a.cfg.StateDir())
 	if err != nil {
-		return nil, fmt.Errorf("opening operation lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another hermes-box operation is in progress (%s)", path)
-		}
-		return nil, fmt.Errorf("taking operation lock %s: %w", path, err)
+		return nil, err
 	}
 	a.reapStale()
-	return func() { f.Close() }, nil
+	removed, err := backup.Reap(a.cfg.StateDir(), a.cfg.BackupsDir())
+	for _, p := range removed {
+		a.ui.Info("removed stale %s", p)
+	}
+	if err != nil {
+		a.ui.Warn("could not reap every leftover of an interrupted operation: %v", err)
+	}
+	return unlock, nil
 }
 
 // reapStale removes the stale temporary artifacts; only regular files that

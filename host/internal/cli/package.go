@@ -34,7 +34,7 @@ func packageAction(cmd *cobra.Command, args []string) error {
 		label = args[0]
 	}
 	from, _ := cmd.Flags().GetString("snapshot")
-	env, err := loadBoxEnv(cmd.OutOrStdout())
+	env, err := loadBoxEnv(cmd)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ var portableFiles = []string{
 
 func writePackage(ctx context.Context, env *boxEnv, staged *backup.Staged, label string) (string, error) {
 	p := &backup.Package{
-		BaseArtifact: filepath.Join(env.cfg.ImagesDir(), "hermes-base.smolmachine"),
+		BaseArtifact: env.app.baseArtifact(),
 		Backup:       &staged.Verified,
 		BackupName:   filepath.Base(staged.Source),
 		Config:       portableConfig(env),

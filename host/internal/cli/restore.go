@@ -31,10 +31,11 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	env, err := loadBoxEnv(cmd.OutOrStdout())
+	env, err := loadBoxEnv(cmd)
 	if err != nil {
 		return err
 	}
+	env.resume = src
 	return env.locked(ctx, func() error {
 		staged, err := restorePreflight(ctx, env, src)
 		if err != nil {
@@ -46,14 +47,25 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 			}
 		}()
 		r := &backup.Restore{Ops: env.ops(), Machine: env.cfg.MachineName, Port: env.cfg.SSHPort, StateDir: env.cfg.StateDir()}
-		return r.Run(ctx, staged.Dir)
+		if err := r.Run(ctx, staged.Dir); err != nil {
+			return err
+		}
+		// A restore of the safety snapshot an interrupted cut-over named
+		// recovers the original: the journal has served.
+		if safety, _ := backup.Interrupted(env.cfg.StateDir()); safety == src {
+			if err := os.Remove(filepath.Join(env.cfg.StateDir(), backup.JournalFile)); err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintf(env.stdout, "restored %s from %s\n", env.cfg.MachineName, src)
+		return err
 	})
 }
 
 // restorePreflight checks everything before anything is touched: the base
 // artifact, the backup (staged), and the key fingerprint.
 func restorePreflight(ctx context.Context, env *boxEnv, src string) (*backup.Staged, error) {
-	base := filepath.Join(env.cfg.ImagesDir(), "hermes-base.smolmachine")
+	base := env.app.baseArtifact()
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}

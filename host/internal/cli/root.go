@@ -79,6 +79,7 @@ func newRootCommand() *cobra.Command {
 		newSnapshotCommand(),
 		newRestoreCommand(),
 		newPackageCommand(),
+		newExecutorCommand(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root

@@ -57,16 +57,41 @@ func (a *app) runtimeSpec(artifact string) smolvm.CreateSpec {
 	return s
 }
 
+// envRestoreMode makes the box's boot wait for the restore-ready marker
+// instead of starting its services.
+const envRestoreMode = "HERMES_BOX_RESTORE_MODE=true"
+
+// restoreSpec is runtimeSpec for a machine in restore mode: name on SSH
+// port, created from the base artifact. A machine other than the box (a
+// restore's candidate) publishes only its SSH port.
+func (a *app) restoreSpec(name string, port int) smolvm.CreateSpec {
+	s := a.runtimeSpec(a.baseArtifact())
+	s.Name = name
+	s.Ports = []smolvm.Port{{Host: port, Guest: guestSSHPort}}
+	if a.cfg.ExecutorEnabled && name == a.cfg.MachineName {
+		s.Ports = append(s.Ports, smolvm.Port{Host: a.cfg.ExecutorPort, Guest: guestExecutorPort})
+	}
+	s.Env = append(s.Env, envRestoreMode)
+	return s
+}
+
 // createRuntime creates the box from the artifact and checks that its
 // packed layers survived extraction; a box that fails here is deleted.
-func (a *app) createRuntime(ctx context.Context, artifact string) (err error) {
+func (a *app) createRuntime(ctx context.Context, artifact string) error {
+	return a.createMachine(ctx, a.runtimeSpec(artifact))
+}
+
+// createMachine creates a machine from a packed artifact (spec.From) and
+// checks that its packed layers survived extraction; a machine that fails
+// here is deleted.
+func (a *app) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
 	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
 		return err
 	}
-	name := a.cfg.MachineName
-	done := a.ui.Step("create", name+" from "+artifact)
+	name := spec.Name
+	done := a.ui.Step("create", name+" from "+spec.From)
 	defer func() { done(err) }()
-	if err := a.vm.Create(ctx, a.runtimeSpec(artifact)); err != nil {
+	if err := a.vm.Create(ctx, spec); err != nil {
 		return err
 	}
 	defer func() {

@@ -24,7 +24,7 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		label = args[0]
 	}
-	env, err := loadBoxEnv(cmd.OutOrStdout())
+	env, err := loadBoxEnv(cmd)
 	if err != nil {
 		return err
 	}

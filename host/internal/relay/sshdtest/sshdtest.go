@@ -148,26 +148,31 @@ func (s *Server) Start(tb testing.TB, generation string) {
 }
 
 func (s *Server) config(hostKeyPath string) string {
+	return Config(s.Port, hostKeyPath, s.KeyPath+keys.PubSuffix, s.User, "LogLevel VERBOSE")
+}
+
+// Config is an sshd_config for 127.0.0.1:port that admits user with the
+// keys in authorizedKeys only; extra lines are appended.
+func Config(port int, hostKeyPath, authorizedKeys, user string, extra ...string) string {
 	lines := []string{
-		"Port " + strconv.Itoa(s.Port),
+		"Port " + strconv.Itoa(port),
 		"ListenAddress 127.0.0.1",
 		"HostKey " + hostKeyPath,
-		"AuthorizedKeysFile " + s.KeyPath + keys.PubSuffix,
+		"AuthorizedKeysFile " + authorizedKeys,
 		"PubkeyAuthentication yes",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
 		"StrictModes no",
 		"UsePAM no",
 		"PidFile none",
-		"AllowUsers " + s.User,
-		"LogLevel VERBOSE",
+		"AllowUsers " + user,
 		"MaxStartups 100:30:200",
 		"AcceptEnv TERM COLORTERM TERM_PROGRAM TERM_PROGRAM_VERSION",
 	}
 	if os.Geteuid() == 0 {
 		lines = append(lines, "PermitRootLogin prohibit-password")
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return strings.Join(append(lines, extra...), "\n") + "\n"
 }
 
 // waitBanner polls until sshd accepts and sends its version line.

@@ -1,0 +1,155 @@
+package layercheck
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+type ent struct {
+	name string
+	typ  byte
+	body string
+	link string
+}
+
+func file(name, body string) ent        { return ent{name: name, typ: tar.TypeReg, body: body} }
+func dir(name string) ent               { return ent{name: name, typ: tar.TypeDir} }
+func symlink(name, target string) ent   { return ent{name: name, typ: tar.TypeSymlink, link: target} }
+func hardlink(name, target string) ent  { return ent{name: name, typ: tar.TypeLink, link: target} }
+func special(name string, typ byte) ent { return ent{name: name, typ: typ} }
+
+func tarBytes(t testing.TB, ents []ent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range ents {
+		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, ModTime: time.Unix(1700000000, 0)}
+		if e.typ == tar.TypeReg {
+			hdr.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e.body[:hdr.Size])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRules(t *testing.T) {
+	tests := []struct {
+		name string
+		ents []ent
+		rule Rule
+	}{
+		{"accepted", []ent{dir("./app/"), file("app/a", "x"), symlink("app/l", "/etc"), hardlink("app/h", "app/a"), file("app/.wh.gone", "")}, ""},
+		{"absolute", []ent{file("/etc/x", "")}, RuleAbsolute},
+		{"dot-dot", []ent{file("a/../../x", "")}, RuleDotDot},
+		{"through symlink", []ent{symlink("a", "/"), file("a/x", "")}, RuleThroughSymlink},
+		{"hardlink escape", []ent{hardlink("h", "../x")}, RuleHardlinkEscape},
+		{"hardlink missing", []ent{hardlink("h", "x")}, RuleHardlinkTarget},
+		{"hardlink to a dir", []ent{dir("d/"), hardlink("h", "d")}, RuleHardlinkTarget},
+		{"block", []ent{special("b", tar.TypeBlock)}, RuleDevice},
+		{"fifo", []ent{special("f", tar.TypeFifo)}, RuleFifo},
+		{"whiteout dot", []ent{file("a/.wh..", "")}, RuleWhiteout},
+		{"root replaced by a file", []ent{file(".", "")}, RuleType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckLayer(bytes.NewReader(tarBytes(t, tt.ents)))
+			var refused *RefusedError
+			switch {
+			case tt.rule == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.rule != "" && (!errors.As(err, &refused) || refused.Rule != tt.rule):
+				t.Fatalf("got %v, want %q", err, tt.rule)
+			}
+		})
+	}
+}
+
+func TestCheckerModelsReplacedSymlinks(t *testing.T) {
+	tests := []struct {
+		name   string
+		layers [][]ent
+		ok     bool
+	}{
+		{"symlink whited out in a later layer, then a dir", [][]ent{{symlink("app/l", "/")}, {file("app/.wh.l", ""), dir("app/l/"), file("app/l/f", "x")}}, true},
+		{"symlink replaced by a dir in the same layer", [][]ent{{symlink("app/l", "/"), dir("app/l/"), file("app/l/f", "x")}}, true},
+		{"opaque dir does not hide a same-layer symlink", [][]ent{{dir("app/"), symlink("app/l", "/"), file("app/.wh..wh..opq", ""), file("app/l/f", "x")}}, false},
+		{"whiteout does not hide a same-layer symlink", [][]ent{{symlink("app/l", "/"), file("app/.wh.l", ""), file("app/l/f", "x")}}, false},
+		{"dir replaced by a symlink", [][]ent{{dir("app/d/"), file("app/d/f", "x")}, {symlink("app/d", "/"), file("app/d/g", "x")}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewChecker()
+			var err error
+			for _, l := range tt.layers {
+				c.NextLayer()
+				tr := tar.NewReader(bytes.NewReader(tarBytes(t, l)))
+				for err == nil {
+					var hdr *tar.Header
+					if hdr, err = tr.Next(); err == nil {
+						_, err = c.Check(hdr)
+					}
+				}
+				if errors.Is(err, io.EOF) {
+					err = nil
+				} else {
+					break
+				}
+			}
+			if (err == nil) != tt.ok {
+				t.Fatalf("got %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+// FuzzCheckLayer feeds arbitrary tar streams to the pre-check: it must never
+// panic, and whatever it accepts has no absolute or ".." names, no device
+// or fifo entries, and hardlinks that stay inside the root.
+func FuzzCheckLayer(f *testing.F) {
+	f.Add(tarBytes(f, []ent{dir("app/"), file("app/a", "x"), symlink("app/l", "/"), hardlink("app/h", "app/a")}))
+	for _, layer := range [][]ent{
+		{file("/outside/evil", "x")}, {file("app/../../evil", "x")},
+		{symlink("app/up", "../.."), file("app/up/evil", "x")}, {hardlink("app/hl", "../outside")},
+		{special("app/tty", tar.TypeChar)}, {special("app/p", tar.TypeFifo)}, {file("app/.wh...", "")},
+	} {
+		f.Add(tarBytes(f, layer))
+	}
+	f.Add([]byte("not a tar"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if CheckLayer(bytes.NewReader(data)) != nil {
+			return
+		}
+		tr := tar.NewReader(bytes.NewReader(data))
+		for {
+			hdr, err := tr.Next()
+			if err != nil {
+				return
+			}
+			for _, n := range []string{hdr.Name, hdr.Linkname} {
+				if n == hdr.Linkname && hdr.Typeflag != tar.TypeLink {
+					continue
+				}
+				if strings.HasPrefix(n, "/") || strings.Contains("/"+n+"/", "/../") {
+					t.Fatalf("accepted unsafe name %q", n)
+				}
+			}
+			switch hdr.Typeflag {
+			case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+				t.Fatalf("accepted special file %q", hdr.Name)
+			}
+		}
+	})
+}

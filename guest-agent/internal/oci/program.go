@@ -1,0 +1,62 @@
+package oci
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// GuestPort is the port Executor listens on inside the box.
+const GuestPort = 4788
+
+// DefaultDataDir is Executor's data directory inside the box.
+const DefaultDataDir = "/workspace/executor/data"
+
+// RuntimeUser runs Executor.
+const RuntimeUser = "hermes"
+
+// ProgramSpec is how the supervisor runs Executor, as plain data.
+type ProgramSpec struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	// Env is added to the supervisor's base environment for RuntimeUser.
+	Env  []string `json:"env"`
+	User string   `json:"user"`
+	Dir  string   `json:"dir"`
+}
+
+// Program returns the supervisor program for the active release under
+// runtimeRoot. It resolves `current` now, so a later activation takes
+// effect at the next (re)start and never swaps files under a running
+// process. hostPort is the port published on the host's loopback, which
+// the web UI's origin must name.
+func Program(runtimeRoot, dataDir string, hostPort int) (ProgramSpec, error) {
+	if hostPort < 1 || hostPort > 65535 {
+		return ProgramSpec{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
+	}
+	s := &Store{Root: runtimeRoot}
+	r, err := s.Current()
+	if err != nil {
+		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+	}
+	if r == nil {
+		return ProgramSpec{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
+	}
+	if err := CheckPayload(r.Dir); err != nil {
+		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+	}
+	return ProgramSpec{
+		Name:    "executor",
+		Command: []string{filepath.Join(r.Dir, bunPath), "run", "src/serve.ts"},
+		Env: []string{
+			"BUN_FEATURE_FLAG_DISABLE_IPV6=1",
+			"EXECUTOR_HOST=0.0.0.0",
+			"PORT=" + strconv.Itoa(GuestPort),
+			"EXECUTOR_ALLOW_LOCAL_NETWORK=false",
+			"EXECUTOR_DATA_DIR=" + dataDir,
+			"EXECUTOR_WEB_BASE_URL=http://localhost:" + strconv.Itoa(hostPort),
+		},
+		User: RuntimeUser,
+		Dir:  filepath.Join(r.Dir, selfhostDir),
+	}, nil
+}

@@ -1,0 +1,224 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// guestExec runs a command in a machine through the fake smolvm (not
+// recorded), with stdin.
+func (h *harness) guestExec(name, stdin string, argv ...string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append([]string{"machine", "exec", "-i", "--name", name, "--"}, argv...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "path", "smolvm"), args...)
+	cmd.Env = append(append([]string(nil), h.env...), "FAKESMOLVM_LOG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		h.t.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
+}
+
+const note = "/workspace/work/note.txt"
+
+func (h *harness) writeNote(text string) { h.guestExec(machine, text, "/usr/bin/tee", note) }
+
+func (h *harness) readNote() string {
+	h.t.Helper()
+	return string(readFile(h.t, filepath.Join(h.state, "machines", machine, "root", note)))
+}
+
+// expectHealthy checks that the box runs and its services are RUNNING.
+func expectHealthy(t *testing.T, h *harness, when string) {
+	t.Helper()
+	st := statusJSON(t, h)
+	if st.state != "running" || st.report.Status != health.StatusHealthy || len(st.report.Services) != 2 {
+		t.Fatalf("%s: state %q report %+v", when, st.state, st.report)
+	}
+}
+
+// index returns the position of the first call matching re, or -1.
+func index(calls []call, re string) int {
+	rx := regexp.MustCompile(re)
+	for i, c := range calls {
+		if rx.MatchString(c.line) {
+			return i
+		}
+	}
+	return -1
+}
+
+func mustRun(t *testing.T, h *harness, args ...string) result {
+	t.Helper()
+	r := h.run(args...)
+	if r.code != 0 {
+		t.Fatalf("hermes-box %v exited %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// TestSnapshotRestorePackage runs the backup commands end to end through
+// the real binary, the fake smolvm and the real agent: snapshot, restore
+// onto the existing box (safety snapshot, candidate, cut-over), restore
+// onto no box, and both forms of package.
+func TestSnapshotRestorePackage(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	h.writeNote("before\n")
+
+	r := mustRun(t, h, "snapshot", "first")
+	backupDir := strings.TrimSpace(r.stdout)
+	for _, f := range []string{"manifest.txt", "SHA256SUMS"} {
+		if _, err := os.Stat(filepath.Join(backupDir, f)); err != nil {
+			t.Fatalf("backup %q lacks %s: %v", backupDir, f, err)
+		}
+	}
+	if i := index(r.calls, `^machine (create|stop|start|delete)`); i >= 0 {
+		t.Errorf("snapshot of a running box changed the machine: %s", r.calls[i].line)
+	}
+	expectHealthy(t, h, "after snapshot")
+
+	// Replacement path.
+	h.writeNote("after\n")
+	r = mustRun(t, h, "restore", backupDir)
+	if got := h.readNote(); got != "before\n" {
+		t.Fatalf("note after restore = %q, want the backup's", got)
+	}
+	checkReplacement(t, h, r.calls)
+	expectHealthy(t, h, "after the replacement restore")
+	safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "hermes-box-*-pre-restore.hermesbox"))
+	if len(safety) != 1 {
+		t.Errorf("safety snapshots: %v", safety)
+	}
+
+	// Fresh path.
+	mustRun(t, h, "destroy", "--force")
+	r = mustRun(t, h, "restore", backupDir)
+	if got := h.readNote(); got != "before\n" {
+		t.Fatalf("note after the fresh restore = %q", got)
+	}
+	if i := index(r.calls, `-restore-`); i >= 0 {
+		t.Errorf("the fresh restore made a candidate: %s", r.calls[i].line)
+	}
+	wantCreate := fmt.Sprintf(`^machine create --name hermes-box --from \$ROOT/images/hermes-base\.smolmachine .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.port)
+	if index(r.calls, wantCreate) < 0 {
+		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(lines(r.calls), "\n  "))
+	}
+	expectHealthy(t, h, "after the fresh restore")
+	// The machine's -e variables reach its entrypoint (the agent's boot).
+	var rec struct {
+		EntryPID int `json:"entry_pid"`
+	}
+	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
+	environ := readFile(t, fmt.Sprintf("/proc/%d/environ", rec.EntryPID))
+	if !bytes.Contains(environ, []byte("\x00HERMES_BOX_RESTORE_MODE=true\x00")) {
+		t.Errorf("the restored box's boot (pid %d) runs without HERMES_BOX_RESTORE_MODE=true", rec.EntryPID)
+	}
+
+	// Package a new snapshot, then the existing backup.
+	for _, args := range [][]string{{"package", "moving"}, {"package", "--snapshot", backupDir, "again"}} {
+		r = mustRun(t, h, args...)
+		archive := strings.TrimSpace(r.stdout)
+		if !strings.HasSuffix(archive, ".tar") || !strings.Contains(archive, args[len(args)-1]) {
+			t.Fatalf("%v printed %q", args, archive)
+		}
+		for _, p := range []string{archive, archive + ".sha256"} {
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%v: %v", args, err)
+			}
+		}
+	}
+	expectHealthy(t, h, "after package")
+}
+
+// checkReplacement asserts the order of a replacement restore: candidate
+// in restore mode on another loopback port, applied, deleted; then the
+// original deleted and recreated in restore mode on the box's port.
+func checkReplacement(t *testing.T, h *harness, calls []call) {
+	t.Helper()
+	all := strings.Join(lines(calls), "\n  ")
+	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) --from \$ROOT/images/hermes-base\.smolmachine .*-p ([0-9]+):22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
+	var name, port string
+	created := -1
+	for i, c := range calls {
+		if m := cand.FindStringSubmatch(c.line); m != nil {
+			name, port, created = m[1], m[2], i
+			break
+		}
+	}
+	if created < 0 {
+		t.Fatalf("no restore-mode candidate create:\n  %s", all)
+	}
+	if port == fmt.Sprint(h.port) {
+		t.Errorf("the candidate uses the box's port %s", port)
+	}
+	applied := index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay$`)
+	candDeleted := index(calls, `^machine delete --name `+name+` --force$`)
+	boxDeleted := index(calls, `^machine delete --name hermes-box --force$`)
+	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.port))
+	if !(created < applied && applied < candDeleted && candDeleted < boxDeleted && boxDeleted < boxCreated) {
+		t.Errorf("replacement order: candidate create %d, apply %d, delete %d; box delete %d, create %d\n  %s",
+			created, applied, candDeleted, boxDeleted, boxCreated, all)
+	}
+	if got := h.machines(); len(got) != 1 {
+		t.Errorf("machines after restore: %v", got)
+	}
+}
+
+// TestRestoreCandidateFailure fails the candidate's boot: the candidate is
+// deleted, the original keeps its data and runs again.
+func TestRestoreCandidateFailure(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	h.writeNote("before\n")
+	backupDir := strings.TrimSpace(mustRun(t, h, "snapshot").stdout)
+	h.writeNote("after\n")
+
+	starts := 0
+	for _, c := range h.calls() {
+		if strings.HasPrefix(c.line, "machine start ") {
+			starts++
+		}
+	}
+	h.extra = []string{fmt.Sprintf("FAKESMOLVM_FAIL=machine start#%d", starts+1)}
+	r := h.run("restore", backupDir)
+	h.extra = nil
+	if r.code == 0 || !strings.Contains(r.stderr, "candidate failed, original kept") {
+		t.Fatalf("restore with a failing candidate exited %d:\n%s", r.code, r.stderr)
+	}
+	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) `)
+	var name string
+	for _, c := range r.calls {
+		if m := cand.FindStringSubmatch(c.line); m != nil {
+			name = m[1]
+		}
+	}
+	if name == "" || index(r.calls, `^machine delete --name `+name+` --force$`) < 0 {
+		t.Errorf("the candidate %q was not deleted:\n  %s", name, strings.Join(lines(r.calls), "\n  "))
+	}
+	if index(r.calls, `^machine delete --name hermes-box --force$`) >= 0 {
+		t.Errorf("the original was deleted")
+	}
+	if got := h.readNote(); got != "after\n" {
+		t.Errorf("the original's note is %q", got)
+	}
+	if got := h.machines(); len(got) != 1 || got[machine] != "running" {
+		t.Errorf("machines: %v", got)
+	}
+	expectHealthy(t, h, "after the failed restore")
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+)
+
+// smolDriver is the machineDriver of snapshot, restore and package on the
+// smolvm driver and the app's helpers: the same create, start and verify
+// as init and start.
+type smolDriver struct {
+	a *app
+	// restoring are the machines this process created in restore mode
+	// whose backup is not applied yet: their agent is reached through
+	// smolvm exec, as their sshd is not running.
+	mu        sync.Mutex
+	restoring map[string]bool
+}
+
+func newSmolDriver(a *app) *smolDriver { return &smolDriver{a: a, restoring: map[string]bool{}} }
+
+func (d *smolDriver) inRestoreMode(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.restoring[name]
+}
+
+func (d *smolDriver) setRestoreMode(name string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if on {
+		d.restoring[name] = true
+	} else {
+		delete(d.restoring, name)
+	}
+}
+
+func (d *smolDriver) Exists(ctx context.Context, name string) (bool, error) {
+	return d.a.vm.Exists(ctx, name)
+}
+
+func (d *smolDriver) Running(ctx context.Context, name string) (bool, error) {
+	m, err := d.a.vm.Status(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	return m.State == smolvm.StateRunning, nil
+}
+
+func (d *smolDriver) List(ctx context.Context) ([]string, error) {
+	ms, err := d.a.vm.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Name
+	}
+	return names, nil
+}
+
+// Start boots a machine and verifies it as `hermes-box start` does. A
+// machine that was just restored has its host key pinned first, out of
+// band: it carries the backup's host keys.
+func (d *smolDriver) Start(ctx context.Context, name string, port int) error {
+	restored := d.inRestoreMode(name)
+	if err := d.a.bootAndVerifyAt(ctx, name, port, restored); err != nil {
+		return err
+	}
+	d.setRestoreMode(name, false)
+	return nil
+}
+
+// Boot starts a machine in restore mode and waits only until its agent
+// answers through smolvm exec: its services wait for the restore.
+func (d *smolDriver) Boot(ctx context.Context, name string) error {
+	done := d.a.ui.Step("start", name+" in restore mode")
+	err := d.a.vm.Start(ctx, name)
+	if err == nil {
+		err = d.waitExec(ctx, name)
+	}
+	done(err)
+	return err
+}
+
+// waitExec polls the agent's version verb through smolvm exec until it
+// answers, within the startup deadline.
+func (d *smolDriver) waitExec(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.a.timing.startupDeadline)
+	defer cancel()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, d.a.timing.callTimeout)
+		res, err := d.a.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "version"}})
+		ccancel()
+		if err == nil && res.ExitCode == 0 {
+			return nil
+		}
+		last = err
+		if err == nil {
+			last = fmt.Errorf("agent version exited with status %d: %s", res.ExitCode, tail(res.Stderr))
+		}
+		if serr := sleep(ctx, d.a.timing.pollInterval); serr != nil {
+			return fmt.Errorf("the agent of %s did not answer through smolvm exec: %w", name, last)
+		}
+	}
+}
+
+// Stop stops a machine that runs; a stopped one is left alone.
+func (d *smolDriver) Stop(ctx context.Context, name string) error {
+	m, err := d.a.vm.Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	if m.State != smolvm.StateRunning && m.State != smolvm.StateUnreachable {
+		return nil
+	}
+	done := d.a.ui.Step("stop", name)
+	err = d.a.vm.Stop(ctx, name)
+	done(err)
+	return err
+}
+
+// Delete deletes a machine; a machine other than the box (a candidate)
+// also loses its pinned host key.
+func (d *smolDriver) Delete(ctx context.Context, name string) error {
+	done := d.a.ui.Step("delete", name)
+	err := d.a.vm.Delete(ctx, name, true)
+	done(err)
+	if err != nil {
+		return err
+	}
+	d.setRestoreMode(name, false)
+	if name != d.a.cfg.MachineName {
+		return keys.RemoveHostKey(d.a.cfg.StateDir(), name)
+	}
+	return nil
+}
+
+// CreateRestore creates name from the base artifact in restore mode, on
+// SSH port, with the runtime's create (one code path with init).
+func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) error {
+	if err := d.a.createMachine(ctx, d.a.restoreSpec(name, port)); err != nil {
+		return err
+	}
+	d.setRestoreMode(name, true)
+	return nil
+}
+
+// Agent is smolvm exec for a machine in restore mode, else the SSH relay
+// with the machine's pinned host key.
+func (d *smolDriver) Agent(_ context.Context, name string, port int) (relay.Transport, error) {
+	if d.inRestoreMode(name) {
+		return d.a.execRelay(name), nil
+	}
+	tr, err := d.a.sshRelayTo(name, port)
+	if err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// Version is smolvm's version for the manifest, "unknown" when it cannot
+// be read.
+func (d *smolDriver) Version(ctx context.Context) string {
+	v, err := d.a.vm.Version(ctx)
+	if err != nil {
+		return "unknown"
+	}
+	return v
+}
+
+var _ machineDriver = (*smolDriver)(nil)

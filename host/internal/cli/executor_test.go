@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zalando/go-keyring"
+
+	"github.com/hermes-box/hermes-box/host/internal/mcp/mcptest"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// fakeAgent records the verbs it is asked to run and answers from a table.
+type fakeAgent struct {
+	argvs  [][]string
+	stdins []string
+	out    map[string]string
+}
+
+func (f *fakeAgent) RunAgent(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	f.argvs = append(f.argvs, argv)
+	if stdin != nil {
+		b, _ := io.ReadAll(stdin)
+		f.stdins = append(f.stdins, string(b))
+	}
+	_, err := io.WriteString(stdout, f.out[strings.Join(argv, " ")])
+	return err
+}
+
+// execAgent runs the real agent binary with --root in a temp dir, speaking
+// the relay protocol on its stdin as the SSH relay does.
+type execAgent struct {
+	bin, root string
+	argvs     [][]string
+}
+
+func (a *execAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	a.argvs = append(a.argvs, argv)
+	var req bytes.Buffer
+	if err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version, Argv: argv,
+		Options: protocol.Options{Stdin: stdin != nil}}); err != nil {
+		return err
+	}
+	in := io.Reader(&req)
+	if stdin != nil {
+		in = io.MultiReader(&req, stdin)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, a.bin, "--root", a.root, "relay")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("agent %v: %w: %s", argv, err, stderr.String())
+	}
+	return nil
+}
+
+// buildAgent compiles the agent binary for this machine.
+func buildAgent(t *testing.T) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "hermes-box-agent")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "containers_image_openpgp", "-o", bin, "./guest-agent")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the agent: %v\n%s", err, b)
+	}
+	return bin
+}
+
+// portOf returns the port of an httptest server.
+func portOf(t *testing.T, url string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// runExecutor runs `hermes-box executor ARGS` with deps around box.
+func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	deps := defaultExecutorDeps()
+	deps.loadBox = func(context.Context) (*executorBox, error) { return box, nil }
+	deps.openURL = func(context.Context, string) error { return nil }
+	root := newRootCommand()
+	for _, c := range root.Commands() {
+		if c.Name() == "executor" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(newExecutorCommandWith(deps))
+	var out, errb bytes.Buffer
+	root.SetArgs(append([]string{"executor"}, args...))
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	code := 0
+	if err := root.ExecuteContext(t.Context()); err != nil {
+		fmt.Fprintf(&errb, "hermes-box: %v\n", err)
+		code = 1
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestExecutorAuthSetReadsStdinNeverArgv(t *testing.T) {
+	keyring.MockInit()
+	box := &executorBox{Machine: "m1", Enabled: true, Port: 4788, Agent: &fakeAgent{}}
+	if code, out, errs := runExecutor(t, box, "Bearer exk_from-stdin\n", "auth", "set"); code != 0 || strings.Contains(out+errs, "exk_from-stdin") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errs)
+	}
+	if got, err := keyring.Get("hermes-box.executor.m1", "api-key"); err != nil || got != "exk_from-stdin" {
+		t.Fatalf("keyring holds %q (%v)", got, err)
+	}
+	code, out, errs := runExecutor(t, box, "", "auth", "set", "exk_in-argv")
+	if code == 0 || strings.Contains(out+errs, "exk_in-argv") || !strings.Contains(errs, "never from the command line") {
+		t.Fatalf("a key in argv: exit %d, out %q, err %q", code, out, errs)
+	}
+	if got, _ := keyring.Get("hermes-box.executor.m1", "api-key"); got != "exk_from-stdin" {
+		t.Fatalf("keyring changed to %q", got)
+	}
+	if code, _, errs := runExecutor(t, box, "  \n", "auth", "set"); code == 0 || !strings.Contains(errs, "empty") {
+		t.Fatalf("empty key: exit %d %s", code, errs)
+	}
+	if _, out, _ := runExecutor(t, box, "", "auth", "status"); !strings.Contains(out, "stored in the OS keyring") {
+		t.Fatalf("status %q", out)
+	}
+	if _, out, _ := runExecutor(t, box, "", "auth", "clear"); !strings.Contains(out, "removed") {
+		t.Fatalf("clear %q", out)
+	}
+	if _, out, _ := runExecutor(t, box, "", "auth", "status"); !strings.Contains(out, "not stored") {
+		t.Fatalf("status after clear %q", out)
+	}
+}
+
+func TestExecutorMCPCommands(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
+			keyring.MockInit()
+			srv := mcptest.New("exk_1", sse)
+			defer srv.Close()
+			box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: &fakeAgent{}}
+			if err := keyring.Set(keyService("m"), keyUser, "exk_1"); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errs := runExecutor(t, box, "", "mcp-test"); code != 0 || !strings.Contains(out, "Executor MCP OK") {
+				t.Fatalf("mcp-test: exit %d %q %s", code, out, errs)
+			}
+			if code, out, errs := runExecutor(t, box, "", "tools", `gi"thub`, "--limit", "5", "--namespace", "gh", "--json"); code != 0 || out != "{\"ok\":true}\n" {
+				t.Fatalf("tools: exit %d %q %s", code, out, errs)
+			}
+			if code, _, errs := runExecutor(t, box, "", "connections"); code != 0 {
+				t.Fatalf("connections: %s", errs)
+			}
+			want := []string{`return await tools.search({"limit":5,"namespace":"gh","query":"gi\"thub"});`,
+				"return await tools.executor.coreTools.connections.list({});"}
+			if got := srv.Codes(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("execute got %q, want %q", got, want)
+			}
+			srv.Tools = []string{"execute", "resume", "shell"}
+			if code, _, errs := runExecutor(t, box, "", "mcp-test"); code == 0 || !strings.Contains(errs, "unexpected Executor MCP surface") {
+				t.Fatalf("three tools accepted: %s", errs)
+			}
+		})
+	}
+}
+
+func TestExecutorRefusals(t *testing.T) {
+	keyring.MockInit()
+	off := &executorBox{Machine: "m", Enabled: false, Port: 4788, Agent: &fakeAgent{}}
+	if code, _, errs := runExecutor(t, off, "", "tools"); code == 0 || !strings.Contains(errs, "not enabled") {
+		t.Fatalf("disabled: %s", errs)
+	}
+	on := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: &fakeAgent{}}
+	if code, _, errs := runExecutor(t, on, "", "mcp-test"); code == 0 || !strings.Contains(errs, "auth set") {
+		t.Fatalf("no key: %s", errs)
+	}
+	if code, _, errs := runExecutor(t, on, "", "tools", "--limit", "0"); code == 0 || !strings.Contains(errs, "--limit") {
+		t.Fatalf("limit 0: %s", errs)
+	}
+}
+
+func TestExecutorStatus(t *testing.T) {
+	keyring.MockInit()
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/health" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer health.Close()
+	agent := &fakeAgent{out: map[string]string{"executor status --sizes": `{"current":{"imageReference":"ghcr.io/x/y:v1@sha256:aa","manifestDigest":"sha256:bb"},"runtimeBytes":2048,"dataBytes":10}`}}
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, health.URL), Agent: agent}
+	code, out, errs := runExecutor(t, box, "", "status", "--json", "--sizes")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var v executorStatusView
+	if err := json.Unmarshal([]byte(out), &v); err != nil || !v.Healthy || v.ImageDigest != "sha256:bb" || *v.RuntimeBytes != 2048 || v.AuthStored {
+		t.Fatalf("status %s (%v)", out, err)
+	}
+	_, out, _ = runExecutor(t, box, "", "status", "--sizes")
+	if !strings.Contains(out, "Disk:       runtime 2.0 KiB, data 10 B") || !strings.Contains(out, "Health:     ok") {
+		t.Fatalf("text status:\n%s", out)
+	}
+}
+
+func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
+	keyring.MockInit()
+	srv := mcptest.New("exk_connect-1", true)
+	defer srv.Close()
+	root := t.TempDir()
+	home := filepath.Join(root, "workspace/hermes-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: gpt-5 # keep me\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := &execAgent{bin: buildAgent(t), root: root}
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent}
+	if code, _, errs := runExecutor(t, box, "exk_connect-1\n", "auth", "set"); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := runExecutor(t, box, "", "connect-hermes")
+	if code != 0 || !strings.Contains(out, "connected to Executor") {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+	for _, argv := range agent.argvs {
+		if strings.Contains(strings.Join(argv, " "), "exk_connect-1") {
+			t.Fatalf("the key was in the agent's argv %q", argv)
+		}
+	}
+	env, _ := os.ReadFile(filepath.Join(home, ".env"))
+	if string(env) != "MCP_EXECUTOR_API_KEY=exk_connect-1\n" {
+		t.Fatalf(".env = %q", env)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	want := "model:\n  default: gpt-5 # keep me\nmcp_servers:\n  executor:\n    url: http://127.0.0.1:4788/mcp\n    headers:\n      Authorization: Bearer ${MCP_EXECUTOR_API_KEY}\n    enabled: true\n"
+	if string(cfg) != want {
+		t.Fatalf("config.yaml:\n%s\nwant:\n%s", cfg, want)
+	}
+}

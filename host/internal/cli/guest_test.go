@@ -1,0 +1,116 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+)
+
+// guestProgram is the name under which this test binary stands in for the
+// box's programs when the real agent's boot supervises them in a machine of
+// the fake smolvm (a symlink on PATH).
+const guestProgram = "hbx-test-guest"
+
+// guestRootEnv is set by the stand-in sshd in every session: the machine's
+// root, so that the relay command runs that machine's agent.
+const guestRootEnv = "HBX_GUEST_ROOT"
+
+// guestRelayCommand is the remote command of the SSH relay in these tests.
+const guestRelayCommand = `"$` + guestRootEnv + `"/usr/local/sbin/hermes-box-agent --root "$` + guestRootEnv + `" relay`
+
+// guestMain runs a stand-in program: `sshd ADDR` (Debian's sshd for the
+// machine whose root is the working directory, on ADDR) or `hermes` (prints
+// three log lines, then waits for SIGTERM).
+func guestMain(args []string) int {
+	if len(args) == 2 && args[0] == "sshd" {
+		return guestSSHD(args[1])
+	}
+	if len(args) == 1 && args[0] == "hermes" {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		for i := 1; i <= 3; i++ {
+			fmt.Printf("hermes line %d\n", i)
+		}
+		<-sig
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "%s: unknown program %q\n", guestProgram, args)
+	return 2
+}
+
+// guestSSHD execs sshd with a config for the machine root in the working
+// directory: its host key, boxadmin's authorized keys, the current user.
+func guestSSHD(addr string) int {
+	root, err := os.Getwd()
+	if err != nil {
+		return fail(err)
+	}
+	_, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fail(err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return fail(err)
+	}
+	u, err := user.Current()
+	if err != nil {
+		return fail(err)
+	}
+	dir := filepath.Join(root, "run", "hbx-test-sshd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fail(err)
+	}
+	config := sshdtest.Config(port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
+		filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), u.Username,
+		"LogLevel ERROR", "SetEnv "+guestRootEnv+"="+root)
+	path := filepath.Join(dir, "sshd_config")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		return fail(err)
+	}
+	return fail(syscall.Exec(sshdtest.SSHDPath, []string{sshdtest.SSHDPath, "-D", "-e", "-f", path}, os.Environ()))
+}
+
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", guestProgram, err)
+	return 1
+}
+
+// writeBootTable writes the program table the fake smolvm hands to the
+// real agent's boot: the stand-in sshd on the machine's guest address for
+// port 22 and the stand-in Hermes gateway, with the box's checks.
+func writeBootTable(t *testing.T, path string) {
+	t.Helper()
+	zero := 0.0
+	wait := 5.0
+	logSpec := func(name string) map[string]any {
+		return map[string]any{"path": "/workspace/hermes-home/logs/" + name, "maxbytes": 1 << 20, "backups": 1}
+	}
+	table := map[string]any{
+		"programs": []map[string]any{{
+			"name": "sshd", "command": []string{guestProgram, "sshd", "{guest:22}"}, "directory": "/",
+			"priority": 10, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
+			"log": logSpec("sshd.log"),
+		}, {
+			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": "/workspace/work",
+			"priority": 40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
+			"log": logSpec("hermes-gateway.log"),
+		}},
+		"checks": []map[string]any{
+			{"code": "sshd-listening", "tcp": "{guest:22}"},
+			{"code": "hermes-gateway", "service": "hermes"},
+		},
+	}
+	b, err := json.MarshalIndent(table, "", "  ")
+	must(t, err)
+	must(t, os.WriteFile(path, b, 0o600))
+}
