@@ -65,8 +65,8 @@ bench: ## Run the benchmarks and print medians (COUNT, default 5)
 
 .PHONY: e2e
 e2e: ## End-to-end run in real VMs (QEMU stand-in for smolvm; builds the cached guest image first, needs root)
-	HERMES_BOX_E2E_IMAGE=$$(scripts/build-e2e-image.sh) && export HERMES_BOX_E2E_IMAGE && \
-	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 20m -v ./tests/e2e/...
+	HBX_E2E_IMAGE=$$(scripts/build-e2e-image.sh) && export HBX_E2E_IMAGE && \
+	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 25m -v ./tests/e2e/...
 
 .PHONY: clean
 clean: ## Remove built binaries

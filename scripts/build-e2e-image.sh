@@ -8,7 +8,7 @@
 # Output: a directory holding root.img, vmlinuz and KEY; its path is the last
 # line on stdout. Everything else goes to stderr.
 #
-# Cache: ${HERMES_BOX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e},
+# Cache: ${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e},
 # outside the repository. The rootfs is keyed by a hash of this script, the
 # mirror and the kernel package version; the image by that key plus the guest
 # init binary. Later runs reuse both. Needs root (debootstrap, chroot, mkfs
@@ -18,9 +18,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cache=${HERMES_BOX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e}
+cache=${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e}
 suite=bookworm
-packages=openssh-server,sudo,tmux,python3,ca-certificates,iproute2,procps,kmod,e2fsprogs
+# Every package provision installs (guest-agent/internal/provision.Packages)
+# is pre-included, so its apt steps find nothing to do and need no network.
+packages=openssh-server,sudo,tmux,python3,ca-certificates,iproute2,procps,kmod,e2fsprogs,build-essential,curl,git,libffi-dev,ncurses-term,python3-dev,ripgrep,xz-utils
 image_size=8G
 init_path=sbin/smolvm-qemu-init
 

@@ -96,7 +96,8 @@ func (e *Env) buildBinaries() {
 		{"hermes-box-agent", "./guest-agent", true},
 	}
 	for _, b := range builds {
-		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
+		// The Makefile's tag: the agent's image pull builds without cgo gpgme.
+		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-tags", "containers_image_openpgp", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
 		cmd.Dir = e.Root
 		cmd.Env = os.Environ()
 		if b.static {
@@ -108,10 +109,10 @@ func (e *Env) buildBinaries() {
 	}
 }
 
-// buildImage uses HERMES_BOX_E2E_IMAGE if set, else runs the (cached)
+// buildImage uses HBX_E2E_IMAGE if set, else runs the (cached)
 // image build script, whose last stdout line is the image directory.
 func (e *Env) buildImage() {
-	if dir := os.Getenv("HERMES_BOX_E2E_IMAGE"); dir != "" {
+	if dir := os.Getenv("HBX_E2E_IMAGE"); dir != "" {
 		e.Image = dir
 		return
 	}

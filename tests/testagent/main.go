@@ -43,6 +43,10 @@ var own = map[string]func(t *agent, args []string) int{
 	"provision": (*agent).provision,
 }
 
+// notRelayed are the verbs the real agent refuses through its relay (its
+// verb table marks them relay: false); the host must run them directly.
+var notRelayed = map[string]bool{"netcheck": true, "provision": true, "hostkeys": true, "boot": true}
+
 type agent struct {
 	root   string
 	in     io.Reader
@@ -82,6 +86,11 @@ func (t *agent) relay() int {
 		return 2
 	}
 	t.record(append([]string{"relay:"}, req.Argv...))
+	if notRelayed[req.Argv[0]] {
+		// The real agent's allow-list: these verbs run only directly.
+		t.fail("verb %q is not allowed through the relay", req.Argv[0])
+		return 2
+	}
 	if fn, ok := own[req.Argv[0]]; ok {
 		t.in = br
 		return fn(t, req.Argv[1:])

@@ -102,14 +102,14 @@ func TestPrepareIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := startupLog(t, root)
-	want := []string{"restore-wait skipped", "host-keys ok", "ownership-repair skipped", "tmp-modes ok", "workspace-seed ok", "workspace-ownership skipped"}
+	want := []string{"restore-wait skipped", "host-keys ok", "ownership-repair skipped", "tmp-modes ok", "run-dirs ok", "workspace-seed ok", "workspace-ownership skipped"}
 	for i, w := range want {
 		name, outcome, _ := strings.Cut(w, " ")
 		if !strings.Contains(first[i], "stage="+name+" "+outcome+":") {
 			t.Errorf("line %d: %q, want %s", i, first[i], w)
 		}
 	}
-	for name, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "var/tmp": os.ModeDir | os.ModeSticky | 0o777,
+	for name, mode := range map[string]os.FileMode{"tmp": os.ModeDir | os.ModeSticky | 0o777, "var/tmp": os.ModeDir | os.ModeSticky | 0o777, "run/sshd": os.ModeDir | 0o755,
 		"workspace/work": os.ModeDir | 0o750, "workspace/work/bin/run": 0o755, "workspace/hermes-home/config.yaml": 0o644} {
 		fi, err := os.Lstat(filepath.Join(root, name))
 		if err != nil || fi.Mode() != mode {
@@ -133,8 +133,8 @@ func TestPrepareIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := startupLog(t, root)[len(want):]
-	if !strings.Contains(second[4], "workspace-seed skipped: workspace already seeded from seed-7") {
-		t.Errorf("second seed: %q", second[4])
+	if !strings.Contains(second[5], "workspace-seed skipped: workspace already seeded from seed-7") {
+		t.Errorf("second seed: %q", second[5])
 	}
 	if keys2, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub")); !bytes.Equal(keys1, keys2) {
 		t.Error("host key changed on the second boot")

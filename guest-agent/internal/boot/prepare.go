@@ -72,6 +72,7 @@ func Steps() []Step {
 		{"host-keys", hostKeys},
 		{"ownership-repair", ownershipRepair},
 		{"tmp-modes", tmpModes},
+		{"run-dirs", runDirs},
 		{"workspace-seed", workspaceSeed},
 		{"workspace-ownership", workspaceOwnership},
 	}
@@ -160,6 +161,20 @@ func tmpModes(_ context.Context, o *Options) (string, error) {
 		}
 	}
 	return "/tmp and /var/tmp are 1777", nil
+}
+
+// runDirs creates the runtime directories the supervised programs need and
+// that no init system makes for them: /run may be a fresh tmpfs at every
+// boot, and sshd refuses to start without /run/sshd.
+func runDirs(_ context.Context, o *Options) (string, error) {
+	p := o.path("run/sshd")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		return "", fmt.Errorf("creating /run/sshd: %w", err)
+	}
+	if err := os.Chmod(p, 0o755); err != nil {
+		return "", fmt.Errorf("setting the mode of /run/sshd: %w", err)
+	}
+	return "/run/sshd is 0755", nil
 }
 
 // workspaceOwnership gives the service user its workspace trees. A tree

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/crypto/ssh"
 
@@ -25,12 +26,26 @@ const Dir = "etc/ssh"
 // keyName is the ed25519 host key's file name; it is the only type created.
 const keyName = "ssh_host_ed25519_key"
 
+// lockName is the lock file that makes creating the key exclusive.
+const lockName = ".hermes-box-hostkeys.lock"
+
 // Ensure creates the ed25519 host key under root if it is missing and
-// returns every host key found, so the host can pin one.
+// returns every host key found, so the host can pin one. Boot and the
+// host's out-of-band `hostkeys` run at the same time on a first boot: an
+// exclusive lock makes exactly one of them create the key, and the other
+// report that same key.
 func Ensure(root string) (protocol.HostKeys, error) {
 	dir := filepath.Join(root, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return protocol.HostKeys{}, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return protocol.HostKeys{}, fmt.Errorf("opening the host key lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return protocol.HostKeys{}, fmt.Errorf("locking the host keys: %w", err)
 	}
 	priv := filepath.Join(dir, keyName)
 	if _, err := os.Stat(priv); errors.Is(err, fs.ErrNotExist) {

@@ -3,6 +3,7 @@ package hostkeys
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -57,5 +58,42 @@ func TestListReportsExistingKeysOfOtherTypes(t *testing.T) {
 	}
 	if _, err := List(root); err == nil {
 		t.Fatal("a corrupt host key was reported")
+	}
+}
+
+// TestEnsureConcurrentCallersAgree: boot and the host's `hostkeys` run at
+// once on a first boot; every caller must report the one key that the
+// private key file (what sshd serves) holds.
+func TestEnsureConcurrentCallersAgree(t *testing.T) {
+	for round := range 10 {
+		root := t.TempDir()
+		const callers = 8
+		fps := make([]string, callers)
+		errs := make([]error, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				keys, err := Ensure(root)
+				errs[i] = err
+				if err == nil && len(keys.Keys) == 1 {
+					fps[i] = keys.Keys[0].Fingerprint
+				}
+			})
+		}
+		wg.Wait()
+		b, err := os.ReadFile(filepath.Join(root, Dir, keyName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := ssh.FingerprintSHA256(signer.PublicKey())
+		for i := range callers {
+			if errs[i] != nil || fps[i] != served {
+				t.Fatalf("round %d caller %d: reported %q (%v); sshd would serve %s", round, i, fps[i], errs[i], served)
+			}
+		}
 	}
 }

@@ -43,6 +43,8 @@ type app struct {
 	hostCheck func() error
 	sshUser   string
 	relayCmd  string
+	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
+	testPinsDir string
 }
 
 // timings bounds every wait of the lifecycle.
@@ -99,6 +101,7 @@ func newApp(cmd *cobra.Command) (*app, error) {
 		a.sshUser = v
 	}
 	a.relayCmd = os.Getenv(envTestRelayCommand)
+	a.testPinsDir = os.Getenv(envTestAgentPins)
 	return a, nil
 }
 

@@ -180,28 +180,40 @@ func (a *app) checkListeners(ctx context.Context, ports []int) error {
 	return nil
 }
 
-// waitHealthy polls the agent's health until it answers, then runs one
-// deep check: the report must not be unhealthy and every service must run.
+// waitHealthy polls the agent's health until it answers and its report
+// passes the deep check. Services still starting (STARTING, BACKOFF) are
+// waited for, as the reference waits for supervisorctl to say RUNNING; a
+// service that gave up (FATAL) fails at once, as does a host key mismatch.
+// The startup deadline in ctx bounds the whole wait.
 func (a *app) waitHealthy(ctx context.Context, tr relay.Transport) error {
 	var last error
 	for {
-		_, err := a.health(ctx, tr)
+		report, err := a.health(ctx, tr)
 		if err == nil {
-			break
-		}
-		last = err
-		if errors.Is(err, relay.ErrHostKeyMismatch) {
+			if err = deepCheck(report); err == nil {
+				return nil
+			}
+			if gaveUp(report) {
+				return err
+			}
+		} else if errors.Is(err, relay.ErrHostKeyMismatch) {
 			return err
 		}
+		last = err
 		if serr := sleep(ctx, a.timing.pollInterval); serr != nil {
-			return fmt.Errorf("the agent did not answer within %v: %w", a.timing.startupDeadline, last)
+			return fmt.Errorf("the box was not healthy within %v: %w", a.timing.startupDeadline, last)
 		}
 	}
-	report, err := a.health(ctx, tr)
-	if err != nil {
-		return fmt.Errorf("deep health check: %w", err)
+}
+
+// gaveUp reports whether a supervised service stopped trying (FATAL).
+func gaveUp(r *health.Report) bool {
+	for _, s := range r.Services {
+		if s.State == health.ServiceFatal {
+			return true
+		}
 	}
-	return deepCheck(report)
+	return false
 }
 
 // deepCheck judges a report: unhealthy or a service not RUNNING fails.

@@ -179,9 +179,14 @@ func (a *app) provisionArgv() []string {
 
 // provision runs the agent's provision verb through the smolvm-exec
 // transport, rendering its progress.
-func (a *app) provision(ctx context.Context, name string) error {
+func (a *app) provision(ctx context.Context, name string) (err error) {
+	env, cleanup, err := a.installTestPins(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cleanup()) }()
 	done := a.ui.Step("provision", name)
-	err := a.agent(ctx, a.execRelay(name), nil, nil, a.provisionArgv()...)
+	err = a.agent(ctx, a.provisionTransport(name, env), nil, nil, a.provisionArgv()...)
 	done(err)
 	return err
 }

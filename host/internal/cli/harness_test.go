@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // binaries are built once per test binary.
@@ -294,7 +295,8 @@ func (h *harness) initCalls() []string {
 		"machine exec --name hermes-builder -- /bin/chmod 0755 /usr/local/sbin/hermes-box-agent",
 		"machine cp $ROOT/state/hermes-box-ed25519.pub hermes-builder:/tmp/hermes-box-authorized-keys",
 		"machine exec --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck",
-		"machine exec --stream -i --name hermes-builder -- /usr/local/sbin/hermes-box-agent relay",
+		// provision is not a relay verb: it runs directly.
+		"machine exec --stream --name hermes-builder -- /usr/local/sbin/hermes-box-agent provision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit " + pins.DefaultHermesCommit,
 		"machine stop --name hermes-builder",
 		"pack create --from-vm hermes-builder --smolfile $ROOT/Smolfile --output $ROOT/images/hermes-base.tmp-PID",
 		"machine ls --json",

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -65,6 +68,58 @@ func TestDeepCheck(t *testing.T) {
 		if err := deepCheck(tt.r); (err == nil) != tt.ok {
 			t.Errorf("%s: %v", tt.name, err)
 		}
+	}
+}
+
+// reportsTransport answers each health request with the next report.
+type reportsTransport struct {
+	reports []*health.Report
+	calls   int
+}
+
+func (r *reportsTransport) Run(_ context.Context, _ protocol.Request, _ io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	rep := r.reports[min(r.calls, len(r.reports)-1)]
+	r.calls++
+	return 0, json.NewEncoder(stdout).Encode(rep)
+}
+
+// TestWaitHealthyWaitsForStartingServices: a service still STARTING when the
+// agent first answers is waited for; a FATAL one fails at once; a report
+// that never passes fails at the deadline.
+func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
+	report := func(status health.Status, hermes health.ServiceState) *health.Report {
+		return &health.Report{SchemaVersion: health.SchemaVersion, Status: status, Checks: map[health.Code]health.Check{},
+			Services: []health.Service{{Name: "sshd", State: health.ServiceRunning}, {Name: "hermes", State: hermes}}}
+	}
+	starting := report(health.StatusDegraded, health.ServiceStarting)
+	running := report(health.StatusHealthy, health.ServiceRunning)
+	fatal := report(health.StatusUnhealthy, health.ServiceFatal)
+	tests := []struct {
+		name      string
+		reports   []*health.Report
+		ok        bool
+		wantCalls int
+	}{
+		{"starting, then running", []*health.Report{starting, starting, running}, true, 3},
+		{"backoff, then running", []*health.Report{report(health.StatusDegraded, health.ServiceBackoff), running}, true, 2},
+		{"fatal fails at once", []*health.Report{starting, fatal, running}, false, 2},
+		{"never running", []*health.Report{starting}, false, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &app{timing: fastTimings(), ui: newProgress(io.Discard, "text")}
+			a.timing.startupDeadline = 300 * time.Millisecond
+			ctx, cancel := context.WithTimeout(t.Context(), a.timing.startupDeadline)
+			defer cancel()
+			tr := &reportsTransport{reports: tt.reports}
+			err := a.waitHealthy(ctx, tr)
+			if (err == nil) != tt.ok || (tt.wantCalls > 0 && tr.calls != tt.wantCalls) {
+				t.Fatalf("err %v after %d reports; want ok=%v after %d", err, tr.calls, tt.ok, tt.wantCalls)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "hermes is") {
+				t.Errorf("the error does not name the service: %v", err)
+			}
+		})
 	}
 }
 

@@ -30,6 +30,15 @@ type Exec struct {
 	Execer  MachineExecer
 	// Agent is the agent's path in the box; "" means AgentPath.
 	Agent string
+	// Direct runs the verb as `agent VERB ARGS…` instead of through `agent
+	// relay`: for the builder-only verbs (provision) that the agent refuses
+	// through the relay, as it refuses them to SSH callers. The argv still
+	// travels as an argument vector (no shell), events still arrive as JSON
+	// Lines on stderr; there is no request line and no stdin.
+	Direct bool
+	// Env holds KEY=VALUE pairs for the agent's environment (smolvm exec
+	// -e, so they are in argv: never secrets).
+	Env []string
 }
 
 var _ Transport = (*Exec)(nil)
@@ -39,6 +48,9 @@ func (e *Exec) Run(ctx context.Context, req protocol.Request, stdin io.Reader, s
 	verb := "request"
 	if len(req.Argv) > 0 {
 		verb = fmt.Sprintf("%q", req.Argv[0])
+	}
+	if e.Direct {
+		return e.runDirect(ctx, req, stdin, stdout, onEvent, verb)
 	}
 	if stdin != nil {
 		req.Options.Stdin = true
@@ -54,10 +66,32 @@ func (e *Exec) Run(ctx context.Context, req protocol.Request, stdin io.Reader, s
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	agent := e.Agent
-	if agent == "" {
-		agent = AgentPath
+	return e.exec(ctx, []string{e.agent(), "relay"}, in, stdout, onEvent, verb)
+}
+
+// runDirect runs `agent VERB ARGS…` with the request's argv.
+func (e *Exec) runDirect(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event), verb string) (int, error) {
+	if stdin != nil {
+		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: a direct verb reads no input", verb, e.Machine)
 	}
+	if err := req.Validate(); err != nil {
+		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: %w", verb, e.Machine, err)
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	return e.exec(ctx, append([]string{e.agent()}, req.Argv...), nil, stdout, onEvent, verb)
+}
+
+func (e *Exec) agent() string {
+	if e.Agent == "" {
+		return AgentPath
+	}
+	return e.Agent
+}
+
+// exec runs argv in the machine, streaming stderr's events to onEvent.
+func (e *Exec) exec(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event), verb string) (int, error) {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
@@ -65,7 +99,7 @@ func (e *Exec) Run(ctx context.Context, req protocol.Request, stdin io.Reader, s
 		close(done)
 	}()
 	res, err := e.Execer.Exec(ctx, smolvm.ExecSpec{
-		Name: e.Machine, Argv: []string{agent, "relay"}, Stream: true, Stdin: in, Stdout: stdout, Stderr: pw,
+		Name: e.Machine, Argv: argv, Env: e.Env, Stream: true, Stdin: stdin, Stdout: stdout, Stderr: pw,
 	})
 	pw.Close()
 	<-done

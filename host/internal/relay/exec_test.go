@@ -31,8 +31,9 @@ func (l *localExecer) Exec(ctx context.Context, s smolvm.ExecSpec) (smolvm.Resul
 		return smolvm.Result{}, err
 	}
 	l.argv = args
-	cmd := exec.CommandContext(ctx, l.agent, "--root", l.root, s.Argv[1])
+	cmd := exec.CommandContext(ctx, l.agent, append([]string{"--root", l.root}, s.Argv[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, s.Stdout, s.Stderr
+	cmd.Env = append(os.Environ(), s.Env...)
 	err = cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -75,5 +76,51 @@ func TestExecTransport(t *testing.T) {
 
 	if _, err := tr.Run(t.Context(), protocol.Request{ProtocolVersion: 99, Argv: []string{"health"}}, nil, nil, nil); err == nil {
 		t.Error("a bad request was sent")
+	}
+}
+
+// TestExecTransportDirect: a direct verb runs as `agent VERB ARGS…` with the
+// transport's environment, which is how provision (refused through the
+// relay) runs in the builder and how the test-only pins reach it.
+func TestExecTransportDirect(t *testing.T) {
+	dir := t.TempDir()
+	l := &localExecer{t: t, agent: sshdtest.BuildAgent(t, dir), root: filepath.Join(dir, "root")}
+	if err := os.MkdirAll(l.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := "HERMES_BOX_AGENT_TEST_ONLY_PINS=" + filepath.Join(dir, "missing-pins.json")
+	req := request("provision", "--dry-run", "--arch", "arm64")
+
+	relayed := &Exec{Machine: "builder", Execer: l, Env: []string{env}}
+	var events []protocol.Event
+	code, err := relayed.Run(t.Context(), req, nil, nil, func(ev protocol.Event) { events = append(events, ev) })
+	if err != nil || code != 2 || len(events) == 0 || !strings.Contains(events[len(events)-1].Message, "not allowed through the relay") {
+		t.Fatalf("provision through the relay: %d %v %+v; want it refused with status 2", code, err, events)
+	}
+
+	direct := &Exec{Machine: "builder", Execer: l, Direct: true, Env: []string{env}}
+	events = nil
+	code, err = direct.Run(t.Context(), req, nil, nil, func(ev protocol.Event) { events = append(events, ev) })
+	if err != nil || code != 1 {
+		t.Fatalf("direct provision with unreadable test pins: %d %v; want status 1", code, err)
+	}
+	want := "machine exec --stream --name builder -e " + env + " -- /usr/local/sbin/hermes-box-agent provision --dry-run --arch arm64"
+	if got := strings.Join(l.argv, " "); got != want {
+		t.Errorf("argv %q, want %q", got, want)
+	}
+	var warned, failed bool
+	for _, ev := range events {
+		warned = warned || (ev.Type == protocol.EventWarning && strings.Contains(ev.Message, "HERMES_BOX_AGENT_TEST_ONLY_PINS is set"))
+		failed = failed || strings.Contains(ev.Message, "reading test pins")
+	}
+	if !warned || !failed {
+		t.Errorf("the environment did not reach the agent: events %+v", events)
+	}
+
+	if _, err := direct.Run(t.Context(), req, strings.NewReader("x"), nil, nil); err == nil {
+		t.Error("a direct verb was given input")
+	}
+	if _, err := direct.Run(t.Context(), protocol.Request{ProtocolVersion: 99, Argv: []string{"provision"}}, nil, nil, nil); err == nil {
+		t.Error("a bad direct request ran")
 	}
 }

@@ -1,7 +1,9 @@
-// Package cli is the command line of the smolvm stand-in: the subset of the
-// smolvm 1.0.4 grammar hermes-box uses, parsed as clap parses it (usage
-// errors print "error: ..." and exit 2) with smolvm's runtime errors
-// ("Error: ..." and exit 1) and exec's exit code passthrough.
+// Package cli is the command line of the smolvm stand-in. It parses with the
+// one smolvm 1.0.4 grammar of the tests (tests/internal/smolvmcli, shared
+// with the contract fake: usage errors print "error: ..." and exit 2),
+// implements the subset hermes-box uses and refuses the rest by name, with
+// smolvm's runtime errors ("Error: ..." and exit 1) and exec's exit code
+// passthrough.
 package cli
 
 import (
@@ -11,13 +13,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/machine"
 )
 
 // Version is the smolvm release the stand-in imitates.
-const Version = "1.0.4"
+var Version = strings.TrimPrefix(smolvmcli.Version, "smolvm ")
 
 // IO is the process's standard streams and environment lookups.
 type IO struct {
@@ -32,8 +36,16 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 // Main runs one command line and returns the process exit code.
 func Main(ctx context.Context, argv []string, stdio IO) int {
-	err := dispatch(ctx, argv, stdio)
-	var ue *usageError
+	in, err := smolvmcli.Parse(argv)
+	if err != nil {
+		return smolvmcli.ReportUsage(stdio.Stderr, err)
+	}
+	if in.Version {
+		fmt.Fprintln(stdio.Stdout, smolvmcli.Version)
+		return 0
+	}
+	err = dispatch(ctx, in, stdio)
+	var ue *smolvmcli.UsageError
 	var ee exitError
 	switch {
 	case err == nil:
@@ -41,52 +53,48 @@ func Main(ctx context.Context, argv []string, stdio IO) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintln(stdio.Stderr, ue.Error())
-		return 2
+		return smolvmcli.ReportUsage(stdio.Stderr, ue)
 	default:
-		fmt.Fprintf(stdio.Stderr, "Error: %v\n", err)
-		return 1
+		return smolvmcli.Fail(stdio.Stderr, "%v", err)
 	}
 }
 
-const topUsage = "smolvm <COMMAND>"
-
-func dispatch(ctx context.Context, argv []string, stdio IO) error {
-	if len(argv) == 0 {
-		return &usageError{"'smolvm' requires a subcommand but one was not provided", topUsage}
-	}
-	switch argv[0] {
-	case "--version", "-V":
-		fmt.Fprintf(stdio.Stdout, "smolvm %s\n", Version)
-		return nil
-	case "--help", "-h", "help":
-		fmt.Fprintf(stdio.Stdout, "smolvm %s (QEMU stand-in for tests)\n\nUsage: %s\n\nCommands: machine (vm), pack\n", Version, topUsage)
-		return nil
-	case "machine", "vm":
-		return machineCmd(ctx, argv[1:], stdio)
-	case "pack":
-		if len(argv) < 2 || argv[1] != "create" {
-			return &usageError{"the stand-in supports only 'pack create'", "smolvm pack create [OPTIONS] --output <OUTPUT>"}
-		}
-		return packCreate(ctx, argv[2:], stdio)
-	}
-	return &usageError{fmt.Sprintf("unrecognized subcommand '%s'", argv[0]), topUsage}
+// handler runs one parsed subcommand.
+type handler struct {
+	run func(context.Context, *smolvmcli.Invocation, IO) error
+	// flags are the options the stand-in implements; 1.0.4 accepts more,
+	// which the stand-in refuses by name instead of ignoring them.
+	flags []string
 }
 
-func machineCmd(ctx context.Context, argv []string, stdio IO) error {
-	if len(argv) == 0 {
-		return &usageError{"'smolvm machine' requires a subcommand but one was not provided", "smolvm machine <COMMAND>"}
-	}
-	cmds := map[string]func(context.Context, []string, IO) error{
-		"create": create, "start": start, "stop": stop, "delete": del, "rm": del,
-		"status": status, "ls": list, "list": list, "exec": execCmd, "cp": cp,
-		"update": update, "data-dir": dataDir, "shell": shell, "sh": shell,
-	}
-	run, ok := cmds[argv[0]]
+var handlers = map[string]handler{
+	"machine create":   {create, []string{"name", "image", "from", "cpus", "mem", "storage", "overlay", "port", "env", "secret-env", "net", "net-backend"}},
+	"machine start":    {start, []string{"name"}},
+	"machine stop":     {stop, []string{"name"}},
+	"machine delete":   {del, []string{"name", "force"}},
+	"machine status":   {status, []string{"name", "json"}},
+	"machine ls":       {list, []string{"verbose", "json"}},
+	"machine exec":     {execCmd, []string{"name", "workdir", "env", "timeout", "interactive", "stream"}},
+	"machine cp":       {cp, nil},
+	"machine update":   {update, []string{"name", "net"}},
+	"machine data-dir": {dataDir, []string{"name"}},
+	"machine shell":    {shell, []string{"name"}},
+	"pack create":      {packCreate, []string{"from-vm", "output", "smolfile"}},
+}
+
+// dispatch runs a parsed command line that smolvm 1.0.4 accepts, or says
+// that the stand-in does not implement it.
+func dispatch(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	h, ok := handlers[in.Command.Name()]
 	if !ok {
-		return &usageError{fmt.Sprintf("unrecognized subcommand '%s'", argv[0]), "smolvm machine <COMMAND>"}
+		return fmt.Errorf("config operation failed: the QEMU stand-in does not implement 'smolvm %s'", in.Command.Name())
 	}
-	return run(ctx, argv[1:], stdio)
+	for _, f := range in.Command.Flags {
+		if in.Has(f.Long) && !slices.Contains(h.flags, f.Long) {
+			return fmt.Errorf("config operation failed: the QEMU stand-in does not support --%s on 'smolvm %s'", f.Long, in.Command.Name())
+		}
+	}
+	return h.run(ctx, in, stdio)
 }
 
 // store opens the state dir: SMOLVM_QEMU_STATE, else
@@ -126,9 +134,9 @@ func keyValue(flag, spec string) (string, string, error) {
 	return k, v, nil
 }
 
-func envList(a *args) ([]string, error) {
+func envList(in *smolvmcli.Invocation) ([]string, error) {
 	var env []string
-	for _, spec := range a.vals["env"] {
+	for _, spec := range in.Values["env"] {
 		if _, _, err := keyValue("--env", spec); err != nil {
 			return nil, err
 		}

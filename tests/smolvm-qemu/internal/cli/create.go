@@ -9,28 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/machine"
 )
 
-var createCmd = command{
-	usage: "smolvm machine create [OPTIONS]",
-	flags: []flagSpec{
-		{long: "name", short: 'n', value: "NAME"}, {long: "image", short: 'I', value: "IMAGE"},
-		{long: "from", value: "PATH"}, {long: "cpus", value: "CPUS"}, {long: "mem", value: "MEM"},
-		{long: "storage", value: "STORAGE"}, {long: "overlay", value: "OVERLAY"},
-		{long: "port", short: 'p', value: "HOST:GUEST", repeat: true},
-		{long: "env", short: 'e', value: "KEY=VALUE", repeat: true},
-		{long: "secret-env", value: "GUEST_VAR=HOST_VAR", repeat: true},
-		{long: "net"}, {long: "net-backend", value: "NET_BACKEND"},
-	},
-}
-
-func create(ctx context.Context, argv []string, stdio IO) error {
-	a, err := createCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	o, err := createOptions(a)
+func create(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	o, err := createOptions(in)
 	if err != nil {
 		return err
 	}
@@ -44,11 +28,8 @@ func create(ctx context.Context, argv []string, stdio IO) error {
 	return nil
 }
 
-func createOptions(a *args) (machine.CreateOptions, error) {
-	o := machine.CreateOptions{Name: a.get("name"), Image: a.get("image"), From: a.get("from"), Net: a.has("net"), NetBackend: a.get("net-backend")}
-	if a.has("image") && a.has("from") {
-		return o, &usageError{"the argument '--image <IMAGE>' cannot be used with '--from <PATH>'", createCmd.usage}
-	}
+func createOptions(in *smolvmcli.Invocation) (machine.CreateOptions, error) {
+	o := machine.CreateOptions{Name: in.Value("name"), Image: in.Value("image"), From: in.Value("from"), Net: in.Has("net"), NetBackend: in.Value("net-backend")}
 	if o.Name == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
@@ -58,25 +39,25 @@ func createOptions(a *args) (machine.CreateOptions, error) {
 		return o, fmt.Errorf("config operation failed: --name: invalid machine name '%s'", o.Name)
 	}
 	var err error
-	if o.CPUs, err = intFlag(a, "cpus", 1, 255); err != nil {
+	if o.CPUs, err = intFlag(in, "cpus", 1, 255); err != nil {
 		return o, err
 	}
-	if o.Mem, err = intFlag(a, "mem", 64, 1<<20); err != nil {
+	if o.Mem, err = intFlag(in, "mem", 64, 1<<20); err != nil {
 		return o, err
 	}
-	if o.Storage, err = gbFlag(a, "storage"); err != nil {
+	if o.Storage, err = gbFlag(in, "storage"); err != nil {
 		return o, err
 	}
-	if o.Overlay, err = gbFlag(a, "overlay"); err != nil {
+	if o.Overlay, err = gbFlag(in, "overlay"); err != nil {
 		return o, err
 	}
-	if o.Ports, err = ports(a.vals["port"]); err != nil {
+	if o.Ports, err = ports(in.Values["port"]); err != nil {
 		return o, err
 	}
-	if o.Env, err = envList(a); err != nil {
+	if o.Env, err = envList(in); err != nil {
 		return o, err
 	}
-	for _, spec := range a.vals["secret-env"] {
+	for _, spec := range in.Values["secret-env"] {
 		g, h, err := keyValue("--secret-env", spec)
 		if err != nil || h == "" {
 			return o, fmt.Errorf("config operation failed: --secret-env: expected GUEST_VAR=HOST_VAR, got '%s'", spec)
@@ -86,14 +67,10 @@ func createOptions(a *args) (machine.CreateOptions, error) {
 	return o, netBackend(o)
 }
 
-// netBackend applies smolvm 1.0.4's backend rules: ports need virtio-net,
-// and an explicit backend needs network intent (--net or a port).
+// netBackend applies smolvm 1.0.4's backend rules (the grammar has
+// checked the value): ports need virtio-net, and an explicit backend needs
+// network intent (--net or a port).
 func netBackend(o machine.CreateOptions) error {
-	switch o.NetBackend {
-	case "", "tsi", "virtio-net":
-	default:
-		return &usageError{fmt.Sprintf("invalid value '%s' for '--net-backend <NET_BACKEND>'\n  [possible values: tsi, virtio-net]", o.NetBackend), createCmd.usage}
-	}
 	if o.NetBackend == "tsi" && len(o.Ports) > 0 {
 		return fmt.Errorf("config operation failed: network: published ports require the virtio-net backend (TSI is outbound-only)")
 	}
@@ -103,21 +80,23 @@ func netBackend(o machine.CreateOptions) error {
 	return nil
 }
 
-func intFlag(a *args, long string, lo, hi int) (int, error) {
-	if !a.has(long) {
+// intFlag reads a number the grammar has checked, within the stand-in's
+// bounds.
+func intFlag(in *smolvmcli.Invocation, long string, lo, hi int) (int, error) {
+	if !in.Has(long) {
 		return 0, nil
 	}
-	v := a.get(long)
+	v := in.Value(long)
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, &usageError{fmt.Sprintf("invalid value '%s' for '--%s <%s>': expected an integer in %d..=%d", v, long, strings.ToUpper(long), lo, hi), createCmd.usage}
+		return 0, &smolvmcli.UsageError{Msg: fmt.Sprintf("invalid value '%s' for '--%s <%s>': expected an integer in %d..=%d", v, long, strings.ToUpper(long), lo, hi)}
 	}
 	return n, nil
 }
 
-func gbFlag(a *args, long string) (*uint64, error) {
-	n, err := intFlag(a, long, 1, 1<<16)
-	if err != nil || !a.has(long) {
+func gbFlag(in *smolvmcli.Invocation, long string) (*uint64, error) {
+	n, err := intFlag(in, long, 1, 1<<16)
+	if err != nil || !in.Has(long) {
 		return nil, err
 	}
 	v := uint64(n)

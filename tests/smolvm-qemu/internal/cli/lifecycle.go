@@ -7,29 +7,20 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/machine"
 )
 
-func nameFlag(required bool) flagSpec {
-	return flagSpec{long: "name", short: 'n', value: "NAME", required: required}
-}
-
 // nameOrDefault is smolvm's default machine name.
-func nameOrDefault(a *args) string {
-	if n := a.get("name"); n != "" {
+func nameOrDefault(in *smolvmcli.Invocation) string {
+	if n := in.Value("name"); n != "" {
 		return n
 	}
 	return "default"
 }
 
-var startCmd = command{usage: "smolvm machine start [OPTIONS]", flags: []flagSpec{nameFlag(false)}}
-
-func start(ctx context.Context, argv []string, stdio IO) error {
-	a, err := startCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	name := nameOrDefault(a)
+func start(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	name := nameOrDefault(in)
 	return locked(func(s *machine.Store) error {
 		pid, already, err := s.Start(ctx, name)
 		if err != nil {
@@ -44,14 +35,8 @@ func start(ctx context.Context, argv []string, stdio IO) error {
 	})
 }
 
-var stopCmd = command{usage: "smolvm machine stop [OPTIONS]", flags: []flagSpec{nameFlag(false)}}
-
-func stop(ctx context.Context, argv []string, stdio IO) error {
-	a, err := stopCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	name := nameOrDefault(a)
+func stop(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	name := nameOrDefault(in)
 	return locked(func(s *machine.Store) error {
 		was, err := s.Stop(ctx, name)
 		if err != nil {
@@ -66,21 +51,15 @@ func stop(ctx context.Context, argv []string, stdio IO) error {
 	})
 }
 
-var deleteCmd = command{usage: "smolvm machine delete [OPTIONS] --name <NAME>", flags: []flagSpec{nameFlag(true), {long: "force", short: 'f'}}}
-
 // del deletes a machine; without --force it asks on stderr and reads the
 // answer from stdin, as smolvm does.
-func del(ctx context.Context, argv []string, stdio IO) error {
-	a, err := deleteCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	name := a.get("name")
+func del(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	name := in.Value("name")
 	return locked(func(s *machine.Store) error {
 		if _, err := s.Load(name); err != nil {
 			return err
 		}
-		if !a.has("force") {
+		if !in.Has("force") {
 			fmt.Fprintf(stdio.Stderr, "Delete machine '%s'? [y/N] ", name)
 			line, _ := bufio.NewReader(stdio.Stdin).ReadString('\n')
 			if ans := strings.ToLower(strings.TrimSpace(line)); ans != "y" && ans != "yes" {
@@ -96,16 +75,10 @@ func del(ctx context.Context, argv []string, stdio IO) error {
 	})
 }
 
-var updateCmd = command{usage: "smolvm machine update [OPTIONS] --name <NAME>", flags: []flagSpec{nameFlag(true), {long: "net"}}}
-
-func update(ctx context.Context, argv []string, stdio IO) error {
-	a, err := updateCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	name := a.get("name")
+func update(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	name := in.Value("name")
 	return locked(func(s *machine.Store) error {
-		changes, err := s.Update(ctx, name, a.has("net"))
+		changes, err := s.Update(ctx, name, in.Has("net"))
 		if err != nil {
 			return err
 		}
@@ -118,26 +91,20 @@ func update(ctx context.Context, argv []string, stdio IO) error {
 	})
 }
 
-var statusCmd = command{usage: "smolvm machine status [OPTIONS]", flags: []flagSpec{nameFlag(false), {long: "json"}}}
-
-func status(ctx context.Context, argv []string, stdio IO) error {
-	a, err := statusCmd.parse(argv)
-	if err != nil {
-		return err
-	}
-	name := nameOrDefault(a)
+func status(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
+	name := nameOrDefault(in)
 	s, err := store()
 	if err != nil {
 		return err
 	}
 	r, err := s.Load(name)
 	if err != nil {
-		if a.has("json") {
+		if in.Has("json") {
 			return fmt.Errorf("config operation failed: machine status: machine '%s' not found", name)
 		}
 		return err
 	}
-	if a.has("json") {
+	if in.Has("json") {
 		return printJSON(stdio, s.StatusJSON(ctx, r))
 	}
 	switch st := s.State(ctx, r); st {
@@ -149,13 +116,7 @@ func status(ctx context.Context, argv []string, stdio IO) error {
 	return nil
 }
 
-var listCmd = command{usage: "smolvm machine ls [OPTIONS]", flags: []flagSpec{{long: "verbose", short: 'v'}, {long: "json"}}}
-
-func list(ctx context.Context, argv []string, stdio IO) error {
-	a, err := listCmd.parse(argv)
-	if err != nil {
-		return err
-	}
+func list(ctx context.Context, in *smolvmcli.Invocation, stdio IO) error {
 	s, err := store()
 	if err != nil {
 		return err
@@ -164,7 +125,7 @@ func list(ctx context.Context, argv []string, stdio IO) error {
 	if err != nil {
 		return err
 	}
-	if a.has("json") {
+	if in.Has("json") {
 		out := []map[string]any{}
 		for _, r := range rs {
 			out = append(out, s.StatusJSON(ctx, r))
@@ -188,20 +149,14 @@ func printJSON(stdio IO, v any) error {
 	return err
 }
 
-var dataDirCmd = command{usage: "smolvm machine data-dir --name <NAME>", flags: []flagSpec{nameFlag(true)}}
-
-func dataDir(_ context.Context, argv []string, stdio IO) error {
-	a, err := dataDirCmd.parse(argv)
-	if err != nil {
-		return err
-	}
+func dataDir(_ context.Context, in *smolvmcli.Invocation, stdio IO) error {
 	s, err := store()
 	if err != nil {
 		return err
 	}
-	if _, err := s.Load(a.get("name")); err != nil {
+	if _, err := s.Load(in.Value("name")); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdio.Stdout, s.DataDir(a.get("name")))
+	fmt.Fprintln(stdio.Stdout, s.DataDir(in.Value("name")))
 	return nil
 }

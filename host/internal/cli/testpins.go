@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+)
+
+// Test hook for provisioning without the internet. HBX_TEST_AGENT_PINS names
+// a host directory holding pins.json (the agent's test-only pin override:
+// stand-in artifacts on a loopback server the test runs) and the files it
+// refers to, such as the server's CA. init copies them into the builder and
+// runs provision with HERMES_BOX_AGENT_TEST_ONLY_PINS pointing at the copy.
+// The production pins are never changed; the agent warns that the override
+// is in use.
+const (
+	envTestAgentPins   = "HBX_TEST_AGENT_PINS"
+	guestTestPinsDir   = "/tmp/hermes-box-test-pins"
+	guestTestPinsFile  = guestTestPinsDir + "/pins.json"
+	agentTestPinsEnv   = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
+	testPinsManifest   = "pins.json"
+	maxTestPinsEntries = 32
+)
+
+// installTestPins copies the test pin directory into the builder and
+// returns the agent's environment and a cleanup that removes the copy. It
+// does nothing unless the hook is set.
+func (a *app) installTestPins(ctx context.Context, name string) ([]string, func() error, error) {
+	noop := func() error { return nil }
+	if a.testPinsDir == "" {
+		return nil, noop, nil
+	}
+	a.ui.Warn("%s is set: provisioning with test-only stand-in artifacts, not the production pins", envTestAgentPins)
+	files, err := testPinFiles(a.testPinsDir)
+	if err != nil {
+		return nil, noop, err
+	}
+	if err := a.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", guestTestPinsDir); err != nil {
+		return nil, noop, err
+	}
+	cleanup := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), a.timing.cleanupTimeout)
+		defer cancel()
+		return a.execOK(ctx, name, "/bin/rm", "-rf", guestTestPinsDir)
+	}
+	for _, f := range files {
+		if err := a.vm.CopyIn(ctx, name, f, path.Join(guestTestPinsDir, filepath.Base(f))); err != nil {
+			return nil, noop, fmt.Errorf("copying the test pins: %w", err)
+		}
+	}
+	return []string{agentTestPinsEnv + "=" + guestTestPinsFile}, cleanup, nil
+}
+
+// testPinFiles lists the regular files of dir, which must hold pins.json.
+func testPinFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", envTestAgentPins, err)
+	}
+	var files []string
+	found := false
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		found = found || e.Name() == testPinsManifest
+		files = append(files, filepath.Join(dir, e.Name()))
+	}
+	if !found {
+		return nil, fmt.Errorf("%s: %s holds no %s", envTestAgentPins, dir, testPinsManifest)
+	}
+	if len(files) > maxTestPinsEntries {
+		return nil, fmt.Errorf("%s: %s holds %d files, more than %d", envTestAgentPins, dir, len(files), maxTestPinsEntries)
+	}
+	return files, nil
+}
+
+// provisionTransport is the smolvm-exec transport for provision: the verb
+// runs directly (the agent does not allow it through the relay), with the
+// test pins' environment when the hook is set.
+func (a *app) provisionTransport(name string, env []string) *relay.Exec {
+	tr := a.execRelay(name)
+	tr.Direct = true
+	tr.Env = env
+	return tr
+}
