@@ -19,6 +19,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -127,7 +128,7 @@ type executorBox struct {
 	stderr *bytes.Buffer
 }
 
-func startExecutorBox(t *testing.T, ns *netns, reg *testRegistry, image string) *executorBox {
+func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image string) *executorBox {
 	t.Helper()
 	root, _ := bootRoot(t, "127.0.0.1:22")
 	exe, err := os.Executable()
@@ -156,7 +157,7 @@ func startExecutorBox(t *testing.T, ns *netns, reg *testRegistry, image string) 
 	b := &executorBox{root: root, stderr: &bytes.Buffer{}}
 	b.cmd = exec.CommandContext(t.Context(), exe, "--root", root, "boot")
 	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
-		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.caFile,
+		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.CAFile(),
 		boot.EnvExecutorEnabled+"=true", boot.EnvExecutorImage+"="+image, boot.EnvExecutorHostPort+"=14788")
 	b.cmd.Stderr = b.stderr
 	ns.do(func() { err = b.cmd.Start() })
@@ -196,8 +197,8 @@ func TestBootRunsExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := newTestRegistry(t, ln)
-	ref := reg.push(t, "executor/selfhost:v1", executorImage(t, readStandinBun(t)))
+	reg := ocitest.NewRegistry(t, ln)
+	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
 	b := startExecutorBox(t, ns, reg, ref)
 
 	svcs := waitServices(t, b.root, "every program RUNNING", func(m map[string]health.Service) bool {
@@ -254,8 +255,8 @@ func TestBootExecutorBadDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := newTestRegistry(t, ln)
-	ref := reg.push(t, "executor/selfhost:v1", executorImage(t, readStandinBun(t)))
+	reg := ocitest.NewRegistry(t, ln)
+	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
 	b := startExecutorBox(t, ns, reg, badDigest(ref))
 
 	waitServices(t, b.root, "executor backing off after a failed pull", func(m map[string]health.Service) bool {

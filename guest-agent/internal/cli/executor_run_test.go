@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 )
 
@@ -55,14 +57,14 @@ func accountsRoot(t *testing.T) string {
 }
 
 func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
-	reg := newTestRegistry(t, nil)
-	ref := reg.push(t, "executor/selfhost:v1", executorImage(t, readStandinBun(t)))
+	reg := ocitest.NewRegistry(t, nil)
+	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
 	root := accountsRoot(t)
 	calls := stubExec(t)
 	t.Setenv(boot.EnvExecutorHostPort, "14788")
 	runIt := func(image string) (int, string) {
 		t.Setenv(boot.EnvExecutorImage, image)
-		code, _, errs := run(t, "", "--root", root, "executor", "run", "--registry-ca-dir", reg.caDir)
+		code, _, errs := run(t, "", "--root", root, "executor", "run", "--registry-ca-dir", reg.CADir())
 		return code, errs
 	}
 
@@ -90,15 +92,15 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	}
 
 	// Relaunch, also under another tag: the active release is used as it is.
-	gets := reg.blobGets()
+	gets := reg.AllBlobGets()
 	retagged := strings.Replace(ref, ":v1@", ":v1-renamed@", 1)
 	for _, image := range []string{ref, retagged} {
 		if code, errs := runIt(image); code != 0 {
 			t.Fatalf("relaunch with %s: exit %d: %s", image, code, errs)
 		}
 	}
-	if reg.blobGets() != gets {
-		t.Fatalf("a relaunch downloaded blobs (%d → %d)", gets, reg.blobGets())
+	if reg.AllBlobGets() != gets {
+		t.Fatalf("a relaunch downloaded blobs (%d → %d)", gets, reg.AllBlobGets())
 	}
 	if len(*calls) != 3 || !sameCall((*calls)[2], want) {
 		t.Fatalf("relaunch exec %+v", (*calls)[len(*calls)-1])
@@ -162,4 +164,14 @@ func readStandinBun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// badDigest is ref with a digest no image in the registry has.
+func badDigest(ref string) string {
+	last := ref[len(ref)-1]
+	flip := byte('0')
+	if last == '0' {
+		flip = '1'
+	}
+	return ref[:len(ref)-1] + string(flip)
 }

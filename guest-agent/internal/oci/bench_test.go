@@ -73,7 +73,7 @@ func benchLayer(rng *rand.Rand, name string, big, small int, extra []ent) ([]byt
 	write(&tar.Header{Name: "app/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
 	write(&tar.Header{Name: "app/" + name + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
 	for _, e := range extra {
-		write(&tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body))}, []byte(e.body))
+		write(&tar.Header{Name: e.Name, Typeflag: e.Type, Mode: e.Mode, Size: int64(len(e.Body))}, []byte(e.Body))
 	}
 	body := make([]byte, 1<<20)
 	for i := range big {

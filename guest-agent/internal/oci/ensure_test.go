@@ -5,18 +5,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
 // TestEnsureActive: the first launch pulls and activates; later launches
 // with the same content (also under another tag) touch no network and keep
 // the previous release for a rollback; a new digest is pulled and switched.
 func TestEnsureActive(t *testing.T) {
-	reg := newTestRegistry(t)
+	reg := ocitest.NewRegistry(t, nil)
 	bun := readTestdata(t, "fake-bun.sh")
-	imgA := testImage(t, "linux", "arm64", executorLayers(t, "arm64", bun))
-	imgB := testImage(t, "linux", "arm64", executorLayers(t, "arm64-b", bun))
-	refA := reg.push(t, "executor/selfhost:a", imgA, nil)
-	refB := reg.push(t, "executor/selfhost:b", imgB, nil)
+	imgA := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", bun))
+	imgB := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64-b", bun))
+	refA := push(t, reg, "executor/selfhost:a", imgA, nil)
+	refB := push(t, reg, "executor/selfhost:b", imgB, nil)
 	s, _ := newStore(t, reg, "arm64")
 
 	if _, err := s.EnsureActive(t.Context(), refA); err != nil {
@@ -30,8 +32,8 @@ func TestEnsureActive(t *testing.T) {
 		t.Fatalf("releases %v, want A kept for a rollback and B", rs)
 	}
 	gets := map[string]int{}
-	for _, d := range append(layerDigests(t, imgA), layerDigests(t, imgB)...) {
-		gets[d] = reg.blobGets(d)
+	for _, d := range append(ocitest.LayerDigests(t, imgA), ocitest.LayerDigests(t, imgB)...) {
+		gets[d] = reg.BlobGets(d)
 	}
 	retagged := refB
 	retagged.Tag = "renamed"
@@ -45,7 +47,7 @@ func TestEnsureActive(t *testing.T) {
 		}
 	}
 	for d, n := range gets {
-		if got := reg.blobGets(d); got != n {
+		if got := reg.BlobGets(d); got != n {
 			t.Errorf("blob %s fetched again (%d → %d) although current held the content", d, n, got)
 		}
 	}

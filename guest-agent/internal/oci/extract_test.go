@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
 func TestExtractAppliesWhiteoutsAndSelection(t *testing.T) {
 	layout := t.TempDir()
-	descs := writeLayout(t, layout, executorLayers(t, "arm64", readTestdata(t, "fake-bun.sh"))...)
+	descs := writeLayout(t, layout, ocitest.ExecutorLayers(t, "arm64", readTestdata(t, "fake-bun.sh"))...)
 	dest := filepath.Join(t.TempDir(), "release")
 	if err := Extract(t.Context(), layout, descs, dest, ExtractOptions{UID: -1, GID: -1}); err != nil {
 		t.Fatal(err)
@@ -24,7 +25,7 @@ func TestExtractAppliesWhiteoutsAndSelection(t *testing.T) {
 
 func TestExtractRefusesNonEmptyDest(t *testing.T) {
 	layout := t.TempDir()
-	descs := writeLayout(t, layout, executorLayers(t, "arm64", "#!/bin/sh\n")...)
+	descs := writeLayout(t, layout, ocitest.ExecutorLayers(t, "arm64", "#!/bin/sh\n")...)
 	dest := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dest, "x"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestExtractRefusesNonEmptyDest(t *testing.T) {
 
 func TestExtractRefusesWrongDigestOrSize(t *testing.T) {
 	layout := t.TempDir()
-	descs := writeLayout(t, layout, executorLayers(t, "arm64", "#!/bin/sh\n")...)
+	descs := writeLayout(t, layout, ocitest.ExecutorLayers(t, "arm64", "#!/bin/sh\n")...)
 	bad := descs[1]
 	path, _ := blobPath(layout, string(bad.Digest))
 	b, _ := os.ReadFile(path)
@@ -96,7 +97,7 @@ func TestMaliciousLayerCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			layout := filepath.Join(top, "layout")
-			descs := writeLayout(t, layout, gzipBytes(t, tarBytes(t, base)), gzipBytes(t, tarBytes(t, tt.layer)))
+			descs := writeLayout(t, layout, ocitest.Gzip(t, ocitest.Tar(t, base)), ocitest.Gzip(t, ocitest.Tar(t, tt.layer)))
 			dest := filepath.Join(top, "work", "release")
 			if err := os.Mkdir(filepath.Dir(dest), 0o755); err != nil {
 				t.Fatal(err)

@@ -10,17 +10,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
 // newStore returns a store under a temp runtime root that pulls from reg.
-func newStore(t *testing.T, reg *testRegistry, arch string) (*Store, *recordEvents) {
+func newStore(t *testing.T, reg *ocitest.Registry, arch string) (*Store, *recordEvents) {
 	t.Helper()
 	ev := &recordEvents{}
 	return &Store{
 		Root: filepath.Join(t.TempDir(), "runtime"),
 		PullOptions: PullOptions{
 			Platform:     Platform{OS: "linux", Architecture: arch},
-			CertDir:      reg.certDir,
+			CertDir:      reg.CADir(),
 			StallTimeout: 5 * time.Second,
 			Events:       ev,
 		},
@@ -39,9 +41,9 @@ func readLink(t *testing.T, path string) string {
 }
 
 func TestRoundTripTwoArchIndex(t *testing.T) {
-	reg := newTestRegistry(t)
-	idx, imgs := twoArchIndex(t, readTestdata(t, "fake-bun.sh"))
-	ref := reg.push(t, "rhyssullivan/executor-selfhost:v1.0.0", nil, idx)
+	reg := ocitest.NewRegistry(t, nil)
+	idx, imgs := ocitest.TwoArchIndex(t, readTestdata(t, "fake-bun.sh"))
+	ref := push(t, reg, "rhyssullivan/executor-selfhost:v1.0.0", nil, idx)
 	for _, arch := range []string{"arm64", "amd64"} {
 		t.Run(arch, func(t *testing.T) {
 			s, ev := newStore(t, reg, arch)
@@ -49,7 +51,7 @@ func TestRoundTripTwoArchIndex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := imageDigest(t, imgs[arch])
+			want := ocitest.ImageDigest(t, imgs[arch])
 			if r.ManifestDigest != want || r.RepositoryDigest != ref.Canonical() || r.ImageReference != ref.String() {
 				t.Fatalf("release %+v; want manifest %s of %s", r, want, ref)
 			}
@@ -69,7 +71,7 @@ func TestRoundTripTwoArchIndex(t *testing.T) {
 	}
 }
 
-// checkExecutorTree checks what executorLayers leaves after extraction.
+// checkExecutorTree checks what ocitest.ExecutorLayers leaves after extraction.
 func checkExecutorTree(t *testing.T, root, arch string) {
 	t.Helper()
 	mustRead := func(p string) string {
@@ -103,22 +105,22 @@ func checkExecutorTree(t *testing.T, root, arch string) {
 }
 
 func TestTagOnlyChangeReusesRelease(t *testing.T) {
-	reg := newTestRegistry(t)
-	idx, imgs := twoArchIndex(t, readTestdata(t, "fake-bun.sh"))
-	ref := reg.push(t, "executor/selfhost:v1", nil, idx)
+	reg := ocitest.NewRegistry(t, nil)
+	idx, imgs := ocitest.TwoArchIndex(t, readTestdata(t, "fake-bun.sh"))
+	ref := push(t, reg, "executor/selfhost:v1", nil, idx)
 	s, _ := newStore(t, reg, "arm64")
 	if _, err := s.Install(t.Context(), ref); err != nil {
 		t.Fatal(err)
 	}
-	layer := layerDigests(t, imgs["arm64"])[1]
-	before := reg.blobGets(layer)
+	layer := ocitest.LayerDigests(t, imgs["arm64"])[1]
+	before := reg.BlobGets(layer)
 	retagged := ref
 	retagged.Tag = "latest"
 	r, err := s.Install(t.Context(), retagged)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reg.blobGets(layer) != before {
+	if reg.BlobGets(layer) != before {
 		t.Error("a tag-only change downloaded the image again")
 	}
 	if r.ImageReference != retagged.String() {
@@ -127,9 +129,9 @@ func TestTagOnlyChangeReusesRelease(t *testing.T) {
 }
 
 func TestWrongArchSingleImageRefused(t *testing.T) {
-	reg := newTestRegistry(t)
-	img := testImage(t, "linux", "amd64", executorLayers(t, "amd64", readTestdata(t, "fake-bun.sh")))
-	ref := reg.push(t, "executor/selfhost:amd64-only", img, nil)
+	reg := ocitest.NewRegistry(t, nil)
+	img := ocitest.Image(t, "linux", "amd64", ocitest.ExecutorLayers(t, "amd64", readTestdata(t, "fake-bun.sh")))
+	ref := push(t, reg, "executor/selfhost:amd64-only", img, nil)
 	s, _ := newStore(t, reg, "arm64")
 	_, err := s.Install(t.Context(), ref)
 	if err == nil || !strings.Contains(err.Error(), "is for linux/amd64, this box needs linux/arm64") {
@@ -141,10 +143,10 @@ func TestWrongArchSingleImageRefused(t *testing.T) {
 }
 
 func TestCorruptBlobRefusedAndCurrentUntouched(t *testing.T) {
-	reg := newTestRegistry(t)
+	reg := ocitest.NewRegistry(t, nil)
 	bun := readTestdata(t, "fake-bun.sh")
-	good := testImage(t, "linux", "arm64", executorLayers(t, "arm64", bun))
-	goodRef := reg.push(t, "executor/selfhost:v1", good, nil)
+	good := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", bun))
+	goodRef := push(t, reg, "executor/selfhost:v1", good, nil)
 	s, _ := newStore(t, reg, "arm64")
 	if _, err := s.Install(t.Context(), goodRef); err != nil {
 		t.Fatal(err)
@@ -152,9 +154,9 @@ func TestCorruptBlobRefusedAndCurrentUntouched(t *testing.T) {
 	link := readLink(t, filepath.Join(s.Root, "current"))
 	before := treeSnapshot(t, filepath.Join(s.Root, "releases"))
 
-	bad := testImage(t, "linux", "arm64", executorLayers(t, "arm64-v2", bun))
-	badRef := reg.push(t, "executor/selfhost:v2", bad, nil)
-	reg.setFault(layerDigests(t, bad)[1], faultCorrupt)
+	bad := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64-v2", bun))
+	badRef := push(t, reg, "executor/selfhost:v2", bad, nil)
+	reg.SetFault(ocitest.LayerDigests(t, bad)[1], ocitest.FaultCorrupt)
 	_, err := s.Install(t.Context(), badRef)
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "digest") {
 		t.Fatalf("got %v, want a digest refusal", err)
@@ -171,19 +173,19 @@ func TestStallDeadline(t *testing.T) {
 	bun := readTestdata(t, "fake-bun.sh")
 	tests := []struct {
 		name    string
-		fault   fault
+		fault   ocitest.Fault
 		wantErr bool
 	}{
-		{"stalled server is stopped", faultStall, true},
-		{"slow server completes", faultSlow, false},
+		{"stalled server is stopped", ocitest.FaultStall, true},
+		{"slow server completes", ocitest.FaultSlow, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := newTestRegistry(t)
-			img := testImage(t, "linux", "arm64", executorLayers(t, "arm64", bun+"# "+randomHex(t, 128<<10)+"\n"))
-			ref := reg.push(t, "executor/selfhost:v1", img, nil)
-			layer := layerDigests(t, img)[0]
-			reg.setFault(layer, tt.fault)
+			reg := ocitest.NewRegistry(t, nil)
+			img := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", bun+"# "+randomHex(t, 128<<10)+"\n"))
+			ref := push(t, reg, "executor/selfhost:v1", img, nil)
+			layer := ocitest.LayerDigests(t, img)[0]
+			reg.SetFault(layer, tt.fault)
 			s, _ := newStore(t, reg, "arm64")
 			s.PullOptions.StallTimeout = time.Second
 			start := time.Now()
@@ -219,22 +221,22 @@ func randomHex(t *testing.T, n int) string {
 }
 
 func TestFailedPullKeepsCompletedBlobs(t *testing.T) {
-	reg := newTestRegistry(t)
-	img := testImage(t, "linux", "arm64", executorLayers(t, "arm64", readTestdata(t, "fake-bun.sh")))
-	ref := reg.push(t, "executor/selfhost:v1", img, nil)
-	layers := layerDigests(t, img)
-	reg.setFault(layers[2], faultStall)
+	reg := ocitest.NewRegistry(t, nil)
+	img := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", readTestdata(t, "fake-bun.sh")))
+	ref := push(t, reg, "executor/selfhost:v1", img, nil)
+	layers := ocitest.LayerDigests(t, img)
+	reg.SetFault(layers[2], ocitest.FaultStall)
 	s, _ := newStore(t, reg, "arm64")
 	s.PullOptions.StallTimeout = time.Second
 	if _, err := s.Pull(t.Context(), ref); !errors.Is(err, ErrStalled) {
 		t.Fatalf("first attempt: %v, want ErrStalled", err)
 	}
-	firstGets := reg.blobGets(layers[0])
-	reg.setFault(layers[2], faultNone)
+	firstGets := reg.BlobGets(layers[0])
+	reg.SetFault(layers[2], ocitest.FaultNone)
 	if _, err := s.Pull(t.Context(), ref); err != nil {
 		t.Fatal(err)
 	}
-	if got := reg.blobGets(layers[0]); got != firstGets {
+	if got := reg.BlobGets(layers[0]); got != firstGets {
 		t.Fatalf("layer 1 fetched %d times after the retry, %d before: the cache was not reused", got, firstGets)
 	}
 }

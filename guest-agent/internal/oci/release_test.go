@@ -7,12 +7,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
 func TestValidationFailureInstallsNothing(t *testing.T) {
-	reg := newTestRegistry(t)
-	img := testImage(t, "linux", "arm64", executorLayers(t, "arm64", readTestdata(t, "broken-bun.sh")))
-	ref := reg.push(t, "executor/selfhost:broken", img, nil)
+	reg := ocitest.NewRegistry(t, nil)
+	img := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", readTestdata(t, "broken-bun.sh")))
+	ref := push(t, reg, "executor/selfhost:broken", img, nil)
 	s, _ := newStore(t, reg, "arm64")
 	_, err := s.Install(t.Context(), ref)
 	if err == nil || !strings.Contains(err.Error(), "Could not resolve") {
@@ -55,9 +57,9 @@ func TestLockReapsStaleTemporaries(t *testing.T) {
 }
 
 func TestProgramSpec(t *testing.T) {
-	reg := newTestRegistry(t)
-	idx, imgs := twoArchIndex(t, readTestdata(t, "fake-bun.sh"))
-	ref := reg.push(t, "executor/selfhost:v1", nil, idx)
+	reg := ocitest.NewRegistry(t, nil)
+	idx, imgs := ocitest.TwoArchIndex(t, readTestdata(t, "fake-bun.sh"))
+	ref := push(t, reg, "executor/selfhost:v1", nil, idx)
 	s, _ := newStore(t, reg, "arm64")
 	if _, err := Program(s.Root, DefaultDataDir, 4788); err == nil {
 		t.Fatal("a program without a release")
@@ -69,7 +71,7 @@ func TestProgramSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := filepath.Join(s.Root, "releases", strings.TrimPrefix(imageDigest(t, imgs["arm64"]), "sha256:"))
+	rel := filepath.Join(s.Root, "releases", strings.TrimPrefix(ocitest.ImageDigest(t, imgs["arm64"]), "sha256:"))
 	want := ProgramSpec{
 		Name:    "executor",
 		Command: []string{rel + "/usr/local/bin/bun", "run", "src/serve.ts"},
