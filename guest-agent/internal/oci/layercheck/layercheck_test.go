@@ -7,43 +7,21 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
-type ent struct {
-	name string
-	typ  byte
-	body string
-	link string
-}
+// Short names for ocitest's layer builders.
+type ent = ocitest.Entry
 
-func file(name, body string) ent        { return ent{name: name, typ: tar.TypeReg, body: body} }
-func dir(name string) ent               { return ent{name: name, typ: tar.TypeDir} }
-func symlink(name, target string) ent   { return ent{name: name, typ: tar.TypeSymlink, link: target} }
-func hardlink(name, target string) ent  { return ent{name: name, typ: tar.TypeLink, link: target} }
-func special(name string, typ byte) ent { return ent{name: name, typ: typ} }
-
-func tarBytes(t testing.TB, ents []ent) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range ents {
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, ModTime: time.Unix(1700000000, 0)}
-		if e.typ == tar.TypeReg {
-			hdr.Size = int64(len(e.body))
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body[:hdr.Size])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+var (
+	file     = ocitest.File
+	dir      = ocitest.Dir
+	symlink  = ocitest.Symlink
+	hardlink = ocitest.Hardlink
+	special  = ocitest.Special
+	tarBytes = ocitest.Tar
+)
 
 func TestRules(t *testing.T) {
 	tests := []struct {
