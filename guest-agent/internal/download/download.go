@@ -96,7 +96,7 @@ func New(opts Options) *Client {
 		opts.MaxBytes = 1 << 30
 	}
 	if opts.Sleep == nil {
-		opts.Sleep = sleep
+		opts.Sleep = Sleep
 	}
 	dialer := &net.Dialer{Timeout: opts.ConnectTimeout}
 	tr := &http.Transport{
@@ -301,7 +301,9 @@ func checkHTTPS(rawURL string) error {
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx is done, then returns ctx's error; it is
+// the default Options.Sleep (and provision's retry pause).
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

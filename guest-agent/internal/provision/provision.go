@@ -89,7 +89,7 @@ func New(cfg Config) (*Provisioner, error) {
 		return nil, err
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = download.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -248,17 +248,6 @@ func (p *Provisioner) stepEvent(step string, st protocol.StepState, lvl protocol
 func (p *Provisioner) progress(step string, cur, total int) {
 	p.emit(protocol.Event{Type: protocol.EventProgress, Level: protocol.LevelInfo, Step: step, Message: "provisioning",
 		Progress: &protocol.Progress{Current: int64(cur), Total: int64(total), Unit: "steps"}})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // exists reports whether path exists (without following a final symlink).
