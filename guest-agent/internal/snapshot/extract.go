@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
 )
@@ -24,21 +25,14 @@ import (
 var ErrUnsafeEntry = errors.New("unsafe archive entry")
 
 // CleanName turns an archive entry name into a slash path relative to the
-// destination ("" for the top), rejecting names that leave it.
+// destination ("" for the top), rejecting names that leave it: the rules of
+// layercheck.CleanParts (empty, NUL, absolute, any "..").
 func CleanName(name string) (string, error) {
-	if name == "" || strings.ContainsRune(name, 0) || strings.HasPrefix(name, "/") {
+	parts, rule := layercheck.CleanParts(name)
+	if rule != "" {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)
 	}
-	for _, part := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
-		if part == ".." {
-			return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)
-		}
-	}
-	rel := path.Clean(name)
-	if rel == "." {
-		return "", nil
-	}
-	return rel, nil
+	return strings.Join(parts, "/"), nil
 }
 
 // extractOptions tune one extraction.
