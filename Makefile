@@ -6,16 +6,19 @@ LDFLAGS  := -s -w -X $(MOD)/shared/buildinfo.Version=$(VERSION)
 GO       ?= go
 BIN      := bin
 ARCHES   := arm64 amd64
-# containers/image (the agent's image pull) needs this tag to build without
-# cgo gpgme; exported through GOFLAGS so build, vet, test, bench, fuzz and
-# lint (and the scripts they run) all see it.
+# containers/image (the Executor's image pull) needs this tag to build
+# without cgo gpgme. The pull lives in a helper binary built from the same
+# sources with the `oci` tag, so the agent that supervises the box and answers
+# every relay call stays lean. vet, test, bench, fuzz and lint see both tags
+# (through GOFLAGS), so the Executor's code is checked too; the builds below
+# name their tags explicitly.
 GOTAGS   := containers_image_openpgp
-export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GOTAGS))
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GOTAGS),oci)
 
 SHARED_SRC := $(shell find shared go.mod go.sum -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null)
 HOST_SRC   := $(shell find host -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null) $(SHARED_SRC)
 AGENT_SRC  := $(shell find guest-agent -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null) $(SHARED_SRC)
-AGENTS     := $(foreach a,$(ARCHES),$(BIN)/hermes-box-agent-linux-$(a))
+AGENTS     := $(foreach a,$(ARCHES),$(BIN)/hermes-box-agent-linux-$(a) $(BIN)/hermes-box-agent-oci-linux-$(a))
 
 .DEFAULT_GOAL := help
 
@@ -24,7 +27,7 @@ help: ## Show this help
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: $(BIN)/hermes-box $(AGENTS) ## Build the host binary and the static agents
+build: $(BIN)/hermes-box $(AGENTS) ## Build the host binary, the static agents and their Executor helpers
 
 # The version stamp changes only when the version does, so an unchanged tree
 # rebuilds nothing.
@@ -37,6 +40,9 @@ $(BIN)/hermes-box: $(HOST_SRC) $(BIN)/.version
 
 $(BIN)/hermes-box-agent-linux-%: $(AGENT_SRC) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags '$(GOTAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
+
+$(BIN)/hermes-box-agent-oci-linux-%: $(AGENT_SRC) $(BIN)/.version
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags '$(GOTAGS),oci' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
 
 .PHONY: init
 init: build ## Build, then create the box (hermes-box init)

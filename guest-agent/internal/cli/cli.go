@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +50,8 @@ type verb struct {
 type exitError struct {
 	code int
 	err  error
+	// quiet says the status was already reported (by a child process).
+	quiet bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -105,7 +108,8 @@ func dispatch(ctx context.Context, e *env, argv []string, fromRelay bool) error 
 	return v.run(ctx, e, argv[1:])
 }
 
-// exitCode reports err once on stderr and maps it to a status.
+// exitCode reports err once on stderr and maps it to a status. A quiet
+// exit status (a child that already reported) adds nothing.
 func exitCode(e *env, err error) int {
 	if err == nil {
 		return 0
@@ -114,9 +118,22 @@ func exitCode(e *env, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
+		if ee.quiet {
+			return code
+		}
 	}
 	_ = e.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelError, Message: err.Error()})
 	return code
+}
+
+// writeJSON writes v as indented JSON, the verbs' data format on stdout.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing the result: %w", err)
+	}
+	return nil
 }
 
 func printUsage(w io.Writer) {

@@ -1,9 +1,10 @@
+//go:build oci
+
 package cli
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -373,15 +374,6 @@ func chownToRuntimeUser(root string, paths ...string) error {
 		if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build oci
+
 package cli
 
 import (

@@ -87,12 +87,21 @@ func (a *app) installAgent(ctx context.Context, name string) error {
 		// smolvm cp does not keep the executable bit.
 		err = a.execOK(ctx, name, "/bin/chmod", "0755", relay.AgentPath)
 	}
+	if err == nil && a.cfg.ExecutorEnabled {
+		err = a.vm.CopyIn(ctx, name, a.ociHelperBinary(), ociHelperPath)
+		if err == nil {
+			err = a.execOK(ctx, name, "/bin/chmod", "0755", ociHelperPath)
+		}
+	}
 	if err == nil {
 		err = a.vm.CopyIn(ctx, name, a.cfg.SSHKeyPath()+keys.PubSuffix, guestAuthorizedKeys)
 	}
 	done(err)
 	return err
 }
+
+// ociHelperPath is where the agent looks for its Executor helper: beside it.
+const ociHelperPath = relay.AgentPath + "-oci"
 
 // execOK runs a short command in the machine and wants status 0.
 func (a *app) execOK(ctx context.Context, name string, argv ...string) error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,10 +198,15 @@ func TestInitWithExecutor(t *testing.T) {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
 	}
 	var create string
+	helperCopied := false
 	for _, l := range lines(r.calls) {
 		if strings.HasPrefix(l, "machine create --name hermes-box ") {
 			create = l
 		}
+		helperCopied = helperCopied || l == "machine cp $ROOT/bin/hermes-box-agent-oci-linux-"+runtime.GOARCH+" hermes-builder:/usr/local/sbin/hermes-box-agent-oci"
+	}
+	if !helperCopied {
+		t.Errorf("init did not copy the agent's Executor helper into the builder:\n%s", r.calls)
 	}
 	for _, want := range []string{fmt.Sprintf(" -p %d:22 -p %d:4788 ", h.port, port), " -e HERMES_BOX_EXECUTOR_ENABLED=true ",
 		" -e HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(port) + " ", " -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/rhyssullivan/executor-selfhost:"} {

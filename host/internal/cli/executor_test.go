@@ -77,7 +77,7 @@ func buildAgent(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "hermes-box-agent")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "containers_image_openpgp", "-o", bin, "./guest-agent")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "containers_image_openpgp,oci", "-o", bin, "./guest-agent")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

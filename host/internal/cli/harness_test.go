@@ -111,6 +111,8 @@ func newHarness(t *testing.T, conf ...string) *harness {
 	h.write("Smolfile", h.moduleFile("Smolfile"))
 	h.write("bin/"+h.agentFn, readFile(t, bins.testAgent))
 	must(t, os.Chmod(filepath.Join(h.root, "bin", h.agentFn), 0o755))
+	// The Executor helper: the full agent (built with the oci tag).
+	h.write("bin/hermes-box-agent-oci-linux-"+runtime.GOARCH, readFile(t, bins.agent))
 	lines := append([]string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(h.port)}, conf...)
 	h.write("hermes-box.conf", strings.Join(lines, "\n")+"\n")
 	table := filepath.Join(t.TempDir(), "boot-table.json")

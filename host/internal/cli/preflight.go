@@ -46,6 +46,12 @@ func (a *app) agentBinary() string {
 	return filepath.Join(a.cfg.ProjectRoot, "bin", "hermes-box-agent-linux-"+runtime.GOARCH)
 }
 
+// ociHelperBinary is the agent's Executor helper (the image pull) for the
+// guest's architecture; a box gets it only when the Executor is enabled.
+func (a *app) ociHelperBinary() string {
+	return filepath.Join(a.cfg.ProjectRoot, "bin", "hermes-box-agent-oci-linux-"+runtime.GOARCH)
+}
+
 // preflight checks everything init needs before it changes anything.
 func (a *app) preflight(ctx context.Context, documents []string) error {
 	var errs []error
@@ -70,6 +76,11 @@ func (a *app) preflight(ctx context.Context, documents []string) error {
 	}
 	if info, err := os.Stat(a.agentBinary()); err != nil || !info.Mode().IsRegular() {
 		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", a.agentBinary()))
+	}
+	if a.cfg.ExecutorEnabled {
+		if info, err := os.Stat(a.ociHelperBinary()); err != nil || !info.Mode().IsRegular() {
+			add(fmt.Errorf("the Executor is enabled but the agent's Executor helper is missing: %s (run make build)", a.ociHelperBinary()))
+		}
 	}
 	for _, d := range documents {
 		if info, err := os.Stat(d); err != nil || !info.Mode().IsRegular() {

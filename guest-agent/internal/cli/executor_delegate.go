@@ -1,0 +1,73 @@
+//go:build !oci
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+)
+
+// OCIHelperName is the Executor helper installed beside the agent. The
+// image pull links containers/image and umoci, which would triple the
+// agent's size, memory and start-up time for every relay call and for the
+// supervisor; so the lean agent hands `executor` to the helper, built from
+// the same sources with the `oci` tag.
+const OCIHelperName = "hermes-box-agent-oci"
+
+func init() { register(executorDelegateVerb) }
+
+var executorDelegateVerb = verb{
+	name:    "executor",
+	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
+	relay:   true,
+	run:     runExecutorDelegate,
+}
+
+// runExecutorDelegate runs the helper with the same arguments: `run`
+// replaces this process (the supervisor's pid becomes bun's), anything else
+// runs as a child sharing stdin, stdout and stderr, whose exit status is
+// passed on as is.
+func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	helper, err := ociHelperPath()
+	if err != nil {
+		return err
+	}
+	argv := append([]string{helper, "--root", e.root, "executor"}, args...)
+	if len(args) > 0 && args[0] == "run" {
+		if err := syscall.Exec(helper, argv, os.Environ()); err != nil {
+			return fmt.Errorf("starting %s: %w", helper, err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, helper, argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.In, e.Out, e.Err
+	err = cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return &exitError{code: exitErr.ExitCode(), err: err, quiet: true}
+	}
+	if err != nil {
+		return fmt.Errorf("running %s: %w", helper, err)
+	}
+	return nil
+}
+
+// ociHelperPath finds the helper beside this executable.
+func ociHelperPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the agent's own path: %w", err)
+	}
+	helper := filepath.Join(filepath.Dir(self), OCIHelperName)
+	if _, err := os.Stat(helper); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("the Executor needs %s beside the agent; this box was built without the Executor (set HERMES_BOX_EXECUTOR_ENABLED=true and run init)", helper)
+	} else if err != nil {
+		return "", fmt.Errorf("checking %s: %w", helper, err)
+	}
+	return helper, nil
+}

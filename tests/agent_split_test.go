@@ -1,0 +1,77 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildAgent builds ./guest-agent with the given build tags into out.
+func buildAgent(t *testing.T, out, tags string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", tags, "-o", out, "./guest-agent")
+	cmd.Dir = moduleRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %s: %v\n%s", tags, err, b)
+	}
+}
+
+// TestLeanAgentLinksNoImageLibraries keeps containers/image and umoci out
+// of the agent that supervises the box and answers every relay call.
+func TestLeanAgentLinksNoImageLibraries(t *testing.T) {
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "containers_image_openpgp", "./guest-agent")
+	cmd.Dir = moduleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, forbidden := range []string{"go.podman.io/", "github.com/opencontainers/umoci", "github.com/google/go-containerregistry"} {
+		if strings.Contains(string(out), forbidden) {
+			t.Errorf("the lean agent links %s", forbidden)
+		}
+	}
+}
+
+// TestLeanAgentHandsExecutorToItsHelper shows the lean agent's `executor`
+// verb is the helper's, output and exit status alike, and fails clearly
+// when the helper is not installed.
+func TestLeanAgentHandsExecutorToItsHelper(t *testing.T) {
+	bin := t.TempDir()
+	lean, helper := filepath.Join(bin, "hermes-box-agent"), filepath.Join(bin, "hermes-box-agent-oci")
+	buildAgent(t, lean, "containers_image_openpgp")
+	buildAgent(t, helper, "containers_image_openpgp,oci")
+	root := t.TempDir()
+	run := func(exe string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		cmd := exec.CommandContext(t.Context(), exe, append([]string{"--root", root}, args...)...)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	for _, args := range [][]string{{"executor", "status"}, {"executor", "frobnicate"}} {
+		wantCode, wantOut, _ := run(helper, args...)
+		code, out, errs := run(lean, args...)
+		if code != wantCode || out != wantOut {
+			t.Errorf("%v: lean agent exit %d stdout %q; helper exit %d stdout %q (stderr %s)", args, code, out, wantCode, wantOut, errs)
+		}
+	}
+	if code, _, _ := run(lean, "executor", "frobnicate"); code == 0 {
+		t.Error("an unknown executor subcommand succeeded")
+	}
+	if err := os.Remove(helper); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(lean, "executor", "status")
+	if code != 1 || !strings.Contains(errs, "hermes-box-agent-oci") {
+		t.Fatalf("without the helper: exit %d, stderr %s", code, errs)
+	}
+}
