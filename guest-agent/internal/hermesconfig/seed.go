@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -56,6 +57,13 @@ var Settings = []Setting{
 // Seed returns data with every Setting applied; name is used in errors.
 // When nothing needs to change it returns data itself.
 func Seed(name string, data []byte) ([]byte, error) {
+	// yaml.v3 reads a UTF-16 byte-order mark as an encoding switch, so
+	// bytes kept verbatim (comments above a new mapping) could turn the
+	// written file into something else on the next read: only UTF-8 text
+	// is edited.
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%s: not UTF-8 text; refusing to edit it", name)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
