@@ -165,7 +165,11 @@ func waitHealth(t *testing.T, root, what string, cond func(*health.Report) bool)
 	}
 }
 
-func TestBootRunsExecutor(t *testing.T) {
+// executorRegistry serves a stand-in Executor image from a registry inside
+// a fresh network namespace, where boot's fixed ports are free, and returns
+// the namespace, the registry and the image's pinned reference.
+func executorRegistry(t *testing.T) (*netns, *ocitest.Registry, string) {
+	t.Helper()
 	ns := newNetns(t)
 	var ln net.Listener
 	var err error
@@ -175,6 +179,11 @@ func TestBootRunsExecutor(t *testing.T) {
 	}
 	reg := ocitest.NewRegistry(t, ln)
 	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
+	return ns, reg, ref
+}
+
+func TestBootRunsExecutor(t *testing.T) {
+	ns, reg, ref := executorRegistry(t)
 	b := startExecutorBox(t, ns, reg, ref)
 
 	svcs := waitServices(t, b.root, "every program RUNNING", func(m map[string]health.Service) bool {
@@ -224,15 +233,7 @@ func TestBootRunsExecutor(t *testing.T) {
 }
 
 func TestBootExecutorBadDigest(t *testing.T) {
-	ns := newNetns(t)
-	var ln net.Listener
-	var err error
-	ns.do(func() { ln, err = net.Listen("tcp", "127.0.0.1:0") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := ocitest.NewRegistry(t, ln)
-	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
+	ns, reg, ref := executorRegistry(t)
 	b := startExecutorBox(t, ns, reg, badDigest(ref))
 
 	waitServices(t, b.root, "executor backing off after a failed pull", func(m map[string]health.Service) bool {
