@@ -75,8 +75,9 @@ func TestBinariesDoNotImportEachOther(t *testing.T) {
 }
 
 func TestAgentStaysLean(t *testing.T) {
-	// containers/image and umoci belong in the agent only where the design
-	// puts them (internal/oci); never cobra or anything cgo-only.
+	// The agent's command line uses the flag package, in the lean agent and
+	// in its Executor helper alike; the image libraries are fenced out of
+	// the lean agent by TestLeanAgentLinksNoImageLibraries.
 	for pkg, ds := range deps(t, "./guest-agent/...") {
 		for _, d := range ds {
 			if strings.HasPrefix(d, "github.com/spf13/cobra") {
