@@ -37,6 +37,9 @@ type proc struct {
 	mu      sync.Mutex
 	st      Status
 	changed chan struct{}
+	// runs counts the times the program entered RUNNING, so a waiter that
+	// misses a short RUNNING (a program that exits at once) still sees it.
+	runs int
 
 	// Owned by loop.
 	timer   *time.Timer
@@ -87,6 +90,9 @@ func (p *proc) update(f func(*Status)) {
 	p.mu.Lock()
 	from := p.st.State
 	f(&p.st)
+	if p.st.State == Running && from != Running {
+		p.runs++
+	}
 	ev := Event{Program: p.p.Name, From: from, To: p.st.State, PID: p.st.PID}
 	close(p.changed)
 	p.changed = make(chan struct{})
@@ -100,6 +106,13 @@ func (p *proc) update(f func(*Status)) {
 }
 
 func (p *proc) setState(st State) { p.update(func(s *Status) { s.State = st }) }
+
+// runCount is how many times the program has entered RUNNING.
+func (p *proc) runCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runs
+}
 
 // wait blocks until until(state) holds or ctx ends.
 func (p *proc) wait(ctx context.Context, until func(State) bool) (Status, error) {

@@ -155,14 +155,19 @@ func (s *Supervisor) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	before := p.runCount()
 	if err := p.request(ctx, cmdStart); err != nil {
 		return err
 	}
-	st, err := p.wait(ctx, func(st State) bool { return st != Starting && st != Backoff })
+	// Started means it reached RUNNING, even if it has exited since (a
+	// program with startsecs 0 that ends at once may be EXITED, or already
+	// STARTING again, by the time this looks).
+	started := func() bool { return p.runCount() > before }
+	st, err := p.wait(ctx, func(st State) bool { return st != Starting && st != Backoff || started() })
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	if st.State != Running {
+	if st.State != Running && !started() {
 		return fmt.Errorf("starting %s: %s (%s)", name, st.State, st.Description())
 	}
 	return nil

@@ -378,3 +378,26 @@ func TestStartWaitsForStartTime(t *testing.T) {
 		t.Fatalf("stop with a cancelled context: %v", err)
 	}
 }
+
+// TestStartCountsAShortRun shows Start succeeds for a program that reaches
+// RUNNING (startsecs 0) and exits before the caller looks: it started.
+// Before runCount, such a Start saw EXITED and failed now and then.
+func TestStartCountsAShortRun(t *testing.T) {
+	for _, restart := range []Restart{RestartNever, RestartAlways} {
+		t.Run(string(restart), func(t *testing.T) {
+			s, err := New([]Program{{Name: "blink", Command: []string{"true"}, AutoRestart: restart}}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i := range 30 {
+				if err := s.Start(t.Context(), "blink"); err != nil {
+					t.Fatalf("start %d: %v", i, err)
+				}
+				if err := s.Stop(t.Context(), "blink"); err != nil {
+					t.Fatalf("stop %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
