@@ -234,7 +234,7 @@ func TestOrphanIsReaped(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "orphan.pid")
 			prog := Program{
 				Name: "leaver", AutoStart: true,
-				Command: []string{"/bin/sh", "-c", `(sleep 0.5 & echo $! > "$1"); exec sleep 1000`, "sh", pidFile},
+				Command: []string{"/bin/sh", "-c", `(sleep 2 & echo $! > "$1"); exec sleep 1000`, "sh", pidFile},
 			}
 			progs, _ := json.Marshal([]Program{prog})
 			exe, _ := os.Executable()
@@ -252,10 +252,13 @@ func TestOrphanIsReaped(t *testing.T) {
 				}
 			}()
 			orphan := readPID(t, pidFile)
-			if _, ppid := procState(t, orphan); ppid != cmd.Process.Pid {
-				t.Fatalf("orphan %d has parent %d, want the subreaper %d", orphan, ppid, cmd.Process.Pid)
-			}
-			time.Sleep(700 * time.Millisecond) // the orphan exits after 0.5 s
+			// The pid file is written before the subshell that forked the
+			// orphan exits; the orphan is reparented once it has.
+			eventually(t, 1500*time.Millisecond, "the orphan reparented to the subreaper", func() bool {
+				_, ppid := procState(t, orphan)
+				return ppid == cmd.Process.Pid
+			})
+			time.Sleep(2200 * time.Millisecond) // the orphan exits after 2 s
 			if reap {
 				eventually(t, 5*time.Second, "orphan reaped", func() bool { st, _ := procState(t, orphan); return st == "" })
 				return
