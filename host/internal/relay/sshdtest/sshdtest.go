@@ -152,7 +152,8 @@ func (s *Server) config(hostKeyPath string) string {
 }
 
 // Config is an sshd_config for 127.0.0.1:port that admits user with the
-// keys in authorizedKeys only; extra lines are appended.
+// keys in authorizedKeys only; extra lines are appended, except that the
+// variables of extra SetEnv lines join the one SetEnv line sshd honours.
 func Config(port int, hostKeyPath, authorizedKeys, user string, extra ...string) string {
 	lines := []string{
 		"Port " + strconv.Itoa(port),
@@ -168,12 +169,36 @@ func Config(port int, hostKeyPath, authorizedKeys, user string, extra ...string)
 		"AllowUsers " + user,
 		"MaxStartups 100:30:200",
 		"AcceptEnv TERM COLORTERM TERM_PROGRAM TERM_PROGRAM_VERSION",
+		// sshd runs every command through the user's login shell, and
+		// bash sources ~/.bashrc (and /etc/bash.bashrc) for a command run
+		// by sshd when it is a top-level shell. In the box that is
+		// boxadmin's skeleton .bashrc, which returns at once for a
+		// non-interactive shell; here it would be the developer's own
+		// (on the CI image, root's runs `pyenv init`: ~100 ms per
+		// session, more than the relay call itself). Starting sessions
+		// at level 1 makes the shell level 2, so bash reads neither
+		// file and a session costs what it costs in the box.
+		"SetEnv " + SessionShellLevel,
 	}
+	setEnv := len(lines) - 1
 	if os.Geteuid() == 0 {
 		lines = append(lines, "PermitRootLogin prohibit-password")
 	}
-	return strings.Join(append(lines, extra...), "\n") + "\n"
+	for _, line := range extra {
+		// sshd takes the first SetEnv line only, so extra ones are
+		// folded into it.
+		if vars, ok := strings.CutPrefix(line, "SetEnv "); ok {
+			lines[setEnv] += " " + vars
+			continue
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
+
+// SessionShellLevel is set in every session of a Server, so the login
+// shell running a command reads no startup files (see Config).
+const SessionShellLevel = "SHLVL=1"
 
 // waitBanner polls until sshd accepts and sends its version line.
 func (s *Server) waitBanner() error {
