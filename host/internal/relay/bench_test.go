@@ -36,6 +36,24 @@ func BenchmarkRelayHealth(b *testing.B) {
 	}
 }
 
+// BenchmarkRelayHealthDial measures one `health --json` relay call that
+// dials its own connection, as one `hermes-box status` does: the SSH
+// handshake in-process plus everything BenchmarkRelayHealth measures.
+func BenchmarkRelayHealthDial(b *testing.B) {
+	f := newSSHDFixture(b)
+	tr := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay")
+	relayHealth(b, tr)
+	req := request("health", "--json")
+	var stdout bytes.Buffer
+	for b.Loop() {
+		stdout.Reset()
+		code, err := tr.Run(b.Context(), req, nil, &stdout, nil)
+		if err != nil || code != 0 || stdout.Len() == 0 {
+			b.Fatalf("Run = %d, %v with %d bytes of stdout", code, err, stdout.Len())
+		}
+	}
+}
+
 // BenchmarkOpenSSHSpawnHealth measures the alternative: spawning the system
 // ssh client for every call, with a full handshake each time.
 func BenchmarkOpenSSHSpawnHealth(b *testing.B) {
