@@ -222,3 +222,51 @@ func TestRestoreCandidateFailure(t *testing.T) {
 	}
 	expectHealthy(t, h, "after the failed restore")
 }
+
+// TestInterruptedRestoreBlocksOtherCommands stands in for a restore killed
+// after the cut-over deleted the original box: the original is only in its
+// safety snapshot and the journal names it. Every command that would touch
+// the machines refuses, naming that backup, until `restore` of it brings
+// the original back and clears the journal.
+func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	h.writeNote("original\n")
+	safety := strings.TrimSpace(mustRun(t, h, "snapshot", "pre-restore").stdout)
+	h.writeNote("later\n")
+	other := strings.TrimSpace(mustRun(t, h, "snapshot", "other").stdout)
+	mustRun(t, h, "destroy", "--force")
+	journal := filepath.Join(h.root, "state", "restore-journal")
+	h.write("state/restore-journal", "machine="+machine+"\nsafety="+safety+"\n")
+
+	for _, args := range [][]string{
+		{"start"}, {"stop"}, {"restart"}, {"destroy", "--force"}, {"init"}, {"ssh", "true"}, {"status"},
+		{"snapshot", "x"}, {"package", "y"}, {"restore", other},
+	} {
+		r := h.run(args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "interrupted restore") || !strings.Contains(r.stderr, "hermes-box restore "+safety) {
+			t.Errorf("%v exited %d with stderr:\n%s", args, r.code, r.stderr)
+		}
+		if i := index(r.calls, `^machine (create|start|stop|delete)`); i >= 0 {
+			t.Errorf("%v changed a machine: %s", args, r.calls[i].line)
+		}
+	}
+	h.write("state/restore-journal", "machine="+machine+"\n")
+	if r := h.run("start"); r.code == 0 || !strings.Contains(r.stderr, "inspect or remove "+journal) {
+		t.Errorf("start with an unreadable journal exited %d with stderr:\n%s", r.code, r.stderr)
+	}
+	h.write("state/restore-journal", "machine="+machine+"\nsafety="+safety+"\n")
+
+	r := mustRun(t, h, "restore", safety)
+	if !strings.Contains(r.stderr, "recovering the original machine") {
+		t.Errorf("the recovering restore did not say so:\n%s", r.stderr)
+	}
+	if got := h.readNote(); got != "original\n" {
+		t.Errorf("note after recovery = %q, want the original's", got)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Errorf("the journal outlived the recovery: %v", err)
+	}
+	expectHealthy(t, h, "after the recovery")
+	mustRun(t, h, "stop")
+}

@@ -85,26 +85,18 @@ func loadBoxEnv(cmd *cobra.Command) (*boxEnv, error) {
 		stdout: a.stdout, backups: cfg.BackupsDir()}, nil
 }
 
-// locked takes the operation lock (which reaps leftover files), deletes
-// candidate machines an interrupted restore left, refuses to go on while
-// an interrupted cut-over's journal says where the original is, then runs
-// fn.
+// locked takes the operation lock (which reaps leftover files and refuses
+// while an interrupted cut-over's journal stands, unless this is the
+// restore that recovers it), deletes candidate machines an interrupted
+// restore left, then runs fn.
 func (e *boxEnv) locked(ctx context.Context, fn func() error) error {
-	return e.app.withLock(func() error {
+	return e.app.withLockResuming(e.resume, func() error {
 		removed, err := backup.ReapCandidates(ctx, e.ops(), e.cfg.MachineName)
 		for _, n := range removed {
 			e.app.ui.Info("removed the leftover candidate machine %s", n)
 		}
 		if err != nil {
 			return fmt.Errorf("reaping candidate machines: %w", err)
-		}
-		safety, err := backup.Interrupted(e.cfg.StateDir())
-		if err == nil && safety != "" && safety == e.resume {
-			e.app.ui.Warn("recovering the original machine of an interrupted restore from %s", safety)
-			return fn()
-		}
-		if err != nil || safety != "" {
-			return fmt.Errorf("an interrupted restore left the original machine in %s; restore it with `hermes-box restore %s` (%v)", safety, safety, err)
 		}
 		return fn()
 	})

@@ -31,6 +31,10 @@ func (a *app) machineState(ctx context.Context, name string) (smolvm.Machine, er
 		return smolvm.Machine{}, err
 	}
 	if !exists {
+		// After an interrupted restore, init is not the way back.
+		if err := a.checkInterruptedRestore(""); err != nil {
+			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
+		}
 		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
 	}
 	return a.vm.Status(ctx, name)

@@ -84,12 +84,42 @@ func (a *app) reapStale() {
 	}
 }
 
-// withLock runs fn under the operation lock.
+// withLock runs fn under the operation lock, unless a restore's cut-over
+// was interrupted: then the box may be missing or half restored, and
+// nothing but the restore that recovers it runs (see withLockResuming).
 func (a *app) withLock(fn func() error) error {
+	return a.withLockResuming("", fn)
+}
+
+// withLockResuming is withLock for a restore of the backup resume, which is
+// allowed to run after an interrupted cut-over when resume is the safety
+// snapshot its journal names.
+func (a *app) withLockResuming(resume string, fn func() error) error {
 	unlock, err := a.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := a.checkInterruptedRestore(resume); err != nil {
+		return err
+	}
 	return fn()
+}
+
+// checkInterruptedRestore refuses while the restore journal stands, naming
+// the safety snapshot that holds the original box and how to recover.
+func (a *app) checkInterruptedRestore(resume string) error {
+	journal := filepath.Join(a.cfg.StateDir(), backup.JournalFile)
+	safety, err := backup.Interrupted(a.cfg.StateDir())
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the journal of an interrupted restore: %w; inspect or remove %s", err, journal)
+	case safety == "":
+		return nil
+	case safety == resume:
+		a.ui.Warn("recovering the original machine of an interrupted restore from %s", safety)
+		return nil
+	}
+	return fmt.Errorf("an interrupted restore left the original machine in the backup %s; "+
+		"recover it with `hermes-box restore %s` (or remove %s to abandon that restore)", safety, safety, journal)
 }
