@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-
 	"io"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -39,6 +38,8 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	if !req.Options.Stdin {
 		sub.In = emptyReader{}
 	}
+	ctx, stop := watchOutput(ctx, e.Out)
+	defer stop()
 	return dispatch(ctx, sub, req.Argv, true)
 }
 

@@ -170,11 +170,17 @@ type result struct {
 // run runs hermes-box with args; the smolvm calls it made are returned.
 func (h *harness) run(args ...string) result {
 	h.t.Helper()
+	return h.runInput("", args...)
+}
+
+// runInput is run with stdin.
+func (h *harness) runInput(stdin string, args ...string) result {
+	h.t.Helper()
 	before := len(h.calls())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
-	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
+	cmd := h.command(ctx, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -185,6 +191,13 @@ func (h *harness) run(args ...string) result {
 		h.t.Fatalf("running hermes-box %v: %v", args, err)
 	}
 	return r
+}
+
+// command is hermes-box with args in the harness's environment.
+func (h *harness) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
+	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
+	return cmd
 }
 
 // call is one recorded smolvm invocation, paths normalised.
