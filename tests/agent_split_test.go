@@ -9,13 +9,43 @@ import (
 	"testing"
 )
 
-// buildAgent builds ./guest-agent with the given build tags into out.
-func buildAgent(t *testing.T, out, tags string) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", tags, "-o", out, "./guest-agent")
-	cmd.Dir = moduleRoot(t)
+// buildAgent builds ./guest-agent with the given build tags into out;
+// extra are more `go build` flags.
+func buildAgent(tb testing.TB, out, tags string, extra ...string) {
+	tb.Helper()
+	args := append([]string{"build", "-tags", tags, "-o", out}, extra...)
+	cmd := exec.CommandContext(tb.Context(), "go", append(args, "./guest-agent")...)
+	cmd.Dir = moduleRoot(tb)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags %s: %v\n%s", tags, err, b)
+		tb.Fatalf("go build -tags %s: %v\n%s", tags, err, b)
+	}
+}
+
+// BenchmarkAgentSize reports the size of the lean agent and of its
+// Executor helper for linux/amd64, built as `make build` builds them
+// (static, -trimpath, stripped): the README's size figures.
+func BenchmarkAgentSize(b *testing.B) {
+	b.Setenv("CGO_ENABLED", "0")
+	b.Setenv("GOOS", "linux")
+	b.Setenv("GOARCH", "amd64")
+	dir := b.TempDir()
+	for _, a := range []struct{ name, tags string }{
+		{"agent", "containers_image_openpgp"},
+		{"oci-helper", "containers_image_openpgp,oci"},
+	} {
+		b.Run(a.name, func(b *testing.B) {
+			out := filepath.Join(dir, a.name)
+			var size int64
+			for b.Loop() {
+				buildAgent(b, out, a.tags, "-trimpath", "-ldflags", "-s -w")
+				fi, err := os.Stat(out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = fi.Size()
+			}
+			b.ReportMetric(float64(size)/1e6, "MB")
+		})
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 const mod = "github.com/hermes-box/hermes-box"
 
 // moduleRoot is the directory holding go.mod.
-func moduleRoot(t *testing.T) string {
+func moduleRoot(t testing.TB) string {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
 	if err != nil {
