@@ -3,7 +3,6 @@ package boot
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
 func needRoot(t *testing.T) {
@@ -46,39 +47,21 @@ func accounts(t *testing.T, root string) {
 	write(t, root, "etc/group", fmt.Sprintf("hermes:x:%d:\n", os.Getgid()), 0o644)
 }
 
-type entry struct {
-	name, body, link string
-	typ              byte
-	mode             int64
-}
-
-func tarball(t *testing.T, gz bool, entries ...entry) string {
+// tarball is a seed archive of entries (gzipped when gz), owned by the
+// test's user, with mode 0644 where an entry gives none.
+func tarball(t *testing.T, gz bool, entries ...tartest.Entry) string {
 	t.Helper()
-	var b bytes.Buffer
-	var w = &b
-	tw := tar.NewWriter(w)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body)), Linkname: e.link, Uid: os.Getuid(), Gid: os.Getgid(), ModTime: time.Unix(1e9, 0)}
-		if h.Mode == 0 {
-			h.Mode = 0o644
+	for i := range entries {
+		entries[i].UID, entries[i].GID = os.Getuid(), os.Getgid()
+		if entries[i].Mode == 0 {
+			entries[i].Mode = 0o644
 		}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(e.body))
 	}
-	tw.Close()
-	if !gz {
-		return b.String()
+	b := tartest.Tar(t, entries)
+	if gz {
+		b = tartest.Gzip(t, b)
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(b.Bytes())
-	zw.Close()
-	return z.String()
+	return string(b)
 }
 
 func startupLog(t *testing.T, root string) []string {
@@ -92,11 +75,11 @@ func TestPrepareIsIdempotent(t *testing.T) {
 	accounts(t, root)
 	write(t, root, SeedID, "seed-7\n", 0o644)
 	write(t, root, SeedArchive, tarball(t, true,
-		entry{name: "work/", typ: tar.TypeDir, mode: 0o750},
-		entry{name: "work/bin/run", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o755},
-		entry{name: "work/link", typ: tar.TypeSymlink, link: "bin/run"},
-		entry{name: "work/hard", typ: tar.TypeLink, link: "work/bin/run"},
-		entry{name: "hermes-home/config.yaml", typ: tar.TypeReg, body: "a: 1\n"},
+		tartest.Entry{Name: "work/", Type: tar.TypeDir, Mode: 0o750},
+		tartest.Entry{Name: "work/bin/run", Type: tar.TypeReg, Body: "#!/bin/sh\n", Mode: 0o755},
+		tartest.Entry{Name: "work/link", Type: tar.TypeSymlink, Link: "bin/run"},
+		tartest.Entry{Name: "work/hard", Type: tar.TypeLink, Link: "work/bin/run"},
+		tartest.Entry{Name: "hermes-home/config.yaml", Type: tar.TypeReg, Body: "a: 1\n"},
 	), 0o600)
 	if err := Prepare(t.Context(), Options{Root: root}); err != nil {
 		t.Fatal(err)
@@ -166,16 +149,16 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			write(t, root, SeedID, tt.id, 0o644)
-			var entries []entry
+			var entries []tartest.Entry
 			switch tt.archive {
 			case "link/evil":
-				entries = []entry{{name: "link", typ: tar.TypeSymlink, link: "/tmp"}, {name: "link/evil", typ: tar.TypeReg, body: "x"}}
+				entries = []tartest.Entry{{Name: "link", Type: tar.TypeSymlink, Link: "/tmp"}, {Name: "link/evil", Type: tar.TypeReg, Body: "x"}}
 			case "dev":
-				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}, {name: "dev", typ: tar.TypeChar}}
+				entries = []tartest.Entry{{Name: "ok", Type: tar.TypeReg, Body: "x"}, {Name: "dev", Type: tar.TypeChar}}
 			case "":
-				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}}
+				entries = []tartest.Entry{{Name: "ok", Type: tar.TypeReg, Body: "x"}}
 			default:
-				entries = []entry{{name: "ok", typ: tar.TypeReg, body: "x"}, {name: tt.archive, typ: tar.TypeReg, body: "x"}}
+				entries = []tartest.Entry{{Name: "ok", Type: tar.TypeReg, Body: "x"}, {Name: tt.archive, Type: tar.TypeReg, Body: "x"}}
 			}
 			write(t, root, SeedArchive, tarball(t, false, entries...), 0o600)
 			if tt.before != nil {

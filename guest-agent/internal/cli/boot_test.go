@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -75,22 +75,17 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 	return root, table
 }
 
+// seedTar is a small workspace seed owned by the test's user.
 func seedTar(t *testing.T) string {
 	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, e := range []struct{ name, body string }{{"hermes-home/", ""}, {"hermes-home/config.yaml", "model: x\n"}, {"work/", ""}, {"work/README", "hello\n"}} {
-		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg, Uid: os.Getuid(), Gid: os.Getgid(), ModTime: time.Unix(1e9, 0)}
-		if strings.HasSuffix(e.name, "/") {
-			h.Typeflag, h.Mode = tar.TypeDir, 0o755
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(e.body))
+	entries := []tartest.Entry{
+		tartest.Dir("hermes-home/"), tartest.File("hermes-home/config.yaml", "model: x\n"),
+		tartest.Dir("work/"), tartest.File("work/README", "hello\n"),
 	}
-	tw.Close()
-	return b.String()
+	for i := range entries {
+		entries[i].UID, entries[i].GID = os.Getuid(), os.Getgid()
+	}
+	return string(tartest.Tar(t, entries))
 }
 
 func freeAddr(t *testing.T) string {

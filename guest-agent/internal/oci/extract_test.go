@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
 func TestExtractAppliesWhiteoutsAndSelection(t *testing.T) {
@@ -97,7 +98,7 @@ func TestMaliciousLayerCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			layout := filepath.Join(top, "layout")
-			descs := writeLayout(t, layout, ocitest.Gzip(t, ocitest.Tar(t, base)), ocitest.Gzip(t, ocitest.Tar(t, tt.layer)))
+			descs := writeLayout(t, layout, tartest.Gzip(t, tartest.Tar(t, base)), tartest.Gzip(t, tartest.Tar(t, tt.layer)))
 			dest := filepath.Join(top, "work", "release")
 			if err := os.Mkdir(filepath.Dir(dest), 0o755); err != nil {
 				t.Fatal(err)

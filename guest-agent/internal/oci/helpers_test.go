@@ -17,18 +17,19 @@ import (
 	ispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// Short names for ocitest's layer builders, used throughout these tests.
-type ent = ocitest.Entry
+// Short names for tartest's entry builders, used throughout these tests.
+type ent = tartest.Entry
 
 var (
-	file     = ocitest.File
-	dir      = ocitest.Dir
-	symlink  = ocitest.Symlink
-	hardlink = ocitest.Hardlink
-	special  = ocitest.Special
+	file     = tartest.File
+	dir      = tartest.Dir
+	symlink  = tartest.Symlink
+	hardlink = tartest.Hardlink
+	special  = tartest.Special
 )
 
 // writeLayout stores gzipped layer blobs in an OCI layout's blob dir and

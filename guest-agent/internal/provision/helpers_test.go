@@ -3,7 +3,6 @@ package provision
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -272,44 +272,6 @@ func newArtifact(b []byte) artifact {
 	return artifact{body: b, sum: hex.EncodeToString(s[:])}
 }
 
-// tarEntry is one entry of a test archive.
-type tarEntry struct {
-	name, body, link string
-	mode             int64
-	dir              bool
-}
-
-func tarGz(t *testing.T, entries []tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
-		switch {
-		case e.dir:
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		case e.link != "":
-			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.link, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Size > 0 {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 const nodeTarball = "node-v24.99.1-linux-arm64.tar.gz"
 
 // fixture is a temp root, a loopback HTTPS server with stand-in artifacts,
@@ -365,27 +327,27 @@ func (f *fixture) makeArtifacts() {
 		f.t.Fatal(err)
 	}
 	f.installer = newArtifact(script)
-	f.uv = newArtifact(tarGz(f.t, []tarEntry{
-		{name: "uv-aarch64-unknown-linux-gnu/", dir: true, mode: 0o755},
-		{name: "uv-aarch64-unknown-linux-gnu/uv", body: "#!/bin/sh\necho uv\n", mode: 0o755},
-		{name: "uv-aarch64-unknown-linux-gnu/uvx", body: "#!/bin/sh\necho uvx\n", mode: 0o755},
+	f.uv = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
+		{Name: "uv-aarch64-unknown-linux-gnu/", Type: tar.TypeDir, Mode: 0o755},
+		{Name: "uv-aarch64-unknown-linux-gnu/uv", Body: "#!/bin/sh\necho uv\n", Mode: 0o755},
+		{Name: "uv-aarch64-unknown-linux-gnu/uvx", Body: "#!/bin/sh\necho uvx\n", Mode: 0o755},
 	}))
-	f.codex = newArtifact(tarGz(f.t, []tarEntry{
-		{name: "codex-package.json", body: `{"layoutVersion":1,"version":"0.141.0","target":"aarch64-unknown-linux-musl","entrypoint":"bin/codex","resourcesDir":"codex-resources","pathDir":"codex-path"}`, mode: 0o644},
-		{name: "bin/", dir: true, mode: 0o755},
-		{name: "bin/codex", body: "#!/bin/sh\necho codex-cli 0.141.0\n", mode: 0o755},
-		{name: "codex-path/rg", body: "#!/bin/sh\n", mode: 0o755},
+	f.codex = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
+		{Name: "codex-package.json", Body: `{"layoutVersion":1,"version":"0.141.0","target":"aarch64-unknown-linux-musl","entrypoint":"bin/codex","resourcesDir":"codex-resources","pathDir":"codex-path"}`, Mode: 0o644},
+		{Name: "bin/", Type: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/codex", Body: "#!/bin/sh\necho codex-cli 0.141.0\n", Mode: 0o755},
+		{Name: "codex-path/rg", Body: "#!/bin/sh\n", Mode: 0o755},
 	}))
 	top := strings.TrimSuffix(nodeTarball, ".tar.gz")
-	f.node = newArtifact(tarGz(f.t, []tarEntry{
-		{name: top + "/", dir: true, mode: 0o775},
-		{name: top + "/bin/node", body: "#!/bin/sh\necho v24.99.1\n", mode: 0o775},
-		{name: top + "/lib/node_modules/npm/bin/npm-cli.js", body: "// npm\n", mode: 0o775},
-		{name: top + "/lib/node_modules/npm/bin/npx-cli.js", body: "// npx\n", mode: 0o775},
-		{name: top + "/lib/node_modules/corepack/dist/corepack.js", body: "// corepack\n", mode: 0o664},
-		{name: top + "/bin/npm", link: "../lib/node_modules/npm/bin/npm-cli.js"},
-		{name: top + "/bin/npx", link: "../lib/node_modules/npm/bin/npx-cli.js"},
-		{name: top + "/bin/corepack", link: "../lib/node_modules/corepack/dist/corepack.js"},
+	f.node = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
+		{Name: top + "/", Type: tar.TypeDir, Mode: 0o775},
+		{Name: top + "/bin/node", Body: "#!/bin/sh\necho v24.99.1\n", Mode: 0o775},
+		{Name: top + "/lib/node_modules/npm/bin/npm-cli.js", Body: "// npm\n", Mode: 0o775},
+		{Name: top + "/lib/node_modules/npm/bin/npx-cli.js", Body: "// npx\n", Mode: 0o775},
+		{Name: top + "/lib/node_modules/corepack/dist/corepack.js", Body: "// corepack\n", Mode: 0o664},
+		tartest.Symlink(top+"/bin/npm", "../lib/node_modules/npm/bin/npm-cli.js"),
+		tartest.Symlink(top+"/bin/npx", "../lib/node_modules/npm/bin/npx-cli.js"),
+		tartest.Symlink(top+"/bin/corepack", "../lib/node_modules/corepack/dist/corepack.js"),
 	}))
 	sums := fmt.Sprintf("%s  node-v24.99.1-linux-arm64.tar.xz\n%s  %s\n%s  node-v24.99.1-linux-x64.tar.gz\n%s  node-v24.99.1.tar.gz\n",
 		strings.Repeat("1", 64), f.node.sum, nodeTarball, strings.Repeat("2", 64), strings.Repeat("3", 64))

@@ -1,12 +1,15 @@
 package provision
 
 import (
+	"archive/tar"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
 func TestExecRunner(t *testing.T) {
@@ -100,15 +103,15 @@ func TestTail(t *testing.T) {
 func TestExtractRefusesEscapes(t *testing.T) {
 	tests := []struct {
 		name    string
-		entries []tarEntry
+		entries []tartest.Entry
 		want    string
 	}{
-		{"dot-dot", []tarEntry{{name: "a/../../evil", body: "x", mode: 0o644}}, "leaves the archive"},
-		{"absolute", []tarEntry{{name: "/etc/evil", body: "x", mode: 0o644}}, "absolute path"},
-		{"absolute link", []tarEntry{{name: "a/link", link: "/etc/passwd"}}, "points outside"},
-		{"relative link out", []tarEntry{{name: "a/link", link: "../../x"}}, "points outside"},
-		{"write through a link", []tarEntry{{name: "top/l", link: "."}, {name: "top/up", link: ".."}, {name: "top/up/up2", link: ".."}}, "points outside"},
-		{"links that stay inside", []tarEntry{{name: "top/", dir: true}, {name: "top/l", link: "."}, {name: "top/x/y", link: "../l"}}, ""},
+		{"dot-dot", []tartest.Entry{{Name: "a/../../evil", Body: "x", Mode: 0o644}}, "leaves the archive"},
+		{"absolute", []tartest.Entry{{Name: "/etc/evil", Body: "x", Mode: 0o644}}, "absolute path"},
+		{"absolute link", []tartest.Entry{tartest.Symlink("a/link", "/etc/passwd")}, "points outside"},
+		{"relative link out", []tartest.Entry{tartest.Symlink("a/link", "../../x")}, "points outside"},
+		{"write through a link", []tartest.Entry{tartest.Symlink("top/l", "."), tartest.Symlink("top/up", ".."), tartest.Symlink("top/up/up2", "..")}, "points outside"},
+		{"links that stay inside", []tartest.Entry{{Name: "top/", Type: tar.TypeDir}, tartest.Symlink("top/l", "."), tartest.Symlink("top/x/y", "../l")}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,7 +119,7 @@ func TestExtractRefusesEscapes(t *testing.T) {
 			p := f.provisioner(f.config())
 			dest := t.TempDir()
 			archive := filepath.Join(t.TempDir(), "a.tar.gz")
-			if err := os.WriteFile(archive, tarGz(t, tt.entries), 0o600); err != nil {
+			if err := os.WriteFile(archive, tartest.TarGz(t, tt.entries), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			err := p.extractTarGz(archive, dest, extractOpts{})
@@ -141,11 +144,11 @@ func TestExtractStripsAndNormalizes(t *testing.T) {
 	p := f.provisioner(f.config())
 	dest := t.TempDir()
 	archive := filepath.Join(t.TempDir(), "a.tar.gz")
-	data := tarGz(t, []tarEntry{
-		{name: "./top/", dir: true, mode: 0o700},
-		{name: "./top/bin/tool", body: "#!/bin/sh\n", mode: 0o700},
-		{name: "./top/share/doc", body: "doc", mode: 0o600},
-		{name: "./top/bin/alias", link: "tool"},
+	data := tartest.TarGz(t, []tartest.Entry{
+		{Name: "./top/", Type: tar.TypeDir, Mode: 0o700},
+		{Name: "./top/bin/tool", Body: "#!/bin/sh\n", Mode: 0o700},
+		{Name: "./top/share/doc", Body: "doc", Mode: 0o600},
+		tartest.Symlink("./top/bin/alias", "tool"),
 	})
 	if err := os.WriteFile(archive, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -163,7 +166,7 @@ func TestExtractStripsAndNormalizes(t *testing.T) {
 		t.Errorf("link %q", l)
 	}
 	big := filepath.Join(t.TempDir(), "big.tar.gz")
-	if err := os.WriteFile(big, tarGz(t, []tarEntry{{name: "a", body: strings.Repeat("x", 100), mode: 0o644}}), 0o600); err != nil {
+	if err := os.WriteFile(big, tartest.TarGz(t, []tartest.Entry{{Name: "a", Body: strings.Repeat("x", 100), Mode: 0o644}}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.extractTarGz(big, t.TempDir(), extractOpts{maxBytes: 10}); err == nil || !strings.Contains(err.Error(), "beyond 10 bytes") {

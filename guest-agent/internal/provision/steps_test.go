@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -363,7 +364,7 @@ func TestUVStep(t *testing.T) {
 
 func TestUVStepMismatchLeavesNothingInstalled(t *testing.T) {
 	f := newFixture(t)
-	f.served["/uv/uv.tar.gz"] = tarGz(t, []tarEntry{{name: "uv-x/uv", body: "evil", mode: 0o755}})
+	f.served["/uv/uv.tar.gz"] = tartest.TarGz(t, []tartest.Entry{{Name: "uv-x/uv", Body: "evil", Mode: 0o755}})
 	_, err := f.provisioner(f.config(), "uv").Run(t.Context())
 	var se *StepError
 	if !errors.As(err, &se) || se.Step != "uv" || !errors.Is(err, download.ErrDigestMismatch) {
@@ -416,11 +417,11 @@ func TestCodexStepChecksThePackageManifest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			entries := []tarEntry{{name: "bin/codex", body: "#!/bin/sh\n", mode: 0o755}}
+			entries := []tartest.Entry{{Name: "bin/codex", Body: "#!/bin/sh\n", Mode: 0o755}}
 			if tt.manifest != "" {
-				entries = append(entries, tarEntry{name: "codex-package.json", body: tt.manifest, mode: 0o644})
+				entries = append(entries, tartest.Entry{Name: "codex-package.json", Body: tt.manifest, Mode: 0o644})
 			}
-			a := newArtifact(tarGz(t, entries))
+			a := newArtifact(tartest.TarGz(t, entries))
 			f.served["/codex/codex.tar.gz"] = a.body
 			cfg := f.config()
 			cfg.Pins.Codex.SHA256 = a.sum

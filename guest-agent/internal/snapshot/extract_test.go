@@ -1,62 +1,28 @@
 package snapshot
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
-type tentry struct {
-	name, link string
-	typ        byte
-	body       string
-}
-
-func archive(t *testing.T, entries ...tentry) *bytes.Buffer {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Size > 0 {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return &buf
-}
-
 func TestExtractRejectsUnsafeEntries(t *testing.T) {
-	file := func(name string) tentry { return tentry{name: name, typ: tar.TypeReg, body: "evil"} }
+	file := func(name string) tartest.Entry { return tartest.File(name, "evil") }
 	tests := []struct {
 		name    string
-		entries []tentry
+		entries []tartest.Entry
 	}{
-		{"dot-dot", []tentry{file("../evil")}},
-		{"absolute", []tentry{file("/evil")}},
-		{"inner dot-dot", []tentry{file("./a/../../evil")}},
-		{"through symlink", []tentry{{name: "./lnk", typ: tar.TypeSymlink, link: "../outside"}, file("./lnk/evil")}},
-		{"through absolute symlink", []tentry{{name: "./lnk", typ: tar.TypeSymlink, link: "/"}, file("./lnk/evil")}},
-		{"hard link outside", []tentry{{name: "./hl", typ: tar.TypeLink, link: "../outside/target"}}},
-		{"hard link to an existing file", []tentry{{name: "./hl", typ: tar.TypeLink, link: "./preexisting"}}},
+		{"dot-dot", []tartest.Entry{file("../evil")}},
+		{"absolute", []tartest.Entry{file("/evil")}},
+		{"inner dot-dot", []tartest.Entry{file("./a/../../evil")}},
+		{"through symlink", []tartest.Entry{tartest.Symlink("./lnk", "../outside"), file("./lnk/evil")}},
+		{"through absolute symlink", []tartest.Entry{tartest.Symlink("./lnk", "/"), file("./lnk/evil")}},
+		{"hard link outside", []tartest.Entry{tartest.Hardlink("./hl", "../outside/target")}},
+		{"hard link to an existing file", []tartest.Entry{tartest.Hardlink("./hl", "./preexisting")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +39,7 @@ func TestExtractRejectsUnsafeEntries(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dest, "preexisting"), []byte("keep"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := extract(t.Context(), archive(t, tt.entries...), dest, extractOptions{})
+			_, err := extract(t.Context(), bytes.NewReader(tartest.TarGz(t, tt.entries)), dest, extractOptions{})
 			if !errors.Is(err, ErrUnsafeEntry) {
 				t.Fatalf("extract: %v, want ErrUnsafeEntry", err)
 			}

@@ -8,19 +8,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
-// Short names for ocitest's layer builders.
-type ent = ocitest.Entry
+// Short names for tartest's entry builders.
+type ent = tartest.Entry
 
 var (
-	file     = ocitest.File
-	dir      = ocitest.Dir
-	symlink  = ocitest.Symlink
-	hardlink = ocitest.Hardlink
-	special  = ocitest.Special
-	tarBytes = ocitest.Tar
+	file     = tartest.File
+	dir      = tartest.Dir
+	symlink  = tartest.Symlink
+	hardlink = tartest.Hardlink
+	special  = tartest.Special
+	tarBytes = tartest.Tar
 )
 
 func TestRules(t *testing.T) {

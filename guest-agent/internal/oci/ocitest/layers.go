@@ -3,87 +3,17 @@ package ocitest
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"io"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
-
-// Entry is one tar entry of a test layer.
-type Entry struct {
-	Name string
-	Type byte
-	Body string
-	Link string
-	Mode int64
-}
-
-// File is a regular file entry (mode 0644).
-func File(name, body string) Entry {
-	return Entry{Name: name, Type: tar.TypeReg, Body: body, Mode: 0o644}
-}
-
-// Dir is a directory entry (mode 0755).
-func Dir(name string) Entry { return Entry{Name: name, Type: tar.TypeDir, Mode: 0o755} }
-
-// Symlink is a symbolic link entry.
-func Symlink(name, target string) Entry {
-	return Entry{Name: name, Type: tar.TypeSymlink, Link: target, Mode: 0o777}
-}
-
-// Hardlink is a hard link entry.
-func Hardlink(name, target string) Entry {
-	return Entry{Name: name, Type: tar.TypeLink, Link: target, Mode: 0o644}
-}
-
-// Special is an entry of the given type with no body (a device or a fifo).
-func Special(name string, typ byte) Entry { return Entry{Name: name, Type: typ, Mode: 0o644} }
-
-// Tar writes entries as an uncompressed PAX tar with a fixed mtime.
-func Tar(t testing.TB, ents []Entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range ents {
-		hdr := &tar.Header{Name: e.Name, Typeflag: e.Type, Linkname: e.Link, Mode: e.Mode, Size: int64(len(e.Body)),
-			ModTime: time.Unix(1700000000, 0), Format: tar.FormatPAX}
-		if e.Type != tar.TypeReg {
-			hdr.Size = 0
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Size > 0 {
-			if _, err := tw.Write([]byte(e.Body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// Gzip compresses b.
-func Gzip(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // ExecutorLayers is a small image shaped like Executor's, as gzipped layers:
 // a base layer with paths outside the kept set (bun among them, with the
@@ -91,34 +21,34 @@ func Gzip(t testing.TB, b []byte) []byte {
 // whiteouts.
 func ExecutorLayers(t testing.TB, arch, bun string) [][]byte {
 	t.Helper()
-	base := []Entry{
-		Dir("etc/"), File("etc/os-release", "ID=debian\n"),
-		Dir("usr/"), Dir("usr/local/"), Dir("usr/local/bin/"),
+	base := []tartest.Entry{
+		tartest.Dir("etc/"), tartest.File("etc/os-release", "ID=debian\n"),
+		tartest.Dir("usr/"), tartest.Dir("usr/local/"), tartest.Dir("usr/local/bin/"),
 		{Name: "usr/local/bin/bun", Type: tar.TypeReg, Body: bun, Mode: 0o755},
-		Symlink("usr/local/bin/bunx", "bun"),
+		tartest.Symlink("usr/local/bin/bunx", "bun"),
 	}
-	app := []Entry{
-		Dir("app/"),
-		File("app/package.json", `{"name":"executor-workspace","private":true}`),
-		File("app/bun.lock", "{}\n"),
-		File("app/arch.txt", arch),
-		File("app/stale.txt", "removed by the next layer"),
-		Dir("app/cache/"), File("app/cache/old", "cleared by an opaque whiteout"),
-		Dir("root/"), Dir("root/.bun/"), File("root/.bun/cached.js", "module.exports = 1\n"),
-		Dir("app/node_modules/"), Hardlink("app/node_modules/cached.js", "root/.bun/cached.js"),
-		Dir("app/apps/"), Dir("app/apps/host-selfhost/"),
-		File("app/apps/host-selfhost/package.json", `{"name":"@executor-js/host-selfhost","scripts":{"start":"bun run src/serve.ts"}}`),
-		Dir("app/apps/host-selfhost/src/"), File("app/apps/host-selfhost/src/serve.ts", "console.log('serve')\n"),
-		Dir("app/apps/host-selfhost/dist/"), File("app/apps/host-selfhost/dist/index.html", "<html></html>\n"),
+	app := []tartest.Entry{
+		tartest.Dir("app/"),
+		tartest.File("app/package.json", `{"name":"executor-workspace","private":true}`),
+		tartest.File("app/bun.lock", "{}\n"),
+		tartest.File("app/arch.txt", arch),
+		tartest.File("app/stale.txt", "removed by the next layer"),
+		tartest.Dir("app/cache/"), tartest.File("app/cache/old", "cleared by an opaque whiteout"),
+		tartest.Dir("root/"), tartest.Dir("root/.bun/"), tartest.File("root/.bun/cached.js", "module.exports = 1\n"),
+		tartest.Dir("app/node_modules/"), tartest.Hardlink("app/node_modules/cached.js", "root/.bun/cached.js"),
+		tartest.Dir("app/apps/"), tartest.Dir("app/apps/host-selfhost/"),
+		tartest.File("app/apps/host-selfhost/package.json", `{"name":"@executor-js/host-selfhost","scripts":{"start":"bun run src/serve.ts"}}`),
+		tartest.Dir("app/apps/host-selfhost/src/"), tartest.File("app/apps/host-selfhost/src/serve.ts", "console.log('serve')\n"),
+		tartest.Dir("app/apps/host-selfhost/dist/"), tartest.File("app/apps/host-selfhost/dist/index.html", "<html></html>\n"),
 		{Name: "app/setuid", Type: tar.TypeReg, Body: "x", Mode: 0o4755},
-		File("etc/app-layer-outside", "not kept"),
+		tartest.File("etc/app-layer-outside", "not kept"),
 	}
-	wh := []Entry{
-		File("app/.wh.stale.txt", ""),
-		Dir("app/cache/"), File("app/cache/.wh..wh..opq", ""), File("app/cache/new", "after the opaque whiteout"),
-		File("etc/.wh.os-release", ""),
+	wh := []tartest.Entry{
+		tartest.File("app/.wh.stale.txt", ""),
+		tartest.Dir("app/cache/"), tartest.File("app/cache/.wh..wh..opq", ""), tartest.File("app/cache/new", "after the opaque whiteout"),
+		tartest.File("etc/.wh.os-release", ""),
 	}
-	return [][]byte{Gzip(t, Tar(t, base)), Gzip(t, Tar(t, app)), Gzip(t, Tar(t, wh))}
+	return [][]byte{tartest.Gzip(t, tartest.Tar(t, base)), tartest.Gzip(t, tartest.Tar(t, app)), tartest.Gzip(t, tartest.Tar(t, wh))}
 }
 
 // Image builds a single-platform OCI image from gzipped layers.
