@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func init() { register(auditVerb) }
@@ -102,13 +103,16 @@ func printAudit(e *env, sub string, res auditResult, asJSON bool) error {
 	if sub == "show" {
 		for _, r := range res.Records {
 			x := r.Entry
-			fmt.Fprintf(e.Out, "%4d %s %-8s risk=%-8s conf=%.2f %s\n       %s\n", x.Seq, x.Time, x.Decision, x.Risk, x.Confidence, x.Command, x.Reason)
+			// The command and the reason come from what the model was
+			// asked to run: shown, never obeyed.
+			fmt.Fprintf(e.Out, "%4d %s %-8s risk=%-8s conf=%.2f %s\n       %s\n",
+				termsafe.Args(x.Seq, x.Time, x.Decision, x.Risk, x.Confidence, x.Command, x.Reason)...)
 		}
 	}
 	if res.OK {
 		_, err := fmt.Fprintf(e.Out, "audit log %s: %d entries, chain intact\n", res.File, res.Count)
 		return err
 	}
-	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, res.Broken.Reason)
+	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, termsafe.String(res.Broken.Reason))
 	return err
 }
