@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ func init() { register(auditVerb) }
 
 var auditVerb = verb{
 	name:    "audit",
-	summary: "verify or show the approval gate's hash-chained audit log (verify|show [--json])",
+	summary: "verify, show or print the approval gate's hash-chained audit log (verify|show [--json], raw)",
 	relay:   true,
 	run:     runAudit,
 }
@@ -39,10 +40,13 @@ type auditBreak struct {
 }
 
 func runAudit(_ context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "show") {
-		return usageError("audit: want verify or show")
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "show" && args[0] != "raw") {
+		return usageError("audit: want verify, show or raw")
 	}
 	sub := args[0]
+	if sub == "raw" {
+		return rawAudit(e, args[1:])
+	}
 	fs := newFlags(e, "audit "+sub, "[--json] [--file PATH]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	file := fs.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
@@ -115,4 +119,30 @@ func printAudit(e *env, sub string, res auditResult, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, termsafe.String(res.Broken.Reason))
 	return err
+}
+
+// rawAudit prints the log's exact bytes (nothing when there is no log yet):
+// the host verifies the chain itself and checks that it extends the head it
+// recorded last time.
+func rawAudit(e *env, args []string) error {
+	flags := newFlags(e, "audit raw", "[--file PATH]")
+	file := flags.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
+	if err := parseFlags(flags, args, 0); err != nil {
+		return err
+	}
+	if *file == "" {
+		*file = filepath.Join(e.root, audit.DefaultPath)
+	}
+	f, err := os.Open(*file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading audit log: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(e.Out, f); err != nil {
+		return fmt.Errorf("printing audit log: %w", err)
+	}
+	return nil
 }

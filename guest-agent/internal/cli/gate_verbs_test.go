@@ -189,3 +189,17 @@ func TestAuditShowEscapes(t *testing.T) {
 		t.Fatalf("json: exit %d %s", code, out)
 	}
 }
+
+// TestAuditRaw: the exact bytes of the log, for the host to verify; no log
+// is no output.
+func TestAuditRaw(t *testing.T) {
+	root := t.TempDir()
+	if code, out, errs := run(t, request("audit", "raw"), "--root", root, "relay"); code != 0 || out != "" {
+		t.Fatalf("absent log: exit %d %q %s", code, out, errs)
+	}
+	path := writeChain(t, root, 3)
+	want, _ := os.ReadFile(path)
+	if code, out, errs := run(t, request("audit", "raw"), "--root", root, "relay"); code != 0 || out != string(want) {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+}
