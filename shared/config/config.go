@@ -46,6 +46,7 @@ type Config struct {
 	MemoryMiB       int         // HERMES_BOX_MEMORY_MIB
 	StorageGB       int         // HERMES_BOX_STORAGE_GB
 	OverlayGB       int         // HERMES_BOX_OVERLAY_GB
+	SnapshotMaxMiB  int         // HERMES_BOX_SNAPSHOT_MAX_MIB; 0: derived from the disks (SnapshotPartCap)
 	NetworkMode     NetworkMode // HERMES_BOX_NETWORK_MODE
 	HermesCommit    string      // HERMES_BOX_HERMES_COMMIT, 40 hex characters
 	ExecutorEnabled bool        // HERMES_BOX_EXECUTOR_ENABLED
@@ -280,4 +281,16 @@ func (c *Config) resolve(p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(c.ProjectRoot, p)
+}
+
+// SnapshotPartCap is the most bytes one part of a backup (rootfs.tar.gz,
+// workspace.tar.gz) may have: HERMES_BOX_SNAPSHOT_MAX_MIB when set, else the
+// box's disks (storage plus overlay) plus 1 GiB: a compressed archive of
+// what the disks hold is never larger, so a stream past it is not the box's
+// files.
+func (c *Config) SnapshotPartCap() int64 {
+	if c.SnapshotMaxMiB > 0 {
+		return int64(c.SnapshotMaxMiB) << 20
+	}
+	return int64(c.StorageGB+c.OverlayGB+1) << 30
 }
