@@ -11,9 +11,11 @@ ARCHES   := arm64 amd64
 # sources with the `oci` tag, so the agent that supervises the box and answers
 # every relay call stays lean. vet, test, bench, fuzz and lint see both tags
 # (through GOFLAGS), so the Executor's code is checked too; the builds below
-# name their tags explicitly.
+# name their tags explicitly. The hbxtest tag compiles the test hooks
+# (HBX_TEST_*, the agent's test-only pins) in: the tests build with it, the
+# release binaries below never do (a test checks their strings).
 GOTAGS   := containers_image_openpgp
-export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GOTAGS),oci)
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GOTAGS),oci,hbxtest)
 
 SHARED_SRC := $(shell find shared go.mod go.sum -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null)
 HOST_SRC   := $(shell find host -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null) $(SHARED_SRC)
@@ -36,7 +38,7 @@ $(BIN)/.version: FORCE
 	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
 
 $(BIN)/hermes-box: $(HOST_SRC) $(BIN)/.version
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
+	$(GO) build -tags '$(GOTAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
 
 $(BIN)/hermes-box-agent-linux-%: $(AGENT_SRC) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags '$(GOTAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
@@ -62,6 +64,7 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME, default 5s each)
 lint: ## gofmt check, go vet, staticcheck, shellcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	GOFLAGS= $(GO) build -tags '$(GOTAGS),oci' ./...
 	$(GO) tool staticcheck ./...
 	shellcheck scripts/*.sh scripts/hermes-box .ci/run
 
