@@ -67,4 +67,3 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	}
 	return err
 }
-
