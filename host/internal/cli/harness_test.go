@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,6 +166,8 @@ type result struct {
 	code           int
 	stdout, stderr string
 	calls          []call // the smolvm calls this run made
+	maxRSSKiB      int64  // the peak resident set of hermes-box (Linux: KiB)
+	elapsed        time.Duration
 }
 
 // run runs hermes-box with args; the smolvm calls it made are returned.
@@ -183,8 +186,14 @@ func (h *harness) runInput(stdin string, args ...string) result {
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
 	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), calls: h.calls()[before:]}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), calls: h.calls()[before:], elapsed: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSSKiB = int64(ru.Maxrss)
+		}
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
