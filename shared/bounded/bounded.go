@@ -44,13 +44,19 @@ func Human(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// Buffer is a bytes.Buffer that refuses to hold more than Max bytes: the
-// Write that would pass it writes nothing and returns a *LimitError.
+// Buffer holds at most Max bytes: the Write that would pass it writes
+// nothing and returns a *LimitError. It has no ReadFrom (io.Copy would use
+// it and pass the cap by).
 type Buffer struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	Max  int
 	What string
 }
+
+// Bytes, String and Len are those of the bytes held.
+func (b *Buffer) Bytes() []byte  { return b.buf.Bytes() }
+func (b *Buffer) String() string { return b.buf.String() }
+func (b *Buffer) Len() int       { return b.buf.Len() }
 
 // NewBuffer returns a Buffer of at most max bytes.
 func NewBuffer(max int, what string) *Buffer { return &Buffer{Max: max, What: what} }
@@ -59,7 +65,7 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if b.Len()+len(p) > b.Max {
 		return 0, &LimitError{What: b.What, Limit: int64(b.Max)}
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 // WriteString implements io.StringWriter with the same cap.
@@ -96,3 +102,31 @@ func (l *reader) Read(p []byte) (int, error) {
 func ReadAll(r io.Reader, max int64, what string) ([]byte, error) {
 	return io.ReadAll(Reader(r, max, what))
 }
+
+// Sink is a Buffer for a writer that must not fail, such as a child
+// process's stdout (a failed write there leaves the child blocked on a full
+// pipe): past Max it keeps accepting bytes but drops them, and Err reports
+// the *LimitError.
+type Sink struct {
+	Buffer
+	err error
+}
+
+// NewSink returns a Sink of at most max bytes.
+func NewSink(max int, what string) *Sink { return &Sink{Buffer: Buffer{Max: max, What: what}} }
+
+func (s *Sink) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return len(p), nil
+	}
+	if _, err := s.Buffer.Write(p); err != nil {
+		s.err = err
+	}
+	return len(p), nil
+}
+
+// Err is the *LimitError once more than Max bytes were written.
+func (s *Sink) Err() error { return s.err }
+
+// WriteString implements io.StringWriter like Write.
+func (s *Sink) WriteString(p string) (int, error) { return s.Write([]byte(p)) }

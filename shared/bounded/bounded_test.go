@@ -49,3 +49,27 @@ func TestReader(t *testing.T) {
 		t.Fatal(Human(64<<20), Human(1000))
 	}
 }
+
+func TestSink(t *testing.T) {
+	s := NewSink(4, "smolvm's output")
+	for _, p := range []string{"ab", "cde", "f"} {
+		if n, err := s.WriteString(p); err != nil || n != len(p) {
+			t.Fatalf("write %q: %d %v", p, n, err)
+		}
+	}
+	if s.String() != "ab" || !errors.Is(s.Err(), ErrLimit) {
+		t.Fatalf("kept %q, err %v", s.String(), s.Err())
+	}
+}
+
+// TestNoReadFrom: io.Copy into a Buffer or Sink goes through the cap.
+func TestNoReadFrom(t *testing.T) {
+	b := NewBuffer(10, "x")
+	if _, err := io.Copy(b, strings.NewReader(strings.Repeat("a", 100))); !errors.Is(err, ErrLimit) || b.Len() > 10 {
+		t.Fatalf("Buffer: %d bytes, %v", b.Len(), err)
+	}
+	s := NewSink(10, "x")
+	if _, err := io.Copy(s, strings.NewReader(strings.Repeat("a", 100))); err != nil || s.Len() > 10 || s.Err() == nil {
+		t.Fatalf("Sink: %d bytes, %v %v", s.Len(), err, s.Err())
+	}
+}

@@ -167,3 +167,22 @@ func Args(args ...any) []any {
 	}
 	return out
 }
+
+// JSON returns the JSON text b with the characters a terminal may obey that
+// encoding/json leaves as they are — DEL, the C1 controls and the bidi
+// controls — written as \u escapes. The JSON means exactly the same (those
+// characters can only occur inside strings); only its bytes are safe to
+// print.
+func JSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidi(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package termsafe
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -103,4 +104,22 @@ func FuzzWriter(f *testing.F) {
 			t.Fatalf("not idempotent on %q", got)
 		}
 	})
+}
+
+func TestJSON(t *testing.T) {
+	in := map[string]string{"m": "a\x1b[1m\x7f\u009b\u202eb"}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safe := JSON(b)
+	var back map[string]string
+	if err := json.Unmarshal(safe, &back); err != nil || back["m"] != in["m"] {
+		t.Fatalf("JSON changed the meaning: %s → %q (%v)", safe, back, err)
+	}
+	for _, r := range string(safe) {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidi(r) {
+			t.Fatalf("control %U left in %s", r, safe)
+		}
+	}
 }
