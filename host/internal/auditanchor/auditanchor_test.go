@@ -97,3 +97,22 @@ func TestLoadRefusesBadAnchor(t *testing.T) {
 		t.Fatalf("missing: %+v %v", a, err)
 	}
 }
+
+func TestVerifyResult(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	now := time.Now()
+	res, err := Verify(path, []byte(chain("deny", "approve")), now)
+	if err != nil || !res.OK || res.Count != 2 || res.Anchored != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	res, err = Verify(path, []byte(chain("approve", "approve")), now)
+	if err != nil || res.OK || res.Broken.Line != 1 || res.Anchored != 2 || res.Err() == nil {
+		t.Fatalf("%+v %v", res, err)
+	}
+	var text, js strings.Builder
+	res.WriteText(&text, true)
+	res.WriteJSON(&js, true)
+	if !strings.Contains(text.String(), "BROKEN at line 1") || !strings.Contains(js.String(), `"broken":{"line":1`) {
+		t.Fatalf("text %q json %q", text.String(), js.String())
+	}
+}
