@@ -114,8 +114,8 @@ func (a Artifact) validate() error {
 }
 
 // TestPins is the file of stand-in artifacts that tests, and only tests,
-// point the agent at (the hook exists only in binaries built with the
-// hbxtest tag; see testpins_hbxtest.go). Every field is optional; a set
+// point the agent at (the hook is named only in binaries built with the
+// hbxtest tag; see the agent's cli/provision_testpins_hbxtest.go). Every field is optional; a set
 // field replaces that part of the resolved pins in this run only.
 type TestPins struct {
 	Installer *Artifact `json:"installer,omitempty"`
