@@ -4,7 +4,6 @@
 package bounded
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -48,15 +47,15 @@ func Human(n int64) string {
 // nothing and returns a *LimitError. It has no ReadFrom (io.Copy would use
 // it and pass the cap by).
 type Buffer struct {
-	buf  bytes.Buffer
+	buf  []byte // grown by append: at most about 1.25 × Max when large
 	Max  int
 	What string
 }
 
 // Bytes, String and Len are those of the bytes held.
-func (b *Buffer) Bytes() []byte  { return b.buf.Bytes() }
-func (b *Buffer) String() string { return b.buf.String() }
-func (b *Buffer) Len() int       { return b.buf.Len() }
+func (b *Buffer) Bytes() []byte  { return b.buf }
+func (b *Buffer) String() string { return string(b.buf) }
+func (b *Buffer) Len() int       { return len(b.buf) }
 
 // NewBuffer returns a Buffer of at most max bytes.
 func NewBuffer(max int, what string) *Buffer { return &Buffer{Max: max, What: what} }
@@ -65,7 +64,8 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	if b.Len()+len(p) > b.Max {
 		return 0, &LimitError{What: b.What, Limit: int64(b.Max)}
 	}
-	return b.buf.Write(p)
+	b.buf = append(b.buf, p...)
+	return len(p), nil
 }
 
 // WriteString implements io.StringWriter with the same cap.

@@ -172,11 +172,23 @@ func Args(args ...any) []any {
 // encoding/json leaves as they are — DEL, the C1 controls and the bidi
 // controls — written as \u escapes. The JSON means exactly the same (those
 // characters can only occur inside strings); only its bytes are safe to
-// print.
+// print. Text that is not valid JSON (a raw answer passed through) gets its
+// C0 controls other than white space escaped the same way, and bytes that
+// are not UTF-8 replaced.
 func JSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out = append(out, "\uFFFD"...)
+			b = b[size:]
+			continue
+		case r < 0x20 && r != '\n' && r != '\t' && r != '\r':
+			out = fmt.Appendf(out, `\u%04x`, r)
+			b = b[size:]
+			continue
+		}
 		if r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidi(r) {
 			out = fmt.Appendf(out, `\u%04x`, r)
 		} else {

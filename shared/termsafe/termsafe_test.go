@@ -122,4 +122,8 @@ func TestJSON(t *testing.T) {
 			t.Fatalf("control %U left in %s", r, safe)
 		}
 	}
+	// Not JSON at all: a raw answer passed through.
+	if got := string(JSON([]byte("x\x1b]0;t\x07\xff\n"))); got != `x\u001b]0;t\u0007`+"\uFFFD\n" {
+		t.Fatalf("raw text: %q", got)
+	}
 }

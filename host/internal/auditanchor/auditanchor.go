@@ -23,8 +23,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
-// MaxLog bounds the audit log the host reads from the box.
-const MaxLog = 32 << 20
+// MaxLog bounds the audit log the host reads from the box (some 30 000
+// verdicts).
+const MaxLog = 16 << 20
 
 // maxFile bounds the anchor file the host reads back.
 const maxFile = 64 << 20

@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -117,12 +117,16 @@ func (b *Box) execRelay(machine string) *relay.Exec {
 	return &relay.Exec{Machine: machine, Execer: b.vm}
 }
 
+// maxVerbResult bounds the answer of a verb the host reads whole (health,
+// services status, executor status).
+const maxVerbResult = 1 << 20
+
 // health asks the agent for its report.
 func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	var out bytes.Buffer
-	if err := b.call(ctx, tr, []string{"health", "--json"}, nil, &out); err != nil {
+	out := bounded.NewBuffer(maxVerbResult, "the agent's health report")
+	if err := b.call(ctx, tr, []string{"health", "--json"}, nil, out); err != nil {
 		return nil, err
 	}
 	return health.Decode(out.Bytes())

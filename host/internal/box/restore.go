@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // Snapshot backs the box up under label and returns the backup's path; the
@@ -21,15 +23,34 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 	}
 	var dir string
 	err = env.locked(ctx, func() error {
+		b.recordAuditHead(ctx)
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
 	return dir, err
 }
 
+// recordAuditHead records the audit chain's head before a snapshot of a
+// running box, and warns when the log no longer extends the last one.
+func (b *Box) recordAuditHead(ctx context.Context) {
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil || m.State != smolvm.StateRunning {
+		return
+	}
+	tr, err := b.sshRelay()
+	if err != nil {
+		return
+	}
+	if c := b.anchorAudit(ctx, tr, time.Now().UTC()); c.Status != health.StatusHealthy {
+		b.ui.Warn("%s", c.Message)
+	}
+}
+
 // Restore restores the backup src (an absolute path): directly when there
-// is no box, else through a candidate box.
-func (b *Box) Restore(ctx context.Context, src string) error {
+// is no box, else through a candidate box. A backup that does not record
+// this project's key fingerprint is refused unless legacyOK vouches for a
+// backup made before fingerprints were recorded.
+func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 	env, err := b.backupRun()
 	if err != nil {
 		return err
@@ -37,7 +58,7 @@ func (b *Box) Restore(ctx context.Context, src string) error {
 	env.resume = src
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
-		staged, err := restorePreflight(ctx, env, src)
+		staged, err := restorePreflight(ctx, env, src, legacyOK)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)
 		}
@@ -61,7 +82,7 @@ func (b *Box) Restore(ctx context.Context, src string) error {
 
 // restorePreflight checks everything before anything is touched: the base
 // artifact, the backup (staged), and the key fingerprint.
-func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.Staged, error) {
+func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
 	base := env.box.BaseArtifact()
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
@@ -70,13 +91,12 @@ func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.
 	if err != nil {
 		return nil, err
 	}
-	m := staged.Manifest
-	switch {
-	case m.Legacy():
-		slog.Warn("legacy backup does not record its SSH key fingerprint", "backup", src)
-	case m.Fingerprint != env.finger:
+	if err := backup.CheckOrigin(staged.Manifest, env.finger, legacyOK); err != nil {
 		_ = staged.Remove()
-		return nil, fmt.Errorf("SSH key fingerprint mismatch: backup requires %s, supplied key is %s", m.Fingerprint, env.finger)
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if staged.Manifest.Legacy() {
+		slog.Warn("restoring a legacy backup that records no SSH key fingerprint, as --legacy-backup says", "backup", src)
 	}
 	return staged, nil
 }

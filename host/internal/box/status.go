@@ -64,6 +64,7 @@ func (b *Box) mergeAgentHealth(ctx context.Context, st *Status) {
 		return
 	}
 	host := st.Checks
+	host[checkAudit] = b.anchorAudit(ctx, tr, st.Time)
 	st.Report = *r
 	if st.Checks == nil {
 		st.Checks = map[health.Code]health.Check{}

@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // errNoMachine is wrapped when the configured machine does not exist.
@@ -120,7 +121,7 @@ func (b *Box) waitHealthy(ctx context.Context, tr relay.Transport) error {
 			if err = deepCheck(report); err == nil {
 				return nil
 			}
-			if gaveUp(report) {
+			if gaveUp(report) || errors.Is(err, ErrGate) {
 				return err
 			}
 		} else if errors.Is(err, relay.ErrHostKeyMismatch) {
@@ -143,8 +144,18 @@ func gaveUp(r *health.Report) bool {
 	return false
 }
 
-// deepCheck judges a report: unhealthy or a service not RUNNING fails.
+// ErrGate is a box whose approval gate is not installed and active as
+// provisioned (its gate step was skipped or undone).
+var ErrGate = errors.New("the approval gate is not installed and active as provisioned; the box is refused")
+
+// deepCheck judges a report: unhealthy, a service not RUNNING or an
+// approval gate that is not installed and active as provisioned fails.
 func deepCheck(r *health.Report) error {
+	if c, ok := r.Checks[health.CheckGate]; ok && c.Status != health.StatusHealthy {
+		// Whatever severity the box gave it: a box without its gate
+		// runs the agent's commands unreviewed.
+		return fmt.Errorf("%w: %s", ErrGate, termsafe.String(c.Message))
+	}
 	var problems []string
 	for code, c := range r.Checks {
 		if c.Status != health.StatusHealthy && c.Severity != health.SeverityInfo {
@@ -155,6 +166,9 @@ func deepCheck(r *health.Report) error {
 		if s.State != health.ServiceRunning {
 			problems = append(problems, fmt.Sprintf("service %s is %s", s.Name, s.State))
 		}
+	}
+	for i, p := range problems {
+		problems[i] = termsafe.String(p)
 	}
 	if r.Status == health.StatusUnhealthy || hasServiceProblem(r) {
 		return fmt.Errorf("box is %s: %s", r.Status, strings.Join(problems, "; "))

@@ -22,6 +22,8 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/mcp"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/bounded"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // executorAgent runs one agent verb in the box through the relay: argv is
@@ -75,7 +77,7 @@ func defaultExecutorDeps() executorDeps {
 				Agent: b, State: b.MachineState, CheckListener: b.CheckExecutorListener}, nil
 		},
 		secrets:    keyringStore{},
-		http:       &http.Client{Timeout: 30 * time.Second},
+		http:       mcp.NoRedirects(&http.Client{Timeout: 30 * time.Second}),
 		openURL:    openBrowser,
 		readSecret: readSecret,
 	}
@@ -283,9 +285,12 @@ func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView
 	if sizes {
 		argv = append(argv, "--sizes")
 	}
-	var out strings.Builder
+	// The answer is the box's: bounded, and in bounded time.
+	out := bounded.NewBuffer(1<<20, "the agent's executor status")
 	var st agentExecutorStatus
-	if err := x.box.Agent.RunAgent(ctx, argv, nil, &out); err != nil {
+	actx, cancel := context.WithTimeout(ctx, executorStatusTimeout)
+	defer cancel()
+	if err := x.box.Agent.RunAgent(actx, argv, nil, out); err != nil {
 		v.MetadataError = err.Error()
 	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
 		v.MetadataError = "decoding the agent's executor status: " + err.Error()
@@ -298,7 +303,14 @@ func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView
 	return v
 }
 
+// executorStatusTimeout bounds the agent's executor status (--sizes walks
+// the Executor's directories).
+const executorStatusTimeout = 2 * time.Minute
+
 func printExecutorStatus(w io.Writer, v executorStatusView) error {
+	// Every string but the host's own came from the box.
+	v.State, v.HealthError, v.MetadataError = termsafe.String(v.State), termsafe.String(v.HealthError), termsafe.String(v.MetadataError)
+	v.Image, v.ImageDigest = termsafe.String(v.Image), termsafe.String(v.ImageDigest)
 	auth := "not stored"
 	if v.AuthStored {
 		auth = "stored in the OS keyring"
@@ -358,7 +370,13 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 			if follow {
 				argv = append(argv, "-f")
 			}
-			return x.box.Agent.RunAgent(cmd.Context(), argv, nil, cmd.OutOrStdout())
+			// The log is the box's: shown, never obeyed.
+			out := termsafe.NewWriter(cmd.OutOrStdout())
+			err := x.box.Agent.RunAgent(cmd.Context(), argv, nil, out)
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
@@ -530,7 +548,7 @@ func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) e
 		return err
 	}
 	if asJSON {
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(out))
 		return err
 	}
 	var v any
@@ -605,8 +623,13 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 	}
 }
 
+// writeIndentedJSON prints v as indented JSON with what a terminal could
+// obey escaped (the values come from the box).
 func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // The ways progress is rendered on stderr.
@@ -18,6 +19,9 @@ const (
 	renderTTY          // a step list with the current progress redrawn in place
 	renderJSON         // the events as JSON Lines (--log-format json)
 )
+
+// maxSteps bounds the steps whose last printed decile is remembered.
+const maxSteps = 256
 
 // progress renders the host's steps and the agent's events. It is safe
 // for concurrent use.
@@ -57,11 +61,15 @@ func (p *progress) Event(ev protocol.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now().UTC()
 	}
+	if p.mode != renderJSON {
+		// Events come from the box: their text is shown, never obeyed.
+		ev.Step, ev.Message = termsafe.String(ev.Step), termsafe.Text(ev.Message)
+	}
 	switch p.mode {
 	case renderJSON:
 		b, err := json.Marshal(ev)
 		if err == nil {
-			p.w.Write(append(b, '\n'))
+			p.w.Write(append(termsafe.JSON(b), '\n'))
 		}
 	case renderTTY:
 		p.tty(ev)
@@ -76,8 +84,12 @@ func (p *progress) plain(ev protocol.Event) {
 		fmt.Fprintf(p.w, "[%s] %s%s\n", ev.Step, ev.State, suffix(ev.Message))
 	case protocol.EventProgress:
 		pct := percent(ev.Progress)
-		if pct < 0 || pct/10 == p.lastPct[ev.Step] {
+		last, seen := p.lastPct[ev.Step]
+		if pct < 0 || (seen && pct/10 == last) {
 			return
+		}
+		if !seen && len(p.lastPct) >= maxSteps {
+			clear(p.lastPct) // a box inventing step names must not grow this
 		}
 		p.lastPct[ev.Step] = pct / 10
 		fmt.Fprintf(p.w, "[%s] %d%%%s\n", ev.Step, pct, suffix(ev.Message))

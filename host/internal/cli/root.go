@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // ExitCoder is an error that carries the process exit status, such as the
@@ -36,7 +37,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	fmt.Fprintf(stderr, "hermes-box: %v\n", err)
+	fmt.Fprintf(stderr, "hermes-box: %s\n", termsafe.Text(err.Error()))
 	var ec ExitCoder
 	if errors.As(err, &ec) && ec.ExitCode() > 0 {
 		return ec.ExitCode()
@@ -71,7 +72,7 @@ func newRootCommand() *cobra.Command {
 		newShellCommand(),
 		newLogsCommand(),
 		newDestroyCommand(),
-		newAuditCommand(boxRunner),
+		newAuditCommand(boxAudit),
 		newSnapshotCommand(),
 		newRestoreCommand(),
 		newPackageCommand(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -28,9 +29,12 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				b, err := json.MarshalIndent(st, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(append(termsafe.JSON(b), '\n'))
+				return err
 			}
 			return printStatus(cmd.OutOrStdout(), b.Config().MachineName, st)
 		},
@@ -41,7 +45,7 @@ func newStatusCommand() *cobra.Command {
 
 func printStatus(w io.Writer, machine string, st *box.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, st.Status)
+	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, termsafe.String(string(st.Status)))
 	codes := make([]string, 0, len(st.Checks))
 	for c := range st.Checks {
 		codes = append(codes, string(c))
@@ -49,10 +53,10 @@ func printStatus(w io.Writer, machine string, st *box.Status) error {
 	slices.Sort(codes)
 	for _, c := range codes {
 		ch := st.Checks[health.Code(c)]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c, ch.Status, ch.Message)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", termsafe.Args(c, string(ch.Status), ch.Message)...)
 	}
 	for _, s := range st.Services {
-		fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", s.Name, s.State, s.PID, s.Restarts)
+		fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", termsafe.Args(s.Name, string(s.State), s.PID, s.Restarts)...)
 	}
 	return tw.Flush()
 }
