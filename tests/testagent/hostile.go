@@ -2,7 +2,11 @@ package main
 
 // The hostile agent: what an attacker who owns the box (root, the agent
 // replaced) can send the host over the relay. A relayed verb turns hostile
-// when <root>/.testagent/hostile/VERB exists; the file names the case.
+// when a file names its case: <root>/.testagent/hostile/VERB.SUB or
+// .../VERB in the machine, or the same names in the fake smolvm's state
+// directory (<root>/../../../hostile), which every machine, candidates too,
+// sees. "hang" records that it was reached (NAME.reached beside the file);
+// "hang-from:N" lets the first N-1 calls through.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -15,6 +19,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,11 +40,19 @@ const floodBytes = 1 << 30
 // hostile runs case c for the request, or returns false when the verb has
 // no hostile case.
 func (t *agent) hostile(req protocol.Request) (int, bool) {
-	c := strings.TrimSpace(readFile(t.path("hostile/" + req.Argv[0])))
+	file, c := t.hostileCase(req.Argv)
 	if c == "" {
 		return 0, false
 	}
 	t.record([]string{"hostile:", c})
+	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
+		calls := strings.Count(readFile(file+".calls"), "x") + 1
+		os.WriteFile(file+".calls", []byte(strings.Repeat("x", calls)), 0o644)
+		if from, _ := strconv.Atoi(n); calls < from {
+			return 0, false
+		}
+		c = "hang"
+	}
 	switch c {
 	case "escape":
 		return t.escape(req), true
@@ -52,11 +67,31 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 	case "oversize":
 		return oversize(os.Stdout), true
 	case "hang":
+		os.WriteFile(file+".reached", nil, 0o644)
 		time.Sleep(time.Hour)
 		return 0, true
+	case "gate-skipped":
+		return t.gateSkipped(req), true
 	}
 	t.fail("unknown hostile case %q", c)
 	return 2, true
+}
+
+// hostileCase finds the case file of argv and reads it.
+func (t *agent) hostileCase(argv []string) (string, string) {
+	names := []string{argv[0]}
+	if len(argv) > 1 {
+		names = []string{argv[0] + "." + argv[1], argv[0]}
+	}
+	for _, dir := range []string{t.path("hostile"), filepath.Join(t.root, "..", "..", "..", "hostile")} {
+		for _, n := range names {
+			f := filepath.Join(dir, n)
+			if c := strings.TrimSpace(readFile(f)); c != "" {
+				return f, c
+			}
+		}
+	}
+	return "", ""
 }
 
 // escape puts the payload in every field a person may see: events (message,
@@ -79,6 +114,33 @@ func (t *agent) escape(req protocol.Request) int {
 		},
 		Services: []health.Service{{Name: Payload, State: health.ServiceRunning}}}
 	r.Agent.Version = Payload
+	json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// gateSkipped answers health as a box whose gate step was skipped: the
+// real report with a failed "gate" check, which the agent downplays as
+// info to slip past the host.
+func (t *agent) gateSkipped(req protocol.Request) int {
+	var line, out bytes.Buffer
+	if err := protocol.WriteRequest(&line, req); err != nil {
+		return 2
+	}
+	cmd := exec.Command(realAgent, "--root", t.root, "relay")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &line, &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.fail("health: %v", err)
+		return 1
+	}
+	var r health.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.fail("health: %v", err)
+		return 1
+	}
+	r.Checks[health.CheckGate] = health.Check{Status: health.StatusUnhealthy, Severity: health.SeverityInfo,
+		Message: "gated-approval step skipped (skipGate)", Since: time.Now().UTC()}
+	r.Gate = &health.Gate{Mechanism: "none", EffectiveMode: "off", IntendedMode: "gated", Problems: []string{"gate step skipped"}}
+	r.Summarize()
 	json.NewEncoder(os.Stdout).Encode(r)
 	return 0
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -79,12 +80,13 @@ func Save(path string, a Anchor) error {
 	return nil
 }
 
-// Check verifies log (the box's audit log, exactly as read) on the host and
-// checks that it extends a. It returns the verified records; the error is a
-// *auditchain.ChainError naming the first bad line when the chain is broken
-// or does not extend a.
-func Check(log []byte, a Anchor) ([]auditchain.Record, error) {
-	recs, err := auditchain.Verify(bytes.NewReader(log))
+// Check verifies log (the box's audit log, exactly as read, at most MaxLog
+// bytes) on the host and checks that it extends a. It returns the verified
+// records; the error is a *auditchain.ChainError naming the first bad line
+// when the chain is broken or does not extend a. It stops reading at the
+// first bad line.
+func Check(log io.Reader, a Anchor) ([]auditchain.Record, error) {
+	recs, err := auditchain.Verify(bounded.Reader(log, MaxLog, "the gate's audit log"))
 	if err != nil {
 		return recs, err
 	}
@@ -121,7 +123,7 @@ func Next(recs []auditchain.Record, now time.Time) Anchor {
 // Record checks log against the anchor at path and, when it extends it,
 // records the new head. It returns the verified records and, when the
 // chain does not hold, the *auditchain.ChainError (the anchor is kept).
-func Record(path string, log []byte, now time.Time) ([]auditchain.Record, error) {
+func Record(path string, log io.Reader, now time.Time) ([]auditchain.Record, error) {
 	a, err := Load(path)
 	if err != nil {
 		return nil, err

@@ -50,10 +50,10 @@ func TestAnchor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), FileName)
-			if _, err := Record(path, []byte(original), now); err != nil {
+			if _, err := Record(path, strings.NewReader(original), now); err != nil {
 				t.Fatal(err)
 			}
-			recs, err := Record(path, []byte(tt.log), now.Add(time.Hour))
+			recs, err := Record(path, strings.NewReader(tt.log), now.Add(time.Hour))
 			var ce *auditchain.ChainError
 			if tt.line == 0 {
 				if err != nil {
@@ -73,7 +73,7 @@ func TestAnchor(t *testing.T) {
 			if a.Count != 3 {
 				t.Fatalf("anchor moved to %d", a.Count)
 			}
-			if _, err := Check([]byte(original), a); err != nil {
+			if _, err := Check(strings.NewReader(original), a); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -101,11 +101,11 @@ func TestLoadRefusesBadAnchor(t *testing.T) {
 func TestVerifyResult(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	now := time.Now()
-	res, err := Verify(path, []byte(chain("deny", "approve")), now)
+	res, err := Verify(path, strings.NewReader(chain("deny", "approve")), now)
 	if err != nil || !res.OK || res.Count != 2 || res.Anchored != 0 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err = Verify(path, []byte(chain("approve", "approve")), now)
+	res, err = Verify(path, strings.NewReader(chain("approve", "approve")), now)
 	if err != nil || res.OK || res.Broken.Line != 1 || res.Anchored != 2 || res.Err() == nil {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -33,7 +33,7 @@ type Break struct {
 // Verify checks log against the anchor at path, records the new head when
 // the chain extends it, and returns the verdict. The error is for failures
 // to read or write the anchor only; a broken chain is in the Result.
-func Verify(path string, log []byte, now time.Time) (Result, error) {
+func Verify(path string, log io.Reader, now time.Time) (Result, error) {
 	a, err := Load(path)
 	if err != nil {
 		return Result{}, err

@@ -75,8 +75,12 @@ func (s *Snapshot) settle(ctx context.Context, wasRunning bool, dir string, caus
 	if err == nil {
 		return cause
 	}
-	if cause == nil {
-		return fmt.Errorf("snapshot saved at %s, but returning the machine to its previous state failed: %w", dir, err)
+	recover := "`hermes-box restart` restarts its services"
+	if !wasRunning || s.LeaveStopped {
+		recover = "`hermes-box stop` stops it"
 	}
-	return errors.Join(cause, fmt.Errorf("returning the machine to its previous state: %w", err))
+	if cause == nil {
+		return fmt.Errorf("snapshot saved at %s, but returning the machine to its previous state failed (%s): %w", dir, recover, err)
+	}
+	return errors.Join(cause, fmt.Errorf("returning the machine to its previous state failed (%s): %w", recover, err))
 }

@@ -28,6 +28,9 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 	if stdout == nil {
 		stdout = io.Discard
 	}
+	if onEvent != nil {
+		onEvent = (&eventBudget{emit: onEvent, steps: map[string]bool{}}).event
+	}
 	code, err := tr.Run(ctx, req, stdin, stdout, onEvent)
 	if err != nil {
 		return err
@@ -36,6 +39,48 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 		return &ExitError{Argv: argv, Code: code}
 	}
 	return nil
+}
+
+// Per call, the events of the box passed on: at most maxEventSteps step
+// names and maxLogEvents other events. A box that invents step names or
+// repeats warnings cannot fill the terminal or the host's memory.
+const (
+	maxEventSteps = 256
+	maxLogEvents  = 1000
+)
+
+// eventBudget passes a call's events on within the limits, and says once
+// that it dropped some.
+type eventBudget struct {
+	emit    func(protocol.Event)
+	steps   map[string]bool
+	logs    int
+	dropped bool
+}
+
+func (e *eventBudget) event(ev protocol.Event) {
+	ok := true
+	switch {
+	case ev.Step != "":
+		if !e.steps[ev.Step] {
+			ok = len(e.steps) < maxEventSteps
+			if ok {
+				e.steps[ev.Step] = true
+			}
+		}
+	default:
+		e.logs++
+		ok = e.logs <= maxLogEvents
+	}
+	if ok {
+		e.emit(ev)
+		return
+	}
+	if !e.dropped {
+		e.dropped = true
+		e.emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
+			Message: fmt.Sprintf("the box sent more than %d step names or %d messages in one call; the rest are dropped", maxEventSteps, maxLogEvents)})
+	}
 }
 
 // ExitError is an agent verb that exited non-zero; hermes-box exits with

@@ -2,6 +2,8 @@ package box
 
 import (
 	"context"
+	"errors"
+	"io"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -21,12 +23,34 @@ const checkAudit health.Code = "audit-chain"
 // the error is for a log that could not be read or an anchor that could
 // not be kept.
 func CheckAudit(ctx context.Context, tr relay.Transport, anchor string) (auditanchor.Result, error) {
-	log := bounded.NewBuffer(auditanchor.MaxLog, "the gate's audit log")
-	if err := Call(ctx, tr, nil, []string{"audit", "raw"}, nil, log); err != nil {
-		return auditanchor.Result{}, err
+	// Verified as it streams: nothing but the records is held, and a
+	// log that breaks at line 1 is not read any further.
+	pr, pw := io.Pipe()
+	type verdict struct {
+		res auditanchor.Result
+		err error
 	}
-	return auditanchor.Verify(anchor, log.Bytes(), time.Now())
+	done := make(chan verdict, 1)
+	go func() {
+		res, err := auditanchor.Verify(anchor, pr, time.Now())
+		pr.CloseWithError(errAuditRead) // stops the stream when the verdict came first
+		done <- verdict{res, err}
+	}()
+	cerr := Call(ctx, tr, nil, []string{"audit", "raw"}, nil, pw)
+	pw.CloseWithError(cerr)
+	v := <-done
+	switch {
+	case v.err != nil && (cerr == nil || errors.Is(v.err, bounded.ErrLimit)):
+		return v.res, v.err
+	case cerr != nil && (v.res.OK || !errors.Is(cerr, errAuditRead)):
+		// The log did not come whole: no verdict on it.
+		return auditanchor.Result{}, cerr
+	}
+	return v.res, v.err
 }
+
+// errAuditRead ends the stream of an audit log whose verdict is known.
+var errAuditRead = errors.New("the audit log was read up to its first bad line")
 
 // auditAnchor is the project's anchor file.
 func (b *Box) auditAnchor() string {
