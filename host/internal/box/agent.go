@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // Call runs one agent verb over tr: the request carries argv and says
@@ -42,11 +43,13 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 }
 
 // Per call, the events of the box passed on: at most maxEventSteps step
-// names and maxLogEvents other events. A box that invents step names or
-// repeats warnings cannot fill the terminal or the host's memory.
+// names, maxLogEvents other events and maxEventText bytes of messages. A box
+// that invents step names or repeats warnings cannot fill the terminal or
+// the host's memory.
 const (
 	maxEventSteps = 256
 	maxLogEvents  = 1000
+	maxEventText  = 512 << 10
 )
 
 // eventBudget passes a call's events on within the limits, and says once
@@ -55,6 +58,7 @@ type eventBudget struct {
 	emit    func(protocol.Event)
 	steps   map[string]bool
 	logs    int
+	text    int
 	dropped bool
 }
 
@@ -72,6 +76,10 @@ func (e *eventBudget) event(ev protocol.Event) {
 		e.logs++
 		ok = e.logs <= maxLogEvents
 	}
+	e.text += min(len(ev.Message), termsafe.MaxLine)
+	if e.text > maxEventText {
+		ok = false
+	}
 	if ok {
 		e.emit(ev)
 		return
@@ -79,7 +87,8 @@ func (e *eventBudget) event(ev protocol.Event) {
 	if !e.dropped {
 		e.dropped = true
 		e.emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
-			Message: fmt.Sprintf("the box sent more than %d step names or %d messages in one call; the rest are dropped", maxEventSteps, maxLogEvents)})
+			Message: fmt.Sprintf("the box sent more than %d step names, %d messages or %d KiB of text in one call; the rest are dropped",
+				maxEventSteps, maxLogEvents, maxEventText>>10)})
 	}
 }
 

@@ -67,6 +67,14 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 				slog.Warn("removing the staged copy", "error", err)
 			}
 		}()
+		// Recovering an interrupted cut-over: what stands under the box's
+		// name is the half-made replacement; the original is in src.
+		if safety, _ := backup.Interrupted(cfg.StateDir()); safety != "" && safety == src {
+			b.ui.Warn("removing the half-made %s an interrupted restore left, then restoring the original from %s", cfg.MachineName, src)
+			if err := b.removeMachine(cfg.MachineName); err != nil {
+				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
+			}
+		}
 		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir()}
 		if err := r.Run(ctx, staged.Dir); err != nil {
 			return err

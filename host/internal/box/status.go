@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -15,6 +16,7 @@ import (
 const (
 	checkMachine  health.Code = "smolvm-machine"
 	checkListener health.Code = "loopback-listener"
+	checkJournal  health.Code = "restore-journal"
 )
 
 // Status is what `status --json` prints: a health report (it decodes with
@@ -38,6 +40,13 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
 	running := m.State == smolvm.StateRunning
 	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
+	if safety, err := backup.Interrupted(b.cfg.StateDir()); err != nil || safety != "" {
+		msg := fmt.Sprintf("an interrupted restore left the original machine in %s; `hermes-box restore %s` brings it back", safety, safety)
+		if err != nil {
+			msg = "reading the journal of an interrupted restore: " + err.Error()
+		}
+		st.Checks[checkJournal] = hostCheck(false, health.SeverityCritical, msg, now)
+	}
 	if running {
 		lerr := b.listen.CheckLoopback(ctx, b.cfg.SSHPort)
 		msg := fmt.Sprintf("SSH port %d listens on loopback only", b.cfg.SSHPort)

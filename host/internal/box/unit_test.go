@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func TestHostPlatform(t *testing.T) {
@@ -160,6 +161,14 @@ func TestEventBudget(t *testing.T) {
 	}
 	if want := maxEventSteps + 10*maxEventSteps + maxLogEvents + 1; len(got) != want {
 		t.Fatalf("%d events passed, want %d", len(got), want)
+	}
+	big := &eventBudget{emit: func(ev protocol.Event) { got = append(got, ev) }, steps: map[string]bool{}}
+	got = nil
+	for range 1000 {
+		big.event(protocol.Event{Type: protocol.EventLog, Message: strings.Repeat("M", 1<<20)})
+	}
+	if len(got) != maxEventText/termsafe.MaxLine+1 {
+		t.Fatalf("%d events of 1 MiB passed", len(got))
 	}
 	warnings := 0
 	for _, ev := range got {
