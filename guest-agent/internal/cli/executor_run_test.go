@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 )
 
-// execCall is one recorded execProgram.
+// execCall is one recorded executor.Exec.
 type execCall struct {
 	argv []string
 	dir  string
@@ -25,16 +26,16 @@ type execCall struct {
 	user string
 }
 
-// stubExec records execProgram instead of replacing the test process.
+// stubExec records executor.Exec instead of replacing the test process.
 func stubExec(t *testing.T) *[]execCall {
 	t.Helper()
 	var calls []execCall
-	orig := execProgram
-	execProgram = func(argv []string, dir string, env []string, u passwd.User) error {
+	orig := executor.Exec
+	executor.Exec = func(argv []string, dir string, env []string, u passwd.User) error {
 		calls = append(calls, execCall{argv, dir, env, u.Name})
 		return nil
 	}
-	t.Cleanup(func() { execProgram = orig })
+	t.Cleanup(func() { executor.Exec = orig })
 	return &calls
 }
 

@@ -11,12 +11,36 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
+// executorStandins serves a stand-in Executor MCP endpoint that accepts
+// key, and installs the stand-in `hermes` (its `mcp test` probes the
+// configured server as Hermes does) under root.
+func executorStandins(t *testing.T, root, key string) *mcptest.Server {
+	t.Helper()
+	srv := mcptest.New(key, true)
+	t.Cleanup(srv.Close)
+	b, err := os.ReadFile(filepath.Join("..", "executor", "testdata", "hermes-standin.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "usr/local/bin/hermes")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 func TestExecutorConnectHermesThroughRelay(t *testing.T) {
-	root := t.TempDir()
+	root := accountsRoot(t)
+	srv := executorStandins(t, root, "exk_secret-1")
 	home := filepath.Join(root, "workspace/hermes-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
@@ -26,7 +50,7 @@ func TestExecutorConnectHermesThroughRelay(t *testing.T) {
 	}
 	var req bytes.Buffer
 	err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version,
-		Argv: []string{"executor", "connect-hermes"}, Options: protocol.Options{Stdin: true}})
+		Argv: []string{"executor", "connect-hermes", "--mcp-url", srv.MCPURL()}, Options: protocol.Options{Stdin: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +74,35 @@ func TestExecutorConnectHermesThroughRelay(t *testing.T) {
 	}
 }
 
+// TestExecutorConnectHermesRollsBack: when Hermes' own `mcp test` cannot
+// reach Executor, connect-hermes fails and Hermes' files are as they were.
+func TestExecutorConnectHermesRollsBack(t *testing.T) {
+	root := accountsRoot(t)
+	srv := executorStandins(t, root, "exk_secret-3")
+	hermes := filepath.Join(root, "usr/local/bin/hermes")
+	if err := os.WriteFile(hermes, []byte("#!/bin/sh\necho '  ✗ Connection failed (1ms): refused'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "workspace/hermes-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const cfg = "model: x # mine\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "exk_secret-3\n", "--root", root, "executor", "connect-hermes", "--mcp-url", srv.MCPURL())
+	if code != 1 || !strings.Contains(errs, "no connection to Executor") || !strings.Contains(errs, "Hermes' configuration is as it was") {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	if got, _ := os.ReadFile(filepath.Join(home, "config.yaml")); string(got) != cfg {
+		t.Fatalf("config.yaml = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".env")); err == nil {
+		t.Fatal(".env left behind")
+	}
+}
+
 func TestExecutorConnectHermesRefusesEmptyKey(t *testing.T) {
 	root := t.TempDir()
 	code, _, errs := run(t, "\n", "--root", root, "executor", "connect-hermes")
@@ -66,7 +119,7 @@ func TestExecutorStatusWithoutReleases(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res executorStatusResult
+	var res executor.StatusResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Current != nil || res.RuntimeBytes == nil || *res.RuntimeBytes != 0 {
 		t.Fatalf("got %s (%v)", out, err)
 	}
@@ -83,6 +136,9 @@ func TestExecutorUsage(t *testing.T) {
 		{[]string{"executor", "activate", "--image", "ghcr.io/x/y@sha256:" + strings.Repeat("a", 64)}, "TAG"},
 		{[]string{"executor", "logs"}, "unknown subcommand"},
 		{[]string{"executor", "run", "extra"}, "unexpected arguments"},
+		{[]string{"executor", "connect-hermes", "--mcp-url", "http://192.168.1.5:4788/mcp"}, "not http://127.0.0.1:PORT/mcp"},
+		{[]string{"executor", "connect-hermes", "--mcp-url", "https://127.0.0.1:4788/mcp"}, "not http://127.0.0.1:PORT/mcp"},
+		{[]string{"executor", "connect-hermes", "--mcp-url", "http://127.0.0.1:4788/other"}, "not http://127.0.0.1:PORT/mcp"},
 	}
 	for _, tt := range tests {
 		code, _, errs := run(t, "", append([]string{"--root", t.TempDir()}, tt.args...)...)
@@ -96,11 +152,12 @@ func TestExecutorUsage(t *testing.T) {
 // connect-hermes restarts the gateway through the control socket.
 func TestExecutorConnectHermesRestartsTheGateway(t *testing.T) {
 	root, table := bootRoot(t, freeAddr(t))
+	srv := executorStandins(t, root, "exk_secret-2")
 	cmd, stderr := startBoot(t, root, table)
 	before := waitServices(t, root, "both programs RUNNING", bothRunning)["hermes"]
 	var req bytes.Buffer
 	if err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version,
-		Argv: []string{"executor", "connect-hermes"}, Options: protocol.Options{Stdin: true}}); err != nil {
+		Argv: []string{"executor", "connect-hermes", "--mcp-url", srv.MCPURL()}, Options: protocol.Options{Stdin: true}}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := run(t, req.String()+"exk_secret-2\n", "--root", root, "relay")

@@ -30,7 +30,14 @@ type Runner interface {
 type ExecRunner struct{}
 
 // Run starts c and waits for it; ctx ending kills it.
-func (ExecRunner) Run(ctx context.Context, c Cmd) error {
+func (r ExecRunner) Run(ctx context.Context, c Cmd) error {
+	_, err := r.Output(ctx, c)
+	return err
+}
+
+// Output is Run that also returns the last 4 KiB of the command's stdout
+// and stderr together.
+func (ExecRunner) Output(ctx context.Context, c Cmd) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Env, cmd.Dir = c.Env, c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
@@ -39,9 +46,9 @@ func (ExecRunner) Run(ctx context.Context, c Cmd) error {
 	out := &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, out.String())
+		return out.String(), fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, out.String())
 	}
-	return nil
+	return out.String(), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -20,8 +20,8 @@ import (
 	"github.com/zalando/go-keyring"
 	"golang.org/x/term"
 
-	"github.com/hermes-box/hermes-box/host/internal/mcp"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/mcp"
 )
 
 // executorAgent runs one agent verb in the box through the relay: argv is
