@@ -3,23 +3,14 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/shared/pins"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 func init() { register(executorVerb) }
@@ -37,15 +28,14 @@ func runExecutor(ctx context.Context, e *env, args []string) error {
 		return usageError("executor: want a subcommand: pull, activate, status, connect-hermes, refresh-discovery or run")
 	}
 	sub, rest := args[0], args[1:]
+	if f, ok := executorHermesSubs[sub]; ok {
+		return f(ctx, e, rest)
+	}
 	switch sub {
 	case "pull", "activate":
 		return executorInstall(ctx, e, sub, rest)
 	case "status":
 		return executorStatus(ctx, e, rest)
-	case "connect-hermes":
-		return executorConnectHermes(ctx, e, rest)
-	case "refresh-discovery":
-		return executorRefreshDiscovery(ctx, e, rest)
 	case "run":
 		return executorRun(ctx, e, rest)
 	}
@@ -115,56 +105,6 @@ func executorStatus(ctx context.Context, e *env, args []string) error {
 	res, err := executor.Status(ctx, e.root, *sizes)
 	if err != nil {
 		return fmt.Errorf("executor status: %w", err)
-	}
-	return writeJSON(e.Out, res)
-}
-
-// executorHealthURL is Executor's health endpoint inside the box.
-var executorHealthURL = "http://127.0.0.1:" + strconv.Itoa(boot.ExecutorGuestPort) + "/api/health"
-
-// executorConnectHermes reads the API key from stdin (never argv) and
-// hands it to executor.Connector.
-func executorConnectHermes(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "executor connect-hermes", "[--mcp-url URL] (API key on stdin)")
-	mcpURL := fs.String("mcp-url", hermescfg.ExecutorURL, "Executor's MCP endpoint as Hermes reaches it (loopback http only)")
-	if err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	if err := executor.CheckMCPURL(*mcpURL); err != nil {
-		return usageError("executor connect-hermes: --mcp-url: %w", err)
-	}
-	line, err := bufio.NewReader(io.LimitReader(e.In, 4096)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("executor connect-hermes: reading the API key from stdin: %w", err)
-	}
-	key := strings.TrimSpace(line)
-	if err := hermescfg.ValidateSecret(key); err != nil {
-		return usageError("executor connect-hermes: stdin: %w", err)
-	}
-	c := &executor.Connector{Root: e.root, URL: *mcpURL, HTTP: &http.Client{Timeout: 30 * time.Second}}
-	res, err := c.Connect(ctx, key)
-	if errors.Is(err, executor.ErrGatewayNotRunning) {
-		_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
-			Message: "Hermes is configured, but no supervisor is running to restart its gateway: it loads the executor MCP server when it next starts"})
-		err = nil
-	}
-	if err != nil {
-		return fmt.Errorf("executor connect-hermes: %w", err)
-	}
-	return writeJSON(e.Out, res)
-}
-
-// executorRefreshDiscovery restarts the Hermes gateway once per boot after
-// Executor turned healthy (executor.Refresher).
-func executorRefreshDiscovery(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "executor refresh-discovery", "")
-	if err := parseFlags(fs, args, 0); err != nil {
-		return err
-	}
-	r := &executor.Refresher{Root: e.root, HealthURL: executorHealthURL, HTTP: &http.Client{Timeout: 5 * time.Second}}
-	res, err := r.Refresh(ctx)
-	if err != nil {
-		return fmt.Errorf("executor refresh-discovery: %w", err)
 	}
 	return writeJSON(e.Out, res)
 }

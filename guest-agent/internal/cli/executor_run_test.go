@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,26 +36,6 @@ func stubExec(t *testing.T) *[]execCall {
 	}
 	t.Cleanup(func() { executor.Exec = orig })
 	return &calls
-}
-
-// accountsRoot is a box root whose hermes account is the test's own user.
-func accountsRoot(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	uid, gid := os.Getuid(), os.Getgid()
-	for name, body := range map[string]string{
-		"etc/passwd": fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
-		"etc/group":  fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
-	} {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
 }
 
 func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {

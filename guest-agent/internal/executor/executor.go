@@ -2,10 +2,8 @@
 // gateway, behind the `executor` verb: the box's paths, the release store
 // for this machine, the supervisor's `executor run` program (make the
 // pinned image active, then replace itself with the release's own bun),
-// status, connecting Hermes to Executor (the MCP surface checked at the
-// address Hermes uses, `hermes mcp test executor` as the hermes user, the
-// configuration rolled back if it fails) and the one gateway restart per
-// boot that makes Hermes discover Executor's tools.
+// and status. Connecting Hermes to Executor is its subpackage hermeslink,
+// which links none of the image code.
 package executor
 
 import (
@@ -81,18 +79,4 @@ func RuntimeCredential(root string) *syscall.Credential {
 		return nil
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-}
-
-// chownToRuntimeUser hands files to the runtime user in the real box.
-func chownToRuntimeUser(root string, paths ...string) error {
-	cred := RuntimeCredential(root)
-	if cred == nil {
-		return nil
-	}
-	for _, p := range paths {
-		if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
-			return err
-		}
-	}
-	return nil
 }

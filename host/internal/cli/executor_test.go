@@ -280,7 +280,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 // configured server as Hermes does.
 func hermesStandin(t *testing.T, root string) {
 	t.Helper()
-	script, err := os.ReadFile(filepath.Join("..", "..", "..", "guest-agent", "internal", "executor", "testdata", "hermes-standin.py"))
+	script, err := os.ReadFile(filepath.Join("..", "..", "..", "guest-agent", "internal", "executor", "hermeslink", "testdata", "hermes-standin.py"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package executor
+package hermeslink
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func TestConnectFailuresLeaveHermesAsItWas(t *testing.T) {
 		{name: "mcp test cannot connect", serverKey: "exk_key-1", env: "A=1\n",
 			hermes: "#!/bin/sh\necho \"  Auth: Authorization: Bear***ey-1\"\necho '  ✗ Connection failed (3ms): [Errno 111] Connection refused'\n",
 			want:   "no connection to Executor"},
-		{name: "mcp test exits non-zero", serverKey: "exk_key-1", hermes: "#!/bin/sh\necho 'Traceback: exk_key-1' >&2\nexit 1\n", want: "exit status 1"},
+		{name: "mcp test exits non-zero", serverKey: "exk_key-1", hermes: "#!/bin/sh\necho 'Traceback: exk_key-1' >&2\nexit 1\n", want: "exited with status 1"},
 		{name: "mcp test misses a tool", serverKey: "exk_key-1", hermes: "#!/bin/sh\necho '✓ Connected (1ms)'\necho '✓ Tools discovered: 1'\necho '    execute'\n", want: `"resume" tool was not discovered`},
 		{name: "server not in Hermes' view", serverKey: "exk_key-1", hermes: "#!/bin/sh\necho \"✗ Server 'executor' not found in config.\"\n", want: "missing from Hermes' configuration"},
 	}

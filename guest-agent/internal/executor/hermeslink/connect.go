@@ -1,4 +1,10 @@
-package executor
+// Package hermeslink connects Hermes to Executor inside the box: the MCP
+// surface checked at the address Hermes uses, the key and the server entry
+// written into Hermes' home, `hermes mcp test executor` run as the hermes
+// user with the files put back when it fails, and the one gateway restart
+// per boot that makes Hermes discover Executor's tools. It links none of
+// the image code, so the lean agent runs it itself.
+package hermeslink
 
 import (
 	"context"
@@ -13,10 +19,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 )
@@ -34,11 +41,6 @@ const (
 	restartTimeout = 2 * time.Minute
 )
 
-// Runner runs a command and returns its combined output's tail.
-type Runner interface {
-	Output(ctx context.Context, c oci.Cmd) (string, error)
-}
-
 // Connector connects Hermes to Executor inside the box under Root.
 type Connector struct {
 	Root string
@@ -46,8 +48,8 @@ type Connector struct {
 	// (hermescfg.ExecutorURL in the box).
 	URL  string
 	HTTP *http.Client
-	// Runner runs `hermes mcp test executor`; nil means oci.ExecRunner.
-	Runner Runner
+	// Runner runs `hermes mcp test executor`; nil means provision.ExecRunner.
+	Runner provision.Runner
 	// Restart restarts the Hermes gateway; nil means RestartGateway.
 	Restart func(ctx context.Context) error
 }
@@ -98,7 +100,7 @@ func (c *Connector) Connect(ctx context.Context, key string) (Connected, error) 
 	if err != nil {
 		return res, fmt.Errorf("checking Executor's MCP surface at %s (the address Hermes uses): %w", c.URL, err)
 	}
-	home := PathsFor(c.Root).HermesHome
+	home := filepath.Join(c.Root, boot.HermesHome)
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return res, err
 	}
@@ -133,7 +135,7 @@ func (c *Connector) configure(ctx context.Context, key string, files []string) e
 	if err := hermescfg.SetMCPServer(cfg, "executor", hermescfg.ExecutorServerAt(c.URL)); err != nil {
 		return err
 	}
-	if err := chownToRuntimeUser(c.Root, env, cfg); err != nil {
+	if err := chownToServiceUser(c.Root, env, cfg); err != nil {
 		return err
 	}
 	return c.mcpTest(ctx, key)
@@ -142,36 +144,37 @@ func (c *Connector) configure(ctx context.Context, key string, files []string) e
 // mcpTest runs `hermes mcp test executor` as the hermes user with Hermes'
 // home, and reads its output: the command exits 0 even when it fails.
 func (c *Connector) mcpTest(ctx context.Context, key string) error {
-	u, err := passwd.Lookup(c.Root, oci.RuntimeUser)
+	u, err := passwd.Lookup(c.Root, boot.ServiceUser)
 	if err != nil {
 		return err
 	}
-	cmd := oci.Cmd{
-		Path: filepath.Join(c.Root, hermesCLI),
-		Args: []string{"mcp", "test", "executor"},
-		Dir:  PathsFor(c.Root).HermesHome,
-		Env: []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name,
-			"HERMES_HOME=" + PathsFor(c.Root).HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "NO_COLOR=1"},
-		Credential: RuntimeCredential(c.Root),
-	}
-	if cmd.Credential != nil {
-		cmd.Credential.Groups = u.Groups
-	}
-	tctx, cancel := context.WithTimeout(ctx, mcpTestTimeout)
-	defer cancel()
 	run := c.Runner
 	if run == nil {
-		run = oci.ExecRunner{}
+		run = provision.ExecRunner{KillAfter: 5 * time.Second}
 	}
-	out, err := run.Output(tctx, cmd)
-	out = redact(out, key)
+	out, err := run.Run(ctx, c.mcpTestCommand(u))
+	text := redact(string(out.Stdout)+string(out.Stderr), key)
 	if err != nil {
 		return fmt.Errorf("hermes mcp test executor (as %s) failed: %s", u.Name, strings.TrimSpace(redact(err.Error(), key)))
 	}
-	if err := mcpTestPassed(out); err != nil {
-		return fmt.Errorf("hermes mcp test executor (as %s): %w; its output:\n%s", u.Name, err, strings.TrimSpace(out))
+	if err := mcpTestPassed(text); err != nil {
+		return fmt.Errorf("hermes mcp test executor (as %s): %w; its output:\n%s", u.Name, err, strings.TrimSpace(text))
 	}
 	return nil
+}
+
+// mcpTestCommand is `hermes mcp test executor` with Hermes' environment:
+// through runuser as the hermes user in the real box (the agent is root
+// there), directly under a test root.
+func (c *Connector) mcpTestCommand(u passwd.User) provision.Command {
+	home := filepath.Join(c.Root, boot.HermesHome)
+	env := []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "HERMES_HOME=" + home, "NO_COLOR=1"}
+	argv := []string{filepath.Join(c.Root, hermesCLI), "mcp", "test", "executor"}
+	if c.Root == "/" && os.Geteuid() == 0 {
+		return provision.Command{Path: "runuser", Args: append(append([]string{"-u", u.Name, "--", "env"}, env...), argv...),
+			Dir: home, Timeout: mcpTestTimeout}
+	}
+	return provision.Command{Path: argv[0], Args: argv[1:], Env: env, Dir: home, Timeout: mcpTestTimeout}
 }
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
@@ -210,6 +213,23 @@ func redact(s, key string) string {
 		keep = append(keep, line)
 	}
 	return strings.ReplaceAll(strings.Join(keep, "\n"), key, "[redacted]")
+}
+
+// chownToServiceUser hands files to the hermes user in the real box.
+func chownToServiceUser(root string, paths ...string) error {
+	if root != "/" || os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := passwd.Lookup(root, boot.ServiceUser)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if err := os.Chown(p, int(u.UID), int(u.GID)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Connector) restart(ctx context.Context) error {
