@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -275,6 +276,29 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	}
 }
 
+// TestExecutorConnectHermesKeyFromStdin: with --api-key-stdin the key
+// comes from stdin (no keyring needed), normalised, and goes to the agent
+// on its stdin only; the host does not touch Executor's port.
+func TestExecutorConnectHermesKeyFromStdin(t *testing.T) {
+	keyring.MockInit()
+	agent := &fakeAgent{}
+	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: agent,
+		CheckListener: func(context.Context) error { return errors.New("the host must not check Executor's port") }}
+	code, out, errs := runExecutor(t, box, "Bearer exk_stdin-1\n", "connect-hermes", "--api-key-stdin")
+	if code != 0 || !strings.Contains(out, "connected to Executor") {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+	if len(agent.argvs) != 1 || strings.Join(agent.argvs[0], " ") != "executor connect-hermes" || agent.stdins[0] != "exk_stdin-1\n" {
+		t.Fatalf("agent got %q with stdin %q", agent.argvs, agent.stdins)
+	}
+	if code, _, errs := runExecutor(t, box, "\n", "connect-hermes", "--api-key-stdin"); code == 0 || len(agent.argvs) != 1 {
+		t.Fatalf("an empty key: exit %d, %d agent calls: %s", code, len(agent.argvs), errs)
+	}
+	if code, _, errs := runExecutor(t, box, "", "connect-hermes"); code == 0 || !strings.Contains(errs, "auth set") {
+		t.Fatalf("no stored key: exit %d: %s", code, errs)
+	}
+}
+
 // hermesStandin gives the box under root a hermes account (this test's
 // user) and the agent's stand-in `hermes`, whose `mcp test` probes the
 // configured server as Hermes does.
@@ -301,7 +325,8 @@ func hermesStandin(t *testing.T, root string) {
 }
 
 // TestExecutorChecksTheListenerFirst: with Executor's port bound beyond
-// loopback, no command talks to it.
+// loopback, no command talks to it. (connect-hermes never talks to it: the
+// agent checks Executor inside the box.)
 func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	keyring.MockInit()
 	var hits atomic.Int32
@@ -314,7 +339,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	agent := &fakeAgent{}
 	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent,
 		CheckListener: func(context.Context) error { return wide }}
-	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}, {"connect-hermes"}} {
+	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}} {
 		if code, _, errs := runExecutor(t, box, "", args...); code == 0 || !strings.Contains(errs, "not loopback-only") {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // RefreshMarker records the boot whose gateway was restarted after
@@ -36,12 +37,7 @@ type Refresher struct {
 }
 
 // Refreshed is the refresh verb's JSON result.
-type Refreshed struct {
-	// Restarted is true when this call restarted the gateway, false when
-	// it had been restarted already in this boot.
-	Restarted bool   `json:"restarted"`
-	BootID    string `json:"bootId"`
-}
+type Refreshed = protocol.DiscoveryRefresh
 
 // Refresh restarts the gateway unless the marker names this boot already;
 // it refuses while Executor's health endpoint does not answer 200.
