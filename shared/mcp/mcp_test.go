@@ -11,8 +11,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/shared/bounded"
-
-	"github.com/hermes-box/hermes-box/host/internal/mcp/mcptest"
+	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 )
 
 func TestClientJSONAndSSE(t *testing.T) {
