@@ -63,11 +63,15 @@ const envRestoreMode = "HERMES_BOX_RESTORE_MODE=true"
 
 // restoreSpec is runtimeSpec for a machine in restore mode: name on SSH
 // port, created from the base artifact. A machine other than the box (a
-// restore's candidate) publishes only its SSH port.
+// restore's candidate) publishes only its SSH port and gets no secrets: it
+// runs the code of a backup that is still being proven.
 func (b *Box) restoreSpec(name string, port int) smolvm.CreateSpec {
 	s := b.runtimeSpec(b.BaseArtifact())
 	s.Name = name
 	s.Ports = []smolvm.Port{{Host: port, Guest: guestSSHPort}}
+	if name != b.cfg.MachineName {
+		s.SecretEnv = nil
+	}
 	if b.cfg.ExecutorEnabled && name == b.cfg.MachineName {
 		s.Ports = append(s.Ports, smolvm.Port{Host: b.cfg.ExecutorPort, Guest: guestExecutorPort})
 	}

@@ -180,3 +180,18 @@ func TestEventBudget(t *testing.T) {
 		t.Fatalf("%d warnings", warnings)
 	}
 }
+
+// TestCandidatesGetNoSecrets: a restore's candidate runs code from a backup
+// still being proven: it is created without the secrets; the box itself
+// keeps them.
+func TestCandidatesGetNoSecrets(t *testing.T) {
+	cfg := &config.Config{MachineName: "hermes-box", SSHPort: 2222, CPUs: 1, MemoryMiB: 512, StorageGB: 1, OverlayGB: 1,
+		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HOST_OPENAI_KEY"}}}
+	b := New(cfg, nil)
+	if s := b.restoreSpec("hermes-box-restore-1-2", 40000); len(s.SecretEnv) != 0 {
+		t.Fatalf("candidate created with secrets %v", s.SecretEnv)
+	}
+	if s := b.restoreSpec("hermes-box", 2222); len(s.SecretEnv) != 1 {
+		t.Fatalf("the box itself lost its secrets: %v", s.SecretEnv)
+	}
+}
