@@ -1,9 +1,11 @@
 // Package hermesconfig seeds Hermes' config.yaml with the settings Hermes
-// Box depends on: the gated approval mode and its gate block, the security
-// switches, and the local terminal backend (container backends skip
-// approvals entirely). It edits the YAML at the node level, so every other
-// key, its comments and its order survive; a file that already holds the
-// settings is returned byte for byte.
+// Box depends on: the approval gate of the installed release's mechanism
+// (the patched "gated" mode and its gate block, or Hermes' own smart mode,
+// its reviewer model and the gate plugin), the security switches, and the
+// local terminal backend (container backends skip approvals entirely). It
+// edits the YAML at the node level, so every other key, its comments and its
+// order survive; a file that already holds the settings is returned byte for
+// byte.
 package hermesconfig
 
 import (
@@ -20,18 +22,24 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // DefaultPath is where the box keeps Hermes' config, relative to the root.
 const DefaultPath = "workspace/hermes-home/config.yaml"
 
-// Setting is one scalar Hermes Box pins, by its key path.
+// Setting is one value Hermes Box pins, by its key path.
 type Setting struct {
 	Path  []string
-	Value any // string, int, float64 or bool
+	Value any // string, int, float64, bool, or Member
 }
 
-// Settings are applied in this order; new keys are appended in this order.
+// Member as a Setting's value means: the list at Path holds this string
+// (added at its end when missing; the list's other items stay).
+type Member string
+
+// Settings (the source-patch mechanism's, Hermes 0.16/0.17) are applied in
+// this order; new keys are appended in this order.
 var Settings = []Setting{
 	{[]string{"approvals", "mode"}, "gated"},
 	{[]string{"approvals", "timeout"}, 60},
@@ -54,9 +62,44 @@ var Settings = []Setting{
 	{[]string{"terminal", "backend"}, "local"},
 }
 
-// Seed returns data with every Setting applied; name is used in errors.
+// PluginName is the hermes-box-gate plugin's name in plugins.enabled.
+const PluginName = "hermes-box-gate"
+
+// SmartPluginSettings are the smart-plugin mechanism's (Hermes 0.19): Hermes'
+// own smart mode with the seed's reviewer (openai-codex, the model, low
+// reasoning, the priority tier, 30 s), cron denied, and the gate plugin
+// enabled. Hermes 0.19 waits approvals.timeout at the gateway (it no longer
+// reads gateway_timeout), so that is 300 s there; the plugin keeps the CLI
+// prompt at 60 s.
+var SmartPluginSettings = []Setting{
+	{[]string{"approvals", "mode"}, "smart"},
+	{[]string{"approvals", "timeout"}, 300},
+	{[]string{"approvals", "cron_mode"}, "deny"},
+	{[]string{"auxiliary", "approval", "provider"}, "openai-codex"},
+	{[]string{"auxiliary", "approval", "model"}, "gpt-5.5"},
+	{[]string{"auxiliary", "approval", "reasoning_effort"}, "low"},
+	{[]string{"auxiliary", "approval", "timeout"}, 30},
+	{[]string{"auxiliary", "approval", "extra_body", "service_tier"}, "priority"},
+	{[]string{"plugins", "enabled"}, Member(PluginName)},
+	{[]string{"security", "redact_secrets"}, true},
+	{[]string{"security", "tirith_enabled"}, true},
+	{[]string{"terminal", "backend"}, "local"},
+}
+
+// SettingsFor returns the settings of a gate mechanism.
+func SettingsFor(m pins.GateMechanism) []Setting {
+	if m == pins.GateSmartPlugin {
+		return SmartPluginSettings
+	}
+	return Settings
+}
+
+// Seed returns data with the source-patch Settings applied.
+func Seed(name string, data []byte) ([]byte, error) { return SeedWith(name, data, Settings) }
+
+// SeedWith returns data with every setting applied; name is used in errors.
 // When nothing needs to change it returns data itself.
-func Seed(name string, data []byte) ([]byte, error) {
+func SeedWith(name string, data []byte, settings []Setting) ([]byte, error) {
 	// yaml.v3 reads a UTF-16 byte-order mark as an encoding switch, so
 	// bytes kept verbatim (comments above a new mapping) could turn the
 	// written file into something else on the next read: only UTF-8 text
@@ -84,10 +127,14 @@ func Seed(name string, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s: the top level is a %s, want a mapping; refusing to edit it", name, kindName(root))
 	}
 	changed := false
-	for _, s := range Settings {
+	for _, s := range settings {
 		m := root
 		for _, key := range s.Path[:len(s.Path)-1] {
 			m = childMapping(m, key, &changed)
+		}
+		if item, ok := s.Value.(Member); ok {
+			addMember(m, s.Path[len(s.Path)-1], string(item), &changed)
+			continue
 		}
 		setScalar(m, s.Path[len(s.Path)-1], s.Value, &changed)
 	}
@@ -169,6 +216,37 @@ func setScalar(m *yaml.Node, key string, value any, changed *bool) {
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
 }
 
+// addMember makes the list under key hold item, creating the list when
+// needed; a single scalar there becomes the list's first item.
+func addMember(m *yaml.Node, key, item string, changed *bool) {
+	i := lookup(m, key)
+	if i >= 0 && m.Content[i].Kind == yaml.SequenceNode {
+		for _, n := range m.Content[i].Content {
+			if n.Kind == yaml.ScalarNode && n.Value == item {
+				return
+			}
+		}
+		m.Content[i].Content = append(m.Content[i].Content, scalar(item))
+		*changed = true
+		return
+	}
+	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{scalar(item)}}
+	*changed = true
+	if i >= 0 {
+		if old := m.Content[i]; old.Kind == yaml.ScalarNode && old.Tag != "!!null" && old.Value != "" {
+			if old.Value == item {
+				list.Content = nil
+			}
+			list.Content = append([]*yaml.Node{old}, list.Content...)
+		} else {
+			list.LineComment = old.LineComment
+		}
+		m.Content[i] = list
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, list)
+}
+
 func scalar(v any) *yaml.Node {
 	switch v := v.(type) {
 	case bool:
@@ -182,9 +260,12 @@ func scalar(v any) *yaml.Node {
 	}
 }
 
-// SeedFile applies Seed to the file at path, atomically and keeping its
-// mode; a missing file is created (0600). It reports whether it wrote.
-func SeedFile(path string) (bool, error) {
+// SeedFile applies Seed to the file at path.
+func SeedFile(path string) (bool, error) { return SeedFileWith(path, Settings) }
+
+// SeedFileWith applies SeedWith to the file at path, atomically and keeping
+// its mode; a missing file is created (0600). It reports whether it wrote.
+func SeedFileWith(path string, settings []Setting) (bool, error) {
 	data, err := os.ReadFile(path)
 	var like fs.FileInfo
 	switch {
@@ -195,7 +276,7 @@ func SeedFile(path string) (bool, error) {
 	default:
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
-	out, err := Seed(path, data)
+	out, err := SeedWith(path, data, settings)
 	if err != nil {
 		return false, err
 	}

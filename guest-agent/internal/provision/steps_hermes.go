@@ -81,18 +81,20 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 
 // --- gated approval --------------------------------------------------------
 
-// GateTarget is the installed Hermes the gated-approval patch applies to.
-// Paths are guest paths; join them to Root.
+// GateTarget is the installed Hermes the approval gate applies to. Paths
+// are guest paths; join them to Root. User is the account Hermes' own code
+// runs as when the gate asks it for its settings ("" in a test root).
 type GateTarget struct {
 	Root   string
 	Source string
 	Python string
 	Config string
 	Commit string
+	User   string
 	Runner Runner
 }
 
-// GatePatcher applies the gated-approval patch (guest-agent/internal/patch).
+// GatePatcher puts the approval gate in (guest-agent/internal/gate).
 type GatePatcher interface {
 	// Pending lists what Apply would change; empty when patched.
 	Pending(ctx context.Context, t GateTarget) ([]string, error)
@@ -100,8 +102,12 @@ type GatePatcher interface {
 }
 
 func (p *Provisioner) gateTarget() GateTarget {
-	return GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
+	t := GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
 		Config: hermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
+	if p.cfg.Root == "/" {
+		t.User = "hermes"
+	}
+	return t
 }
 
 // GateMissing is the reason the gated-approval step gives while no
