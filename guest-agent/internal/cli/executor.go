@@ -20,7 +20,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -338,17 +338,17 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("executor connect-hermes: reading the API key from stdin: %w", err)
 	}
 	key := strings.TrimSpace(line)
-	if err := hermescfg.ValidateSecret(key); err != nil {
+	if err := hermesconfig.ValidateSecret(key); err != nil {
 		return usageError("executor connect-hermes: stdin: %w", err)
 	}
 	home := executorPathsFor(e.root).hermesHome
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
-	if err := hermescfg.SetEnv(filepath.Join(home, ".env"), hermescfg.ExecutorKeyVar, key); err != nil {
+	if err := hermesconfig.SetEnv(filepath.Join(home, ".env"), hermesconfig.ExecutorKeyVar, key); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
-	if err := hermescfg.SetMCPServer(filepath.Join(home, "config.yaml"), "executor", hermescfg.ExecutorServer()); err != nil {
+	if err := hermesconfig.SetMCPServer(filepath.Join(home, "config.yaml"), "executor", hermesconfig.ExecutorServer()); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
 	if err := chownToRuntimeUser(e.root, filepath.Join(home, ".env"), filepath.Join(home, "config.yaml")); err != nil {
@@ -361,7 +361,7 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	case err != nil:
 		return fmt.Errorf("executor connect-hermes: restarting the Hermes gateway: %w", err)
 	}
-	return writeJSON(e.Out, map[string]string{"mcpServer": "executor", "url": hermescfg.ExecutorURL})
+	return writeJSON(e.Out, map[string]string{"mcpServer": "executor", "url": hermesconfig.ExecutorURL})
 }
 
 // chownToRuntimeUser hands files to the runtime user in the real box.

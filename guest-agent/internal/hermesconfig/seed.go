@@ -1,27 +1,25 @@
-// Package hermesconfig seeds Hermes' config.yaml with the settings Hermes
-// Box depends on: the approval gate of the installed release's mechanism
+// Package hermesconfig is the one place that edits Hermes' own
+// configuration in HERMES_HOME, under one rule set (files.go): UTF-8 only,
+// one YAML document, owner and mode kept, atomic replacement.
+//
+// It seeds config.yaml with the settings Hermes Box depends on: the approval gate of the installed release's mechanism
 // (the patched "gated" mode and its gate block, or Hermes' own smart mode,
 // its reviewer model and the gate plugin), the security switches, and the
 // local terminal backend (container backends skip approvals entirely). It
 // edits the YAML at the node level, so every other key, its comments and its
 // order survive; a file that already holds the settings is returned byte for
-// byte.
+// byte. It also sets one variable of the .env file and one entry of
+// mcp_servers (Executor).
 package hermesconfig
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"reflect"
 	"strconv"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -100,32 +98,11 @@ func Seed(name string, data []byte) ([]byte, error) { return SeedWith(name, data
 // SeedWith returns data with every setting applied; name is used in errors.
 // When nothing needs to change it returns data itself.
 func SeedWith(name string, data []byte, settings []Setting) ([]byte, error) {
-	// yaml.v3 reads a UTF-16 byte-order mark as an encoding switch, so
-	// bytes kept verbatim (comments above a new mapping) could turn the
-	// written file into something else on the next read: only UTF-8 text
-	// is edited.
-	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("%s: not UTF-8 text; refusing to edit it", name)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: holds more than one YAML document; refusing to edit it", name)
-	}
-	var prefix []byte
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		// Empty, or comments only: keep them above a new mapping.
-		prefix = bytes.TrimRight(data, " \t\r\n")
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+	doc, prefix, err := loadDoc(name, data)
+	if err != nil {
+		return nil, err
 	}
 	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: the top level is a %s, want a mapping; refusing to edit it", name, kindName(root))
-	}
 	changed := false
 	for _, s := range settings {
 		m := root
@@ -141,32 +118,7 @@ func SeedWith(name string, data []byte, settings []Setting) ([]byte, error) {
 	if !changed {
 		return data, nil
 	}
-	var buf bytes.Buffer
-	if len(prefix) > 0 {
-		buf.Write(prefix)
-		buf.WriteString("\n")
-	}
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", name, err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", name, err)
-	}
-	return buf.Bytes(), nil
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.ScalarNode:
-		return "scalar"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "node of kind " + strconv.Itoa(int(n.Kind))
+	return encodeDoc(name, doc, prefix)
 }
 
 // lookup returns the index of key's value in mapping m, or -1.
@@ -266,14 +218,8 @@ func SeedFile(path string) (bool, error) { return SeedFileWith(path, Settings) }
 // SeedFileWith applies SeedWith to the file at path, atomically and keeping
 // its mode; a missing file is created (0600). It reports whether it wrote.
 func SeedFileWith(path string, settings []Setting) (bool, error) {
-	data, err := os.ReadFile(path)
-	var like fs.FileInfo
-	switch {
-	case err == nil:
-		like, _ = os.Stat(path)
-	case errors.Is(err, fs.ErrNotExist):
-		data = nil
-	default:
+	data, like, err := readOptional(path)
+	if err != nil {
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
 	out, err := SeedWith(path, data, settings)
@@ -283,7 +229,7 @@ func SeedFileWith(path string, settings []Setting) (bool, error) {
 	if data != nil && bytes.Equal(out, data) {
 		return false, nil
 	}
-	if err := atomicfile.WriteLike(path, out, like, 0o600); err != nil {
+	if err := replace(path, out, like, 0); err != nil {
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
 	return true, nil
