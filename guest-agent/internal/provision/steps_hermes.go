@@ -82,8 +82,8 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 // --- gated approval --------------------------------------------------------
 
 // GateTarget is the installed Hermes the approval gate applies to. Paths
-// are guest paths; join them to Root. User is the account Hermes' own code
-// runs as when the gate asks it for its settings ("" in a test root).
+// are guest paths; join them to Root. User, when set, is the account
+// Hermes' own code runs as when the gate asks it for its settings.
 type GateTarget struct {
 	Root   string
 	Source string
@@ -102,12 +102,10 @@ type GatePatcher interface {
 }
 
 func (p *Provisioner) gateTarget() GateTarget {
-	t := GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
+	// Hermes is asked as root here: its home still belongs to root until the
+	// cleanup step hands it (and anything the probe wrote) to hermes.
+	return GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
 		Config: hermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
-	if p.cfg.Root == "/" {
-		t.User = "hermes"
-	}
-	return t
 }
 
 // GateMissing is the reason the gated-approval step gives while no
