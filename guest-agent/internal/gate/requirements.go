@@ -31,7 +31,18 @@ const (
 	configPy   = "hermes_cli/config.py"
 	auxPy      = "agent/auxiliary_client.py"
 	gatewayCLI = "hermes_cli/subcommands/gateway.py"
+	installSh  = "scripts/install.sh"
 )
+
+// installerNeeds is what provisioning relies on in the installer of every
+// release: it has uv provision the pinned Python, and it uses the uv that
+// provisioning put (verified) in HERMES_HOME/bin instead of downloading one.
+func installerNeeds(rel pins.HermesRelease) []Requirement {
+	return []Requirement{
+		{KindConfig, installSh, "installer Python " + rel.PythonVersion, "PYTHON_VERSION=\"" + rel.PythonVersion + "\"\n"},
+		{KindConfig, installSh, "installer uses the uv in HERMES_HOME/bin", "    local _managed_uv=\"$HERMES_HOME/bin/uv\"\n"},
+	}
+}
 
 // sourcePatchNeeds is what the patched "gated" mode relies on besides its
 // anchors (verified on 81eaedd0 and 2bd1977d): the mode normaliser keeps any
@@ -83,6 +94,7 @@ func Requirements(rel pins.HermesRelease) ([]Requirement, error) {
 	for _, a := range set.Anchors {
 		out = append(out, Requirement{Kind: KindAnchor, File: a.File, Label: a.Label, Text: a.Text()})
 	}
+	out = append(out, installerNeeds(rel)...)
 	switch rel.Mechanism {
 	case pins.GateSourcePatch:
 		out = append(out, sourcePatchNeeds...)
