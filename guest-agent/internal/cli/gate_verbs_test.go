@@ -188,3 +188,30 @@ func TestAuditVerb(t *testing.T) {
 		t.Fatalf("bad subcommand exit %d", code)
 	}
 }
+
+// TestPatchHermesVerb019 patches the 0.19.0 excerpt with the default pin:
+// the service-tier edit, the plugin beside the config, the smart settings.
+func TestPatchHermesVerb019(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("python3 not installed")
+	}
+	root := t.TempDir()
+	dir := hermesFixture(t, "0.19.0")
+	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--root", dir)
+	if code != 0 || !strings.Contains(out, "patched Hermes 0.19.0 with hermes-0.19.0: agent/auxiliary_client.py") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	home := filepath.Join(root, "workspace", "hermes-home")
+	b, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if err != nil || !strings.Contains(string(b), "mode: smart") || !strings.Contains(string(b), "- hermes-box-gate") {
+		t.Fatalf("config %v:\n%s", err, b)
+	}
+	for _, f := range []string{"__init__.py", "plugin.yaml", "gated_approval.py"} {
+		if _, err := os.Stat(filepath.Join(home, "plugins", "hermes-box-gate", f)); err != nil {
+			t.Errorf("plugin: %v", err)
+		}
+	}
+}
