@@ -291,6 +291,33 @@ class TestHermes019(PluginCase):
         self.assertEqual(calls[0]["task"], "approval")
         self.assertNotIn("model", calls[0])  # Hermes resolves it from auxiliary.approval
 
+    def test_plugin_manager_loads_the_plugin_and_fires_its_hooks(self):
+        # The plugin as Hermes loads it: from HERMES_HOME/plugins, enabled by
+        # the seeded plugins.enabled, through hermes_cli.plugins.
+        home = os.environ["HERMES_HOME"]
+        target = os.path.join(home, "plugins", "hermes-box-gate")
+        os.makedirs(target)
+        shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(target, "__init__.py"))
+        shutil.copy(os.path.join(PLUGIN_DIR, "plugin.yaml"), target)
+        shutil.copy(REVIEWER, target)
+        for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
+            original = getattr(getattr(self.approval, name), "__wrapped__", None)
+            if original is not None:
+                setattr(self.approval, name, original)  # undo the direct install of setUp
+        from hermes_cli import plugins
+        plugins.discover_plugins(force=True)
+        self.addCleanup(plugins.discover_plugins, True)
+        loaded = plugins.get_plugin_manager()._plugins["hermes-box-gate"]
+        self.assertTrue(loaded.enabled, loaded.error)
+        self.assertEqual(sorted(loaded.hooks_registered), ["post_approval_response", "pre_approval_request"])
+        self.assertTrue(loaded.module.installed(self.approval))
+        loaded.module.hermes_call = Stub(reply(risk="high", reason="rewrites history"))
+        result = self.guard("git push --force origin main")
+        self.assertFalse(result["approved"])  # the stub human said deny
+        self.assertIn("rewrites history", self.asked[-1])
+        decisions = [e["decision"] for e in read_chain(self.audit)]
+        self.assertEqual(decisions, ["escalate", "human-asked:cli", "human:deny"])
+
     def test_gateway_prompt_carries_the_reason(self):
         self.env("HERMES_INTERACTIVE", "")
         self.env("HERMES_EXEC_ASK", "1")
