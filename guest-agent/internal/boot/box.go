@@ -45,7 +45,8 @@ type BoxOptions struct {
 	ExecutorImage string
 	// GatewayExternalSupervisor runs `hermes gateway run` with
 	// --external-supervisor, for Hermes releases that have it: an in-chat
-	// /restart or /update then exits back to this supervisor instead of
+	// /restart or /update then exits back to this supervisor (status 75,
+	// EX_TEMPFAIL, which autorestart "unexpected" restarts) instead of
 	// starting a detached gateway outside it.
 	GatewayExternalSupervisor bool
 }
