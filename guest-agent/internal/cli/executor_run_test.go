@@ -1,9 +1,8 @@
-//go:build oci
-
 package cli
 
 import (
 	"fmt"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/ociverb"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,7 +16,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 )
 
-// execCall is one recorded execProgram.
+// execCall is one recorded ociverb.ExecProgram.
 type execCall struct {
 	argv []string
 	dir  string
@@ -25,16 +24,16 @@ type execCall struct {
 	user string
 }
 
-// stubExec records execProgram instead of replacing the test process.
+// stubExec records ociverb.ExecProgram instead of replacing the test process.
 func stubExec(t *testing.T) *[]execCall {
 	t.Helper()
 	var calls []execCall
-	orig := execProgram
-	execProgram = func(argv []string, dir string, env []string, u passwd.User) error {
+	orig := ociverb.ExecProgram
+	ociverb.ExecProgram = func(argv []string, dir string, env []string, u passwd.User) error {
 		calls = append(calls, execCall{argv, dir, env, u.Name})
 		return nil
 	}
-	t.Cleanup(func() { execProgram = orig })
+	t.Cleanup(func() { ociverb.ExecProgram = orig })
 	return &calls
 }
 

@@ -1,10 +1,9 @@
-//go:build oci
-
 package cli
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/ociverb"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +65,7 @@ func TestExecutorStatusWithoutReleases(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var res executorStatusResult
+	var res ociverb.StatusResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Current != nil || res.RuntimeBytes == nil || *res.RuntimeBytes != 0 {
 		t.Fatalf("got %s (%v)", out, err)
 	}

@@ -1,11 +1,15 @@
-//go:build oci
-
-package cli
+// Package ociverb is the Executor helper's in-process `executor` verb:
+// pull, activate, status, connect-hermes and run. Only the helper's main
+// links it (and with it the image pull); the lean agent hands the verb to
+// the helper.
+package ociverb
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,18 +27,13 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/verbenv"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(executorVerb) }
-
-var executorVerb = verb{
-	name:    "executor",
-	summary: "Executor image: pull [--image REF] [--activate] | activate [--image REF] | status [--sizes] | connect-hermes | run (the supervisor's program)",
-	relay:   true,
-	run:     runExecutor,
-}
+// Run is the executor verb.
+func Run(ctx context.Context, e verbenv.Env, args []string) error { return runExecutor(ctx, e, args) }
 
 // gatewayProgram is the Hermes gateway's name in the supervisor's table.
 const gatewayProgram = "hermes"
@@ -62,9 +61,9 @@ func executorPathsFor(root string) executorPaths {
 	}
 }
 
-func runExecutor(ctx context.Context, e *env, args []string) error {
+func runExecutor(ctx context.Context, e verbenv.Env, args []string) error {
 	if len(args) == 0 {
-		return usageError("executor: want a subcommand: pull, activate, status, connect-hermes or run")
+		return verbenv.Usagef("executor: want a subcommand: pull, activate, status, connect-hermes or run")
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
@@ -77,21 +76,21 @@ func runExecutor(ctx context.Context, e *env, args []string) error {
 	case "run":
 		return executorRun(ctx, e, rest)
 	}
-	return usageError("executor: unknown subcommand %q", sub)
+	return verbenv.Usagef("executor: unknown subcommand %q", sub)
 }
 
-func executorInstall(ctx context.Context, e *env, sub string, args []string) error {
+func executorInstall(ctx context.Context, e verbenv.Env, sub string, args []string) error {
 	fs := newFlags(e, "executor "+sub, "[--image NAME:TAG@sha256:DIGEST]")
 	image := fs.String("image", pins.DefaultExecutorImage, "image reference, pinned by tag and digest")
 	activate := fs.Bool("activate", false, "pull: activate the release afterwards")
 	stall := fs.Duration("stall-timeout", oci.DefaultStallTimeout, "pull: stop after this long without receiving a byte")
 	certDir := fs.String("registry-ca-dir", "", "extra CA certificates (*.crt) for the registry")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ref, err := oci.ParseReference(*image)
 	if err != nil {
-		return usageError("executor %s: --image: %w", sub, err)
+		return verbenv.Usagef("executor %s: --image: %w", sub, err)
 	}
 	s, err := executorStore(e, *stall, *certDir)
 	if err != nil {
@@ -112,10 +111,10 @@ func executorInstall(ctx context.Context, e *env, sub string, args []string) err
 	return writeJSON(e.Out, r)
 }
 
-// executorStore is the release store of the box under e.root, pulling for
+// executorStore is the release store of the box under e.Root, pulling for
 // this machine's architecture.
-func executorStore(e *env, stall time.Duration, certDir string) (*oci.Store, error) {
-	root := executorPathsFor(e.root).runtime
+func executorStore(e verbenv.Env, stall time.Duration, certDir string) (*oci.Store, error) {
+	root := executorPathsFor(e.Root).runtime
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
@@ -125,10 +124,10 @@ func executorStore(e *env, stall time.Duration, certDir string) (*oci.Store, err
 			Platform:     oci.Platform{OS: "linux", Architecture: runtime.GOARCH},
 			StallTimeout: stall,
 			CertDir:      certDir,
-			Events:       e.events,
+			Events:       e.Events,
 		},
 		UID: -1, GID: -1,
-		RunAs: runtimeCredential(e.root),
+		RunAs: runtimeCredential(e.Root),
 	}, nil
 }
 
@@ -157,19 +156,19 @@ func runtimeCredential(root string) *syscall.Credential {
 // oci.Program, as that program's user, in its directory and with its
 // environment plus HOME and PATH. Any failure exits non-zero, so the
 // supervisor's backoff applies and health shows it.
-func executorRun(ctx context.Context, e *env, args []string) error {
-	if e.relayed {
-		return usageError("executor run is the supervisor's program and does not run through the relay")
+func executorRun(ctx context.Context, e verbenv.Env, args []string) error {
+	if e.Relayed {
+		return verbenv.Usagef("executor run is the supervisor's program and does not run through the relay")
 	}
 	fs := newFlags(e, "executor run", "(image and host port from $"+boot.EnvExecutorImage+" and $"+boot.EnvExecutorHostPort+")")
 	stall := fs.Duration("stall-timeout", oci.DefaultStallTimeout, "stop a pull after this long without receiving a byte")
 	certDir := fs.String("registry-ca-dir", "", "extra CA certificates (*.crt) for the registry")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	ref, hostPort, err := executorRunInputs(os.Getenv)
 	if err != nil {
-		return usageError("executor run: %w", err)
+		return verbenv.Usagef("executor run: %w", err)
 	}
 	s, err := executorStore(e, *stall, *certDir)
 	if err != nil {
@@ -178,12 +177,12 @@ func executorRun(ctx context.Context, e *env, args []string) error {
 	if _, err := s.EnsureActive(ctx, ref); err != nil {
 		return fmt.Errorf("executor run: %w", err)
 	}
-	p := executorPathsFor(e.root)
+	p := executorPathsFor(e.Root)
 	spec, err := oci.Program(p.runtime, p.data, hostPort)
 	if err != nil {
 		return fmt.Errorf("executor run: %w", err)
 	}
-	u, err := passwd.Lookup(e.root, spec.User)
+	u, err := passwd.Lookup(e.Root, spec.User)
 	if err != nil {
 		return fmt.Errorf("executor run: %w", err)
 	}
@@ -191,8 +190,8 @@ func executorRun(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("executor run: %w", err)
 	}
 	env := append([]string{"HOME=" + u.Home, "PATH=/usr/local/bin:/usr/bin:/bin"}, spec.Env...)
-	e.log.Info("executor run: starting Executor", "image", ref.String(), "command", spec.Command[0], "user", spec.User)
-	if err := execProgram(spec.Command, spec.Dir, env, u); err != nil {
+	e.Log.Info("executor run: starting Executor", "image", ref.String(), "command", spec.Command[0], "user", spec.User)
+	if err := ExecProgram(spec.Command, spec.Dir, env, u); err != nil {
 		return fmt.Errorf("executor run: starting %s: %w", spec.Command[0], err)
 	}
 	return nil
@@ -234,9 +233,9 @@ func ensureDataDir(dir string, u passwd.User) error {
 	return os.Chown(dir, int(u.UID), int(u.GID))
 }
 
-// execProgram replaces the agent with argv, in dir, with exactly env, as u
+// ExecProgram (tests replace it) replaces the agent with argv, in dir, with exactly env, as u
 // when the agent is root. Tests replace it.
-var execProgram = func(argv []string, dir string, env []string, u passwd.User) error {
+var ExecProgram = func(argv []string, dir string, env []string, u passwd.User) error {
 	if err := os.Chdir(dir); err != nil {
 		return err
 	}
@@ -258,23 +257,23 @@ var execProgram = func(argv []string, dir string, env []string, u passwd.User) e
 	return syscall.Exec(argv[0], argv, env)
 }
 
-// ExecutorStatus is the JSON result of `executor status`.
-type executorStatusResult struct {
+// StatusResult is the JSON result of `executor status`.
+type StatusResult struct {
 	Current      *oci.Release  `json:"current"`
 	Releases     []oci.Release `json:"releases"`
 	RuntimeBytes *int64        `json:"runtimeBytes,omitempty"`
 	DataBytes    *int64        `json:"dataBytes,omitempty"`
 }
 
-func executorStatus(ctx context.Context, e *env, args []string) error {
+func executorStatus(ctx context.Context, e verbenv.Env, args []string) error {
 	fs := newFlags(e, "executor status", "[--sizes]")
 	sizes := fs.Bool("sizes", false, "add the disk use of the runtime and data directories")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	p := executorPathsFor(e.root)
+	p := executorPathsFor(e.Root)
 	s := &oci.Store{Root: p.runtime}
-	var res executorStatusResult
+	var res StatusResult
 	var err error
 	if res.Current, err = s.Current(); err != nil {
 		return fmt.Errorf("executor status: %w", err)
@@ -328,9 +327,9 @@ func diskUse(ctx context.Context, dir string) (int64, error) {
 // executorConnectHermes reads the API key from stdin (never argv), stores it
 // in Hermes' .env and points mcp_servers.executor at it, then restarts the
 // gateway.
-func executorConnectHermes(ctx context.Context, e *env, args []string) error {
+func executorConnectHermes(ctx context.Context, e verbenv.Env, args []string) error {
 	fs := newFlags(e, "executor connect-hermes", "(API key on stdin)")
-	if err := parseFlags(fs, args, 0); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(io.LimitReader(e.In, 4096)).ReadString('\n')
@@ -339,9 +338,9 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	}
 	key := strings.TrimSpace(line)
 	if err := hermescfg.ValidateSecret(key); err != nil {
-		return usageError("executor connect-hermes: stdin: %w", err)
+		return verbenv.Usagef("executor connect-hermes: stdin: %w", err)
 	}
-	home := executorPathsFor(e.root).hermesHome
+	home := executorPathsFor(e.Root).hermesHome
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
@@ -351,12 +350,12 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	if err := hermescfg.SetMCPServer(filepath.Join(home, "config.yaml"), "executor", hermescfg.ExecutorServer()); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
-	if err := chownToRuntimeUser(e.root, filepath.Join(home, ".env"), filepath.Join(home, "config.yaml")); err != nil {
+	if err := chownToRuntimeUser(e.Root, filepath.Join(home, ".env"), filepath.Join(home, "config.yaml")); err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
 	}
-	switch err := restartGateway(ctx, e.root); {
+	switch err := restartGateway(ctx, e.Root); {
 	case errors.Is(err, control.ErrNotRunning):
-		_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
+		_ = e.Events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
 			Message: "Hermes is configured, but no supervisor is running to restart its gateway: it loads the executor MCP server when it next starts"})
 	case err != nil:
 		return fmt.Errorf("executor connect-hermes: restarting the Hermes gateway: %w", err)
@@ -376,4 +375,33 @@ func chownToRuntimeUser(root string, paths ...string) error {
 		}
 	}
 	return nil
+}
+
+// newFlags returns a flag set for a subcommand that writes usage to stderr.
+func newFlags(e verbenv.Env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.Err)
+	fs.Usage = func() {
+		fmt.Fprintf(e.Err, "usage: hermes-box-agent %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses flags and allows no positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return verbenv.Usagef("%s: %w", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return verbenv.Usagef("%s: unexpected arguments: %s", fs.Name(), strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON on stdout.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
