@@ -14,30 +14,37 @@ import (
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
-// image pull (go-containerregistry) would double the agent's size, memory
-// and start-up time for every relay call and for the supervisor; so the
-// lean agent hands `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci),
-// whose main sets ExecutorInProcess.
+// image pull (go-containerregistry) is kept out of the agent that answers
+// every relay call and supervises the box, so the lean agent hands
+// `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci), whose
+// main sets ExecutorInProcess.
 const OCIHelperName = "hermes-box-agent-oci"
 
-// ExecutorInProcess runs the executor verb in this process when set (by
-// the helper's main, and by tests); nil hands the verb to the helper.
+// ExecutorInProcess runs the image subcommands of the executor verb in this
+// process when set (by the helper's main, and by tests); nil hands them to
+// the helper.
 var ExecutorInProcess verbenv.Func
 
 func init() { register(executorDelegateVerb) }
 
 var executorDelegateVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
+	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery",
 	relay:   true,
 	run:     runExecutorDelegate,
 }
 
-// runExecutorDelegate runs the helper with the same arguments: `run`
+// runExecutorDelegate runs connect-hermes and refresh-discovery itself and
+// hands anything else to the helper with the same arguments: `run`
 // replaces this process (the supervisor's pid becomes bun's), anything else
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		if f, ok := executorHermesSubs[args[0]]; ok {
+			return f(ctx, e, args[1:])
+		}
+	}
 	if ExecutorInProcess != nil {
 		return ExecutorInProcess(ctx, verbenv.Env{Root: e.root, Relayed: e.relayed, Events: e.events, Log: e.log,
 			In: e.In, Out: e.Out, Err: e.Err}, args)
