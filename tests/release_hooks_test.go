@@ -15,21 +15,21 @@ import (
 var hookNames = []string{"HBX_TEST_", "HERMES_BOX_AGENT_TEST_ONLY_PINS"}
 
 // TestReleaseBinariesHaveNoTestHooks builds the three binaries as `make
-// build` does (no hbxtest tag) and looks for the hook names in their bytes,
+// build` does (no build tag) and looks for the hook names in their bytes,
 // as strings(1) would; the test build of the same sources must have them,
 // so that the check can fail.
 func TestReleaseBinariesHaveNoTestHooks(t *testing.T) {
 	dir := t.TempDir()
-	builds := []struct{ name, pkg, tags string }{
-		{"hermes-box", "./host", "containers_image_openpgp"},
-		{"hermes-box-agent", "./guest-agent", "containers_image_openpgp"},
-		{"hermes-box-agent-oci", "./guest-agent", "containers_image_openpgp,oci"},
+	builds := []struct{ name, pkg string }{
+		{"hermes-box", "./host"},
+		{"hermes-box-agent", "./guest-agent"},
+		{"hermes-box-agent-oci", "./guest-agent/cmd/hermes-box-agent-oci"},
 	}
 	for _, b := range builds {
 		for _, test := range []bool{false, true} {
-			tags := b.tags
+			tags := ""
 			if test {
-				tags += ",hbxtest"
+				tags = "hbxtest"
 			}
 			out := filepath.Join(dir, b.name)
 			cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", tags, "-trimpath", "-ldflags", "-s -w", "-o", out, b.pkg)
