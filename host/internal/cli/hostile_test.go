@@ -271,6 +271,14 @@ func TestHostileGateSkipped(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
 		t.Fatalf("start of a box without its gate: exit %d\n%s", r.code, r.stderr)
 	}
+
+	// A box built with the gate step skipped: init fails at its health.
+	h = newHarness(t)
+	h.hostileAll("health", "gate-skipped")
+	r = h.run("init")
+	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
+		t.Fatalf("init of a box without its gate: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 // auditChain is a valid gate audit log of the given decisions.
