@@ -23,6 +23,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -37,7 +38,7 @@ var executorVerb = verb{
 }
 
 // gatewayProgram is the Hermes gateway's name in the supervisor's table.
-const gatewayProgram = "hermes"
+const gatewayProgram = boxlayout.HermesService
 
 // restartGateway restarts the Hermes gateway through the running boot's
 // control socket, so it loads a changed configuration. Without a running

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
@@ -18,7 +20,7 @@ import (
 // agent's size, memory and start-up time for every relay call and for the
 // supervisor; so the lean agent hands `executor` to the helper, built from
 // the same sources with the `oci` tag.
-const OCIHelperName = "hermes-box-agent-oci"
+const OCIHelperName = boxlayout.OCIHelperName
 
 func init() { register(executorDelegateVerb) }
 

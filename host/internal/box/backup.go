@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -105,9 +106,6 @@ type boxOps struct {
 	stopped []string
 }
 
-// sshdService is the box's SSH server in the supervisor's table.
-const sshdService = "sshd"
-
 // agent runs a verb in machine name (on SSH port) for the backup; its
 // events are not rendered.
 func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string, stdin io.Reader, stdout io.Writer) error {
@@ -134,7 +132,7 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 	}
 	o.stopped = nil
 	for _, s := range slices.Backward(st.Services) {
-		if s.Name == sshdService || s.State != health.ServiceRunning {
+		if s.Name == boxlayout.SSHDService || s.State != health.ServiceRunning {
 			continue
 		}
 		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {

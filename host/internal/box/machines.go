@@ -8,6 +8,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // smolDriver is the machineDriver of snapshot, restore and package on the
@@ -96,7 +97,7 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 	var last error
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, d.b.timing.callTimeout)
-		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "version"}})
+		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "version"}})
 		ccancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
