@@ -45,16 +45,9 @@ type Store struct {
 	LockTimeout time.Duration
 }
 
-// Release is one extracted, validated image.
-type Release struct {
-	// Name is the manifest digest's hex, the directory name.
-	Name string `json:"name"`
-	// Dir is the release directory.
-	Dir              string `json:"dir"`
-	ImageReference   string `json:"imageReference"`
-	RepositoryDigest string `json:"repositoryDigest"`
-	ManifestDigest   string `json:"manifestDigest"`
-}
+// Release is one extracted, validated image, as `executor status` reports
+// it.
+type Release = protocol.ExecutorRelease
 
 func (s *Store) releasesDir() string { return filepath.Join(s.Root, "releases") }
 func (s *Store) currentLink() string { return filepath.Join(s.Root, "current") }

@@ -56,7 +56,7 @@ type Box struct {
 	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
 	testPinsDir string
 	// drv is the machine driver of snapshot, restore and package.
-	drv machineDriver
+	drv *smolDriver
 }
 
 // timings bounds every wait of the lifecycle.

@@ -11,7 +11,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// smolDriver is the machineDriver of snapshot, restore and package on the
+// smolDriver is the machine driver of snapshot, restore and package on the
 // smolvm driver and the box's helpers: the same create, start and verify
 // as init and start.
 type smolDriver struct {
@@ -176,4 +176,3 @@ func (d *smolDriver) Version(ctx context.Context) string {
 	return v
 }
 
-var _ machineDriver = (*smolDriver)(nil)
