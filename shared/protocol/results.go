@@ -2,9 +2,10 @@ package protocol
 
 import "github.com/hermes-box/hermes-box/shared/health"
 
-// The results of the agent verbs the host decodes. The agent encodes the
-// same types, so both sides agree on every field; testdata/results holds a
-// golden file of each.
+// The results of the agent verbs the host decodes, each with a golden file
+// in testdata/results. The agent encodes these types or, where its own
+// type carries more behaviour, a type its tests hold field for field to
+// these.
 
 // ServicesStatus is the result of `services … --json`: the supervised
 // services in priority order.
@@ -38,4 +39,7 @@ type ExecutorRelease struct {
 	ImageReference   string `json:"imageReference"`
 	RepositoryDigest string `json:"repositoryDigest"`
 	ManifestDigest   string `json:"manifestDigest"`
+	// Layout is how the image arranges its runtime ("workspace",
+	// "packaged"); empty when it holds neither.
+	Layout string `json:"layout,omitempty"`
 }

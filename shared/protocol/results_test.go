@@ -19,7 +19,7 @@ func TestGoldenResults(t *testing.T) {
 		Dir:              "/workspace/.hermes-box-runtime/executor/releases/7fa62867c34afc3032f654608e94da5eb37d9fd03db32aec36b524a1c23f16b5",
 		ImageReference:   "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b",
 		RepositoryDigest: "ghcr.io/rhyssullivan/executor-selfhost@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b",
-		ManifestDigest:   "sha256:7fa62867c34afc3032f654608e94da5eb37d9fd03db32aec36b524a1c23f16b5"}
+		ManifestDigest:   "sha256:7fa62867c34afc3032f654608e94da5eb37d9fd03db32aec36b524a1c23f16b5", Layout: "packaged"}
 	tests := []struct {
 		file string
 		got  any

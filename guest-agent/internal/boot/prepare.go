@@ -195,7 +195,7 @@ func workspaceOwnership(_ context.Context, o *Options) (string, error) {
 		}
 	}
 	var fixed []string
-	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, "/workspace/codex-home"} {
+	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, boxlayout.CodexHome} {
 		n, err := chownTree(o.path(tree), u.UID, u.GID)
 		if err != nil {
 			return "", err

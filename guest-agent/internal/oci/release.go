@@ -45,9 +45,18 @@ type Store struct {
 	LockTimeout time.Duration
 }
 
-// Release is one extracted, validated image, as `executor status` reports
-// it.
-type Release = protocol.ExecutorRelease
+// Release is one extracted, validated image.
+type Release struct {
+	// Name is the manifest digest's hex, the directory name.
+	Name string `json:"name"`
+	// Dir is the release directory.
+	Dir              string `json:"dir"`
+	ImageReference   string `json:"imageReference"`
+	RepositoryDigest string `json:"repositoryDigest"`
+	ManifestDigest   string `json:"manifestDigest"`
+	// Layout is the layout the release holds ("" when it holds neither).
+	Layout Layout `json:"layout,omitempty"`
+}
 
 func (s *Store) releasesDir() string { return filepath.Join(s.Root, "releases") }
 func (s *Store) currentLink() string { return filepath.Join(s.Root, "current") }
@@ -236,6 +245,7 @@ func (s *Store) load(name string) (*Release, error) {
 	if r.ManifestDigest != "sha256:"+name {
 		return nil, fmt.Errorf("release %s: %s says %q", name, metaManifestDigest, r.ManifestDigest)
 	}
+	r.Layout, _ = DetectLayout(dir)
 	return r, nil
 }
 

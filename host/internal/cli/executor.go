@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
-	"github.com/hermes-box/hermes-box/host/internal/mcp"
+	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -532,19 +531,7 @@ func (x *executorCmd) checkSurface(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools, err := c.ListTools(ctx)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, t := range tools {
-		names = append(names, t.Name)
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"execute", "resume"}) {
-		return fmt.Errorf("unexpected Executor MCP surface %v: want exactly [execute resume]", names)
-	}
-	return nil
+	return c.CheckExecutorSurface(ctx)
 }
 
 func (x *executorCmd) mcpTestCmd() *cobra.Command {
@@ -574,15 +561,17 @@ func (x *executorCmd) enabled(cmd *cobra.Command, run func(cmd *cobra.Command) e
 }
 
 func (x *executorCmd) connectHermesCmd() *cobra.Command {
-	return x.enabled(&cobra.Command{
+	var keyStdin bool
+	cmd := x.enabled(&cobra.Command{
 		Use:   "connect-hermes",
 		Short: "Register Executor as an MCP server of Hermes",
-		Args:  cobra.NoArgs,
+		Long: "connect-hermes hands the API key (from the keyring, or stdin with --api-key-stdin) to the agent in\n" +
+			"the box, which checks Executor's MCP surface at the address Hermes uses, writes Hermes' .env and\n" +
+			"config.yaml, runs `hermes mcp test executor` as the hermes user (putting both files back if it\n" +
+			"fails) and restarts the gateway.",
+		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command) error {
-		if err := x.checkSurface(cmd.Context()); err != nil {
-			return fmt.Errorf("refusing to connect Hermes: %w", err)
-		}
-		key, err := x.apiKey()
+		key, err := x.connectKey(cmd, keyStdin)
 		if err != nil {
 			return err
 		}
@@ -593,6 +582,20 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")
 		return err
 	})
+	cmd.Flags().BoolVar(&keyStdin, "api-key-stdin", false, "read the API key from stdin instead of the keyring (hosts without one)")
+	return cmd
+}
+
+// connectKey is the stored key, or the first line of stdin.
+func (x *executorCmd) connectKey(cmd *cobra.Command, fromStdin bool) (string, error) {
+	if !fromStdin {
+		return x.apiKey()
+	}
+	raw, err := x.deps.readSecret(cmd.InOrStdin(), cmd.ErrOrStderr())
+	if err != nil {
+		return "", fmt.Errorf("reading the API key: %w", err)
+	}
+	return normalizeKey(raw)
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {
