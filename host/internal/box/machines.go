@@ -175,4 +175,3 @@ func (d *smolDriver) Version(ctx context.Context) string {
 	}
 	return v
 }
-
