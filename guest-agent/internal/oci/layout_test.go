@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
@@ -165,11 +166,11 @@ type recordingRunner struct {
 	cmds []Cmd
 }
 
-func (r *recordingRunner) Run(ctx context.Context, c Cmd) error {
+func (r *recordingRunner) Run(ctx context.Context, c Cmd) (command.Output, error) {
 	r.mu.Lock()
 	r.cmds = append(r.cmds, c)
 	r.mu.Unlock()
-	return ExecRunner{}.Run(ctx, c)
+	return ExecRunner.Run(ctx, c)
 }
 
 func TestValidationBuildsEachLayoutsEntry(t *testing.T) {
