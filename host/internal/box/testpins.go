@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Test hook for provisioning without the internet (test builds only, see
@@ -18,8 +19,7 @@ import (
 // own hook variable (hooks.guestPins) pointing at the copy. The production
 // pins are never changed; the agent warns that the override is in use.
 const (
-	guestTestPinsDir   = "/tmp/hermes-box-test-pins"
-	guestTestPinsFile  = guestTestPinsDir + "/pins.json"
+	guestTestPinsFile  = boxlayout.TestPinsDir + "/pins.json"
 	testPinsManifest   = "pins.json"
 	maxTestPinsEntries = 32
 )
@@ -37,16 +37,16 @@ func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func(
 	if err != nil {
 		return nil, noop, err
 	}
-	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", guestTestPinsDir); err != nil {
+	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", boxlayout.TestPinsDir); err != nil {
 		return nil, noop, err
 	}
 	cleanup := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
 		defer cancel()
-		return b.execOK(ctx, name, "/bin/rm", "-rf", guestTestPinsDir)
+		return b.execOK(ctx, name, "/bin/rm", "-rf", boxlayout.TestPinsDir)
 	}
 	for _, f := range files {
-		if err := b.vm.CopyIn(ctx, name, f, path.Join(guestTestPinsDir, filepath.Base(f))); err != nil {
+		if err := b.vm.CopyIn(ctx, name, f, path.Join(boxlayout.TestPinsDir, filepath.Base(f))); err != nil {
 			return nil, noop, fmt.Errorf("copying the test pins: %w", err)
 		}
 	}
