@@ -3,7 +3,8 @@
 // the tail of each stream kept, and one environment policy — a fixed base
 // (PATH, HOME=/root, a UTF-8 C locale) plus the entries the caller names;
 // nothing else of the agent's own environment reaches the child. Provision,
-// the approval gate (patch, probe) and the OCI helper use it.
+// the approval gate (patch, probe) and the OCI helper's release validation
+// use it.
 package command
 
 import (
@@ -28,6 +29,8 @@ type Command struct {
 	Dir string
 	// Timeout bounds the command; a runner refuses a command without one.
 	Timeout time.Duration
+	// Credential, when set, runs the command as that user.
+	Credential *syscall.Credential
 }
 
 // String is the command line for messages (no secret ever travels in argv).
@@ -99,7 +102,7 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (Output, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Env = append([]string{basePath, "HOME=/root", "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}, c.Env...)
 	cmd.Dir = c.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = r.KillAfter
 	if cmd.WaitDelay <= 0 {

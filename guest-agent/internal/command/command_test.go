@@ -2,9 +2,11 @@ package command
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -103,5 +105,19 @@ func TestTail(t *testing.T) {
 	tl.Write([]byte("def"))
 	if got := string(tl.Bytes()); got != "bcdef" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestExecRunnerCredential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI runs the tests as root")
+		}
+		t.Skip("running as another user needs root")
+	}
+	out, err := ExecRunner{}.Run(t.Context(), Command{Path: lookPath(t, "id"), Args: []string{"-u"}, Timeout: time.Minute,
+		Credential: &syscall.Credential{Uid: 65534, Gid: 65534}})
+	if err != nil || strings.TrimSpace(string(out.Stdout)) != "65534" {
+		t.Fatalf("got %q, %v", out.Stdout, err)
 	}
 }
