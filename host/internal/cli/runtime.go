@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -22,9 +21,6 @@ import (
 // 16 GiB for runtime creation, so the cache's eviction cannot delete the
 // layers it has just extracted.
 const packCacheMaxBytes = 16 << 30
-
-// extractedMarker is written by smolvm when a pack's layers are extracted.
-const extractedMarker = ".smolvm-extracted"
 
 // Guest ports published on host loopback.
 const (
@@ -50,9 +46,6 @@ func (a *app) runtimeSpec(artifact string) smolvm.CreateSpec {
 	}
 	if c.ExecutorEnabled {
 		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: guestExecutorPort})
-	}
-	for _, m := range c.Secrets {
-		s.SecretEnv = append(s.SecretEnv, smolvm.SecretRef{Guest: m.Guest, Host: m.Host})
 	}
 	return s
 }
@@ -103,13 +96,8 @@ func (a *app) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 			}
 		}
 	}()
-	dir, err := a.vm.DataDir(ctx, name)
-	if err != nil {
+	if err := a.vm.CheckExtracted(ctx, name); err != nil {
 		return err
-	}
-	marker := filepath.Join(dir, "pack", extractedMarker)
-	if _, err := os.Stat(marker); err != nil {
-		return fmt.Errorf("the packed layers of %s are missing (%s: %w): smolvm's extraction cache evicted them", name, marker, err)
 	}
 	return a.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
 }
