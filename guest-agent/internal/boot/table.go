@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
@@ -31,6 +32,9 @@ type ProgramSpec struct {
 	User         string            `json:"user,omitempty"`
 	Directory    string            `json:"directory,omitempty"`
 	Environment  map[string]string `json:"environment,omitempty"`
+	// SecretsFile names a secrets file (secrets.RootFile's format) read
+	// before every start; its variables are added to the environment.
+	SecretsFile string `json:"secretsfile,omitempty"`
 	Priority     int               `json:"priority"`
 	AutoStart    bool              `json:"autostart"`
 	AutoRestart  string            `json:"autorestart,omitempty"`
@@ -156,6 +160,10 @@ func (t Table) Resolve(root string) ([]supervise.Program, error) {
 		}
 		if p.Dir != "" {
 			p.Dir = filepath.Join(root, p.Dir)
+		}
+		if spec.SecretsFile != "" {
+			file := filepath.Join(root, spec.SecretsFile)
+			p.EnvFrom = func() ([]string, error) { return secrets.Load(file) }
 		}
 		if p.Log.Path != "" {
 			p.Log.Path = filepath.Join(root, p.Log.Path)
