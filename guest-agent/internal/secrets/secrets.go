@@ -97,7 +97,7 @@ func Load(path string) ([]string, error) {
 }
 
 // shellAssignments renders `export K='v'` lines; single quotes inside a
-// value become '\''.
+// value become '\”.
 func shellAssignments(s protocol.Secrets) []byte {
 	var b strings.Builder
 	for _, k := range s.Names() {
