@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/listener"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // boxUser is the guest account the host logs in as.
@@ -102,6 +104,13 @@ func newApp(cmd *cobra.Command) (*app, error) {
 	}
 	a.relayCmd = os.Getenv(envTestRelayCommand)
 	a.testPinsDir = os.Getenv(envTestAgentPins)
+	if cfg.SmolvmAllowNewer {
+		// Every command says so when the release is not in the table.
+		a.vm.AllowNewer(true)
+		if _, err := a.vm.Release(cmd.Context()); err == nil && a.vm.Unlisted() != "" {
+			a.ui.Warn("%s", a.vm.Unlisted())
+		}
+	}
 	return a, nil
 }
 
@@ -130,15 +139,15 @@ func isProject(dir string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// checkNetworkMode refuses the modes smolvm 1.0.4 cannot enforce.
-func checkNetworkMode(mode config.NetworkMode) error {
-	switch mode {
-	case config.NetworkFull:
-		return nil
-	case config.NetworkNone:
-		return errors.New("HERMES_BOX_NETWORK_MODE=none is refused: smolvm 1.0.4's machine update --no-net and create --outbound-localhost-only still let the guest reach external hosts (published ports imply networking), so no-egress cannot be promised; set HERMES_BOX_NETWORK_MODE=full to proceed")
-	case config.NetworkStrict:
-		return errors.New("HERMES_BOX_NETWORK_MODE=strict is refused: smolvm 1.0.4's host allow-lists are not enforced on its default backend and can be bypassed by direct IPs and unlisted hosts; set HERMES_BOX_NETWORK_MODE=full to proceed")
+// checkNetworkMode refuses a mode the detected smolvm release cannot
+// enforce (its row in the pins table says so); full needs no smolvm call.
+func (a *app) checkNetworkMode(ctx context.Context) error {
+	if !netmode.Proven(a.cfg.NetworkMode) {
+		return netmode.Offer(a.cfg.NetworkMode, pins.SmolvmRelease{}, nil)
 	}
-	return fmt.Errorf("unknown HERMES_BOX_NETWORK_MODE %q", mode)
+	r, err := a.vm.Release(ctx)
+	if err != nil {
+		return err
+	}
+	return netmode.Offer(a.cfg.NetworkMode, r, a.cfg.NetworkHosts)
 }

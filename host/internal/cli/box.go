@@ -258,8 +258,12 @@ func (a *app) bootAndVerify(ctx context.Context, name string) error {
 // pin first pins its host key out of band (a machine restored from a
 // backup carries the backup's host keys).
 func (a *app) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
+	secrets, deliver, err := a.startSecrets(name)
+	if err != nil {
+		return err
+	}
 	done := a.ui.Step("start", name)
-	err := a.vm.Start(ctx, name)
+	err = a.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
@@ -269,6 +273,9 @@ func (a *app) bootAndVerifyAt(ctx context.Context, name string, port int, pin bo
 	}
 	if err == nil {
 		err = a.verifyMachine(ctx, name, port)
+	}
+	if err == nil {
+		err = a.afterStart(ctx, name, port, secrets, deliver)
 	}
 	if err != nil {
 		stopErr := a.stopMachine(name)

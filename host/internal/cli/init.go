@@ -77,8 +77,12 @@ func (a *app) ensureKey() error {
 // user's documents in and waits until it is healthy.
 func (a *app) firstStart(ctx context.Context, docs []string) error {
 	name := a.cfg.MachineName
+	secrets, deliver, err := a.startSecrets(name)
+	if err != nil {
+		return err
+	}
 	done := a.ui.Step("start", name)
-	err := a.vm.Start(ctx, name)
+	err = a.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
@@ -90,6 +94,9 @@ func (a *app) firstStart(ctx context.Context, docs []string) error {
 		return errors.Join(err, a.stopMachine(name))
 	}
 	if err := a.verifyRunning(ctx); err != nil {
+		return errors.Join(err, a.stopMachine(name))
+	}
+	if err := a.afterStart(ctx, name, a.cfg.SSHPort, secrets, deliver); err != nil {
 		return errors.Join(err, a.stopMachine(name))
 	}
 	return nil

@@ -60,7 +60,7 @@ func (a *app) preflight(ctx context.Context, documents []string) error {
 		}
 	}
 	// A refused network mode stops init before smolvm is even asked.
-	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+	if err := a.checkNetworkMode(ctx); err != nil {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	add(a.hostCheck())

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -43,6 +44,7 @@ func (a *app) runtimeSpec(artifact string) smolvm.CreateSpec {
 		},
 		Net:               true,
 		PackCacheMaxBytes: packCacheMaxBytes,
+		Egress:            netmode.Egress(c.NetworkMode, c.NetworkHosts),
 	}
 	if c.ExecutorEnabled {
 		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: guestExecutorPort})
@@ -78,7 +80,7 @@ func (a *app) createRuntime(ctx context.Context, artifact string) error {
 // checks that its packed layers survived extraction; a machine that fails
 // here is deleted.
 func (a *app) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
-	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+	if err := a.checkNetworkMode(ctx); err != nil {
 		return err
 	}
 	name := spec.Name

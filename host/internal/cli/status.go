@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
 // The checks the host adds to the agent's report.
@@ -27,6 +29,25 @@ type boxStatus struct {
 	health.Report
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
+	Network     networkStatus   `json:"network"`
+}
+
+// networkStatus is the network mode and its last proof (strict, none).
+type networkStatus struct {
+	Mode      string          `json:"mode"`
+	Summary   string          `json:"summary"`
+	LastProof *netproof.Proof `json:"lastProof,omitempty"`
+}
+
+func (a *app) networkStatus() networkStatus {
+	p, ok, err := netmode.Last(a.cfg.StateDir())
+	ns := networkStatus{Mode: string(a.cfg.NetworkMode), Summary: netmode.Summary(a.cfg.NetworkMode, p, ok)}
+	if err != nil {
+		ns.Summary = string(a.cfg.NetworkMode) + ": " + err.Error()
+	} else if ok {
+		ns.LastProof = &p
+	}
+	return ns
 }
 
 func newStatusCommand() *cobra.Command {
@@ -76,6 +97,7 @@ func (a *app) status(ctx context.Context) (*boxStatus, error) {
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
 		a.mergeAgentHealth(ctx, st)
 	}
+	st.Network = a.networkStatus()
 	st.Summarize()
 	return st, nil
 }
@@ -113,6 +135,7 @@ func hostCheck(ok bool, sev health.Severity, msg string, now time.Time) health.C
 func printStatus(a *app, st *boxStatus) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "box\t%s\t%s\n", a.cfg.MachineName, st.Status)
+	fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	codes := make([]string, 0, len(st.Checks))
 	for c := range st.Checks {
 		codes = append(codes, string(c))

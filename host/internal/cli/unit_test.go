@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -33,18 +32,6 @@ func TestHostPlatform(t *testing.T) {
 	for _, tt := range tests {
 		if err := hostPlatform(tt.goos, tt.arch, tt.open); (err == nil) != tt.ok {
 			t.Errorf("%s/%s: %v", tt.goos, tt.arch, err)
-		}
-	}
-}
-
-func TestCheckNetworkMode(t *testing.T) {
-	if err := checkNetworkMode(config.NetworkFull); err != nil {
-		t.Error(err)
-	}
-	for _, m := range []config.NetworkMode{config.NetworkNone, config.NetworkStrict} {
-		err := checkNetworkMode(m)
-		if err == nil || !strings.Contains(err.Error(), "smolvm 1.0.4") || !strings.Contains(err.Error(), "=full") {
-			t.Errorf("%s: %v", m, err)
 		}
 	}
 }

@@ -75,7 +75,7 @@ type Stopper interface {
 // Prove runs the agent's netprobe with plan over tr, records the proof in
 // stateDir, and stops machine when a probe contradicts the mode (or no
 // proof came back): the error then names the probe and says the box was
-// stopped.
+// stopped. With a nil stop the caller stops it.
 func Prove(ctx context.Context, tr Transport, stop Stopper, stateDir, machine string, plan netproof.Plan, onEvent func(protocol.Event)) (netproof.Proof, error) {
 	proof, err := probe(ctx, tr, plan, onEvent)
 	if err == nil {
@@ -87,6 +87,9 @@ func Prove(ctx context.Context, tr Transport, stop Stopper, stateDir, machine st
 	}
 	if err == nil {
 		return proof, nil
+	}
+	if stop == nil {
+		return proof, err
 	}
 	if serr := stop.Stop(context.WithoutCancel(ctx), machine); serr != nil {
 		return proof, errors.Join(fmt.Errorf("%w; stopping %s also failed", err, machine), serr)
