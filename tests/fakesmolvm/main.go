@@ -1,5 +1,6 @@
 // The fakesmolvm command stands in for smolvm 1.0.4 or 1.9.3 in tests
-// ($FAKESMOLVM_VERSION, default 1.0.4). Installed on PATH as `smolvm`, it
+// ($FAKESMOLVM_VERSION, default 1.0.4; any other release prints its own
+// version and behaves as 1.9.3). Installed on PATH as `smolvm`, it
 // parses its command line with that release's grammar
 // (tests/internal/smolvmcli) and refuses anything else as clap would, keeps
 // machines as directories under $FAKESMOLVM_STATE, prints the `ls --json` and
@@ -71,7 +72,7 @@ func run(args []string) int {
 	if err := f.record(args); err != nil {
 		return smolvmcli.Fail(os.Stderr, "recording argv: %v", err)
 	}
-	in, err := smolvmcli.ParseFor(release(), args)
+	in, err := smolvmcli.ParseFor(grammar(), args)
 	if err != nil {
 		return smolvmcli.ReportUsage(os.Stderr, err)
 	}

@@ -91,6 +91,15 @@ func release() string {
 	return smolvmcli.V104
 }
 
+// grammar is the release whose grammar the fake parses with: 1.0.4's for
+// 1.0.4, 1.9.3's for any other (a newer release stands in as 1.9.3).
+func grammar() string {
+	if release() == smolvmcli.V104 {
+		return smolvmcli.V104
+	}
+	return smolvmcli.V193
+}
+
 // sharedStore says whether create --from uses the shared extraction store.
 func sharedStore() bool {
 	return release() != smolvmcli.V104 && runtime.GOOS == "linux" && os.Getenv("SMOLVM_DISABLE_SHARED_EXTRACT") == ""

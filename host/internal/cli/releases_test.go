@@ -172,3 +172,28 @@ func atoi(t *testing.T, s string) int {
 	must(t, err)
 	return n
 }
+
+// TestUnlistedSmolvm: a release outside the table is refused with the
+// table and the install command; HERMES_BOX_SMOLVM_ALLOW_NEWER admits a
+// newer one, and every command then warns.
+func TestUnlistedSmolvm(t *testing.T) {
+	h := newHarness(t)
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.16.2")
+	r := h.run("init")
+	for _, want := range []string{`unsupported smolvm release "1.16.2"`, "1.9.3    shared-on-linux",
+		"curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
+		}
+	}
+	if i := index(r.calls, `^machine create`); i >= 0 {
+		t.Errorf("a machine was created: %s", r.calls[i].line)
+	}
+	h.extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
+	for _, args := range [][]string{{"status"}, {"stop"}, {"logs"}} {
+		r = h.run(args...)
+		if !strings.Contains(r.stderr, "smolvm 1.16.2 is not a supported release (supported: 1.0.4,1.9.0,1.9.1,1.9.2,1.9.3)") {
+			t.Errorf("%v does not warn:\n%s", args, r.stderr)
+		}
+	}
+}
