@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hermes-box/hermes-box/shared/config"
 	"io"
 	"strings"
 	"testing"
@@ -158,5 +159,25 @@ func TestBoxStatusDecodes(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"machine":{"name":"b","state":"running"}`) {
 		t.Errorf("machine missing: %s", b)
+	}
+}
+
+// TestStartSecretsOnlyForTheBox: the box resolves its mapped secrets (a
+// missing host variable refuses, naming it); any other machine, such as a
+// restore's candidate, gets none.
+func TestStartSecretsOnlyForTheBox(t *testing.T) {
+	t.Setenv("HBX_UNIT_SECRET", "sk-unit")
+	a := &app{cfg: &config.Config{MachineName: "hermes-box",
+		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HBX_UNIT_SECRET", Line: 1}}}}
+	s, ok, err := a.startSecrets("hermes-box")
+	if err != nil || !ok || s.Env["OPENAI_API_KEY"] != "sk-unit" {
+		t.Fatalf("box: %v %v %v", s.Names(), ok, err)
+	}
+	if s, ok, err := a.startSecrets("hermes-box-restore-1a2b"); err != nil || ok || len(s.Env) != 0 {
+		t.Fatalf("candidate: %v %v %v", s.Names(), ok, err)
+	}
+	t.Setenv("HBX_UNIT_SECRET", "")
+	if _, _, err := a.startSecrets("hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
+		t.Fatalf("missing host variable: %v", err)
 	}
 }
