@@ -43,3 +43,26 @@ func TestLoadNetworkHosts(t *testing.T) {
 		t.Errorf("missing file: %v %v", got, err)
 	}
 }
+
+func FuzzLoadNetworkHosts(f *testing.F) {
+	f.Add("api.example.com\n# c\nb.example.org # x\n")
+	f.Add("1.2.3.4\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		p := filepath.Join(t.TempDir(), NetworkHostsFileName)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hosts, err := LoadNetworkHosts(p)
+		if err != nil {
+			if !strings.Contains(err.Error(), NetworkHostsFileName+":") {
+				t.Fatalf("error does not name the file and line: %v", err)
+			}
+			return
+		}
+		for _, h := range hosts {
+			if !hostName.MatchString(h) || strings.ContainsAny(h, " :/#") {
+				t.Fatalf("accepted %q", h)
+			}
+		}
+	})
+}
