@@ -21,7 +21,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // ProofFile is the last proof, in the host's state dir.
@@ -62,10 +61,10 @@ func Proven(mode config.NetworkMode) bool {
 	return mode == config.NetworkStrict || mode == config.NetworkNone
 }
 
-// Transport runs one agent verb; relay.Transport is one.
-type Transport interface {
-	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (int, error)
-}
+// Caller runs one agent verb with stdin, its data on stdout; a non-zero
+// exit status is an error with an ExitCode method. The box's one way to
+// call a verb is one.
+type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
 
 // Stopper stops a machine; *smolvm.Driver is one.
 type Stopper interface {
@@ -76,8 +75,8 @@ type Stopper interface {
 // stateDir, and stops machine when a probe contradicts the mode (or no
 // proof came back): the error then names the probe and says the box was
 // stopped. With a nil stop the caller stops it.
-func Prove(ctx context.Context, tr Transport, stop Stopper, stateDir, machine string, plan netproof.Plan, onEvent func(protocol.Event)) (netproof.Proof, error) {
-	proof, err := probe(ctx, tr, plan, onEvent)
+func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
+	proof, err := probe(ctx, call, plan)
 	if err == nil {
 		if serr := Save(stateDir, proof); serr != nil {
 			err = serr
@@ -97,15 +96,19 @@ func Prove(ctx context.Context, tr Transport, stop Stopper, stateDir, machine st
 	return proof, fmt.Errorf("%w; %s was stopped", err, machine)
 }
 
-func probe(ctx context.Context, tr Transport, plan netproof.Plan, onEvent func(protocol.Event)) (netproof.Proof, error) {
+func probe(ctx context.Context, call Caller, plan netproof.Plan) (netproof.Proof, error) {
 	doc, err := json.Marshal(plan)
 	if err != nil {
 		return netproof.Proof{}, err
 	}
 	var out bytes.Buffer
-	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: []string{"netprobe"}, Options: protocol.Options{Stdin: true}}
-	code, err := tr.Run(ctx, req, bytes.NewReader(doc), &out, onEvent)
-	if err != nil {
+	// netprobe exits 1 when a probe contradicts the mode; the proof is on
+	// stdout either way.
+	code := 0
+	var exit interface{ ExitCode() int }
+	if err := call(ctx, []string{"netprobe"}, bytes.NewReader(doc), &out); errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
 		return netproof.Proof{}, fmt.Errorf("proving network mode %s: %w", plan.Mode, err)
 	}
 	var proof netproof.Proof

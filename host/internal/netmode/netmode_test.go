@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 func TestOffer(t *testing.T) {
@@ -51,18 +51,25 @@ type agent struct {
 	plan  netproof.Plan
 }
 
-func (a *agent) Run(_ context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
-	if strings.Join(req.Argv, " ") != "netprobe" || !req.Options.Stdin {
-		return 2, errors.New("unexpected request")
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("agent netprobe exited with status %d", int(e)) }
+func (e exitError) ExitCode() int { return int(e) }
+
+func (a *agent) call(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	if strings.Join(argv, " ") != "netprobe" || stdin == nil {
+		return errors.New("unexpected request")
 	}
 	if err := json.NewDecoder(stdin).Decode(&a.plan); err != nil {
-		return 2, err
+		return err
 	}
-	if a.code == 3 {
-		return 3, nil
+	if a.code != 3 {
+		_ = json.NewEncoder(stdout).Encode(a.proof)
 	}
-	_ = json.NewEncoder(stdout).Encode(a.proof)
-	return a.code, nil
+	if a.code != 0 {
+		return exitError(a.code)
+	}
+	return nil
 }
 
 type stopper struct{ stopped []string }
@@ -104,7 +111,7 @@ func TestProveStopsTheBox(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := &stopper{}
-			_, err := Prove(context.Background(), c.a, s, dir, "hermes-box", plan, nil)
+			_, err := Prove(context.Background(), c.a.call, s, dir, "hermes-box", plan)
 			if c.wantErr == "" {
 				if err != nil || len(s.stopped) != 0 {
 					t.Fatalf("err %v, stopped %v", err, s.stopped)

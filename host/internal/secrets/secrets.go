@@ -19,10 +19,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// Transport runs one agent verb; relay.Transport is one.
-type Transport interface {
-	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (int, error)
-}
+// Caller runs one agent verb with stdin, its data on stdout; a non-zero
+// exit status is an error. The box's one way to call a verb is one.
+type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
 
 // Resolve reads each mapping's host variable with lookup (os.LookupEnv).
 // A variable that is unset or empty refuses the start: the error names
@@ -52,21 +51,16 @@ type result struct {
 	Names []string `json:"names"`
 }
 
-// Deliver sends s to the agent over tr. The agent keeps them on tmpfs and
-// restarts the Hermes gateway with them.
-func Deliver(ctx context.Context, tr Transport, s protocol.Secrets, onEvent func(protocol.Event)) error {
+// Deliver sends s to the agent's `secrets set` through call. The agent
+// keeps them on tmpfs and restarts the Hermes gateway with them.
+func Deliver(ctx context.Context, call Caller, s protocol.Secrets) error {
 	doc, err := json.Marshal(s)
 	if err != nil {
 		return fmt.Errorf("delivering secrets: %w", err)
 	}
 	var out bytes.Buffer
-	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: []string{"secrets", "set"}, Options: protocol.Options{Stdin: true}}
-	code, err := tr.Run(ctx, req, bytes.NewReader(doc), &limited{w: &out, n: 64 << 10}, onEvent)
-	if err != nil {
+	if err := call(ctx, []string{"secrets", "set"}, bytes.NewReader(doc), &limited{w: &out, n: 64 << 10}); err != nil {
 		return fmt.Errorf("delivering secrets: %w", err)
-	}
-	if code != 0 {
-		return fmt.Errorf("delivering secrets: agent secrets set exited with status %d", code)
 	}
 	var r result
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !slices.Equal(r.Names, s.Names()) {

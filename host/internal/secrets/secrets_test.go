@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -12,18 +13,21 @@ import (
 )
 
 type fakeAgent struct {
-	req   protocol.Request
+	argv  []string
 	stdin string
 	out   string
 	code  int
 }
 
-func (f *fakeAgent) Run(_ context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
-	f.req = req
+func (f *fakeAgent) call(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	f.argv = argv
 	b, _ := io.ReadAll(stdin)
 	f.stdin = string(b)
 	_, _ = io.WriteString(stdout, f.out)
-	return f.code, nil
+	if f.code != 0 {
+		return fmt.Errorf("agent secrets exited with status %d", f.code)
+	}
+	return nil
 }
 
 func env(kv ...string) func(string) (string, bool) {
@@ -53,18 +57,18 @@ func TestResolve(t *testing.T) {
 func TestDeliver(t *testing.T) {
 	s := protocol.Secrets{Env: map[string]string{"OPENAI_API_KEY": "sk-deliver"}}
 	a := &fakeAgent{out: `{"names":["OPENAI_API_KEY"],"tmpfs":true}` + "\n"}
-	if err := Deliver(context.Background(), a, s, nil); err != nil {
+	if err := Deliver(context.Background(), a.call, s); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(a.req.Argv, " ") != "secrets set" || !a.req.Options.Stdin || strings.Contains(strings.Join(a.req.Argv, " "), "sk-") {
-		t.Errorf("request %+v", a.req)
+	if strings.Join(a.argv, " ") != "secrets set" {
+		t.Errorf("argv %q", a.argv)
 	}
 	var got protocol.Secrets
 	if err := json.Unmarshal([]byte(a.stdin), &got); err != nil || got.Env["OPENAI_API_KEY"] != "sk-deliver" {
 		t.Errorf("stdin %q", a.stdin)
 	}
 	for _, bad := range []*fakeAgent{{code: 1}, {out: `{"names":[]}`}, {out: "garbage"}} {
-		err := Deliver(context.Background(), bad, s, nil)
+		err := Deliver(context.Background(), bad.call, s)
 		if err == nil || strings.Contains(err.Error(), "sk-deliver") {
 			t.Errorf("agent %+v: %v", bad, err)
 		}
