@@ -60,7 +60,7 @@ func (b *box) checkSecretDelivered(secret string) {
 	sum := sha256.Sum256([]byte(secret))
 	got := b.ssh(`sudo -n -u hermes bash -lc 'printf %s "$OPENAI_API_KEY" | sha256sum | cut -d" " -f1'`)
 	mustf(t, got == hex.EncodeToString(sum[:]), "the hermes user's login shell sees OPENAI_API_KEY with digest %q", got)
-	fsType := b.e.Smolvm("machine", "exec", "--name", b.Machine, "--", "stat", "-f", "-c", "%T", "/run/hermes-box/secrets")
+	fsType := b.e.Smolvm("machine", "exec", "--name", b.Machine, "--", "stat", "-f", "-c", "%T", "/run/hermes-box-secrets")
 	mustf(t, strings.TrimSpace(fsType) == "tmpfs", "the secrets live on %q, not tmpfs", fsType)
 	guestArgv := b.e.Smolvm("machine", "exec", "--name", b.Machine, "--", "sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null; true")
 	mustf(t, len(guestArgv) > 0 && !strings.Contains(guestArgv, secret), "a guest command line carries the secret")

@@ -1,5 +1,5 @@
 // Package secrets keeps the box's mapped secrets in the guest: on tmpfs
-// under /run/hermes-box/secrets, a root-only JSON file the supervisor reads
+// under /run/hermes-box-secrets, a root-only JSON file the supervisor reads
 // each time it starts the Hermes gateway, and a copy for the hermes user's
 // login shells (sourced from /etc/profile.d). Nothing is written to the
 // root file system's persistent parts, so snapshots never carry them.
@@ -24,7 +24,7 @@ import (
 // Paths relative to the agent's root.
 const (
 	// Dir is the tmpfs the secrets live on.
-	Dir = "run/hermes-box/secrets"
+	Dir = "run/hermes-box-secrets"
 	// RootFile is the root-only JSON object the supervisor reads.
 	RootFile = Dir + "/root/env.json"
 	// UserFile is the hermes user's copy as shell assignments.
@@ -46,6 +46,14 @@ func Write(root string, s protocol.Secrets, owner passwd.User) error {
 	}
 	rootDir := filepath.Join(root, filepath.Dir(RootFile))
 	userDir := filepath.Join(root, filepath.Dir(UserFile))
+	// The top directory only lets the hermes user through to its own.
+	top := filepath.Join(root, Dir)
+	if err := os.MkdirAll(top, 0o711); err != nil {
+		return fmt.Errorf("creating %s: %w", top, err)
+	}
+	if err := os.Chmod(top, 0o711); err != nil {
+		return err
+	}
 	// The agent runs as root in the box: its own identity is "root-only".
 	if err := mkdirOwned(rootDir, uint32(os.Getuid()), uint32(os.Getgid())); err != nil {
 		return err

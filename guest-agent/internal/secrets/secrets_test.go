@@ -30,7 +30,7 @@ func TestWriteAndLoad(t *testing.T) {
 		path string
 		mode os.FileMode
 	}{
-		{filepath.Dir(RootFile), 0o700 | os.ModeDir}, {RootFile, 0o600},
+		{Dir, 0o711 | os.ModeDir}, {filepath.Dir(RootFile), 0o700 | os.ModeDir}, {RootFile, 0o600},
 		{filepath.Dir(UserFile), 0o700 | os.ModeDir}, {UserFile, 0o400}, {Profile, 0o644},
 	} {
 		info, err := os.Lstat(filepath.Join(root, c.path))

@@ -110,7 +110,7 @@ func writeBootTable(t *testing.T, path string) {
 			"log": logSpec("sshd.log"),
 		}, {
 			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": "/workspace/work",
-			"secretsfile": "/run/hermes-box/secrets/root/env.json",
+			"secretsfile": "/run/hermes-box-secrets/root/env.json",
 			"priority":    40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("hermes-gateway.log"),
 		}},

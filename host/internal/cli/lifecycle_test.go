@@ -442,7 +442,7 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 		if got := readFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
 			t.Errorf("the gateway's OPENAI_API_KEY digest %s, want the secret's", got)
 		}
-		info, err := os.Stat(filepath.Join(box, "run", "hermes-box", "secrets", "root", "env.json"))
+		info, err := os.Stat(filepath.Join(box, "run", "hermes-box-secrets", "root", "env.json"))
 		if err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("root-only secrets file: %v %v", info, err)
 		}
@@ -459,7 +459,7 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 	if r := h.run("stop"); r.code != 0 {
 		t.Fatalf("stop: %s", r.stderr)
 	}
-	must(t, os.RemoveAll(filepath.Join(box, "run", "hermes-box", "secrets")))
+	must(t, os.RemoveAll(filepath.Join(box, "run", "hermes-box-secrets")))
 	must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
 	h.extra = nil
 	rs := h.run("start")
