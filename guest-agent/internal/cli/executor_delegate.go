@@ -14,7 +14,7 @@ import (
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
-// image pull links containers/image and umoci, which would triple the
+// image pull links containers/image, which would triple the
 // agent's size, memory and start-up time for every relay call and for the
 // supervisor; so the lean agent hands `executor` to the helper, built from
 // the same sources with the `oci` tag.
@@ -24,16 +24,22 @@ func init() { register(executorDelegateVerb) }
 
 var executorDelegateVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
+	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery",
 	relay:   true,
 	run:     runExecutorDelegate,
 }
 
-// runExecutorDelegate runs the helper with the same arguments: `run`
+// runExecutorDelegate runs connect-hermes and refresh-discovery itself and
+// hands anything else to the helper with the same arguments: `run`
 // replaces this process (the supervisor's pid becomes bun's), anything else
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		if f, ok := executorHermesSubs[args[0]]; ok {
+			return f(ctx, e, args[1:])
+		}
+	}
 	helper, err := ociHelperPath()
 	if err != nil {
 		return err
