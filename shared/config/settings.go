@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -66,7 +67,7 @@ var settings = []setting{
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.
-	{keyExecutorPort, "4788", func(c *Config) any { return &c.ExecutorPort }, nil},
+	{keyExecutorPort, strconv.Itoa(boxlayout.ExecutorPort), func(c *Config) any { return &c.ExecutorPort }, nil},
 	{keyExecutorImage, defaultExecutorImage, func(c *Config) any { return &c.ExecutorImage }, nil},
 	{keyDataDir, "", func(c *Config) any { return &c.DataDirOverride }, nil},
 	{keySSHKey, "", func(c *Config) any { return &c.SSHKeyOverride }, nil},

@@ -16,13 +16,11 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// boxUser is the guest account the host logs in as.
-const boxUser = "boxadmin"
 
 // Test hooks. They change only how hermes-box reaches a box it owns, never
 // what it asks smolvm to do, and exist so that tests can stand a real sshd
@@ -60,7 +58,7 @@ type Box struct {
 	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
 	testPinsDir string
 	// drv is the machine driver of snapshot, restore and package.
-	drv machineDriver
+	drv *smolDriver
 }
 
 // timings bounds every wait of the lifecycle.
@@ -105,7 +103,7 @@ func Load(ui UI) (*Box, error) {
 func New(cfg *config.Config, ui UI) *Box {
 	b := &Box{
 		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}), ui: ui,
-		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxUser,
+		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxlayout.AdminUser,
 	}
 	if cfg.ExecutorEnabled {
 		b.timing.startupDeadline = 2 * time.Hour

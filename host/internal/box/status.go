@@ -120,3 +120,6 @@ func (b *Box) CheckExecutorListener(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StateRunning is the machine state of a running box (MachineState).
+const StateRunning = smolvm.StateRunning

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // guestProgram is the name under which this test binary stands in for the
@@ -27,7 +28,7 @@ const guestProgram = "hbx-test-guest"
 const guestRootEnv = "HBX_GUEST_ROOT"
 
 // guestRelayCommand is the remote command of the SSH relay in these tests.
-const guestRelayCommand = `"$` + guestRootEnv + `"/usr/local/sbin/hermes-box-agent --root "$` + guestRootEnv + `" relay`
+const guestRelayCommand = `"$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `" relay`
 
 // guestMain runs a stand-in program: `sshd ADDR` (Debian's sshd for the
 // machine whose root is the working directory, on ADDR) or `hermes` (prints
@@ -101,7 +102,7 @@ func writeBootTable(t *testing.T, path string) {
 	zero := 0.0
 	wait := 5.0
 	logSpec := func(name string) map[string]any {
-		return map[string]any{"path": "/workspace/hermes-home/logs/" + name, "maxbytes": 1 << 20, "backups": 1}
+		return map[string]any{"path": boxlayout.LogDir + "/" + name, "maxbytes": 1 << 20, "backups": 1}
 	}
 	table := map[string]any{
 		"programs": []map[string]any{{
@@ -109,7 +110,7 @@ func writeBootTable(t *testing.T, path string) {
 			"priority": 10, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("sshd.log"),
 		}, {
-			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": "/workspace/work",
+			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": boxlayout.WorkDir,
 			"secretsfile": "/run/hermes-box-secrets/root/env.json",
 			"priority":    40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("hermes-gateway.log"),
