@@ -4,10 +4,12 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // defaultLogService is the Hermes gateway's service name in the box.
-const defaultLogService = "hermes"
+const defaultLogService = boxlayout.HermesService
 
 func newLogsCommand() *cobra.Command {
 	cmd := &cobra.Command{

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -14,27 +13,20 @@ import (
 )
 
 func newStatusCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := boxCommand(&cobra.Command{
 		Use:   "status",
 		Short: "Show the machine's state, the listener check and the agent's health",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			st, err := b.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			return printStatus(cmd.OutOrStdout(), b.Config().MachineName, st)
-		},
-	}
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
+		st, err := b.Status(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+			return writeIndentedJSON(cmd.OutOrStdout(), st)
+		}
+		return printStatus(cmd.OutOrStdout(), b.Config().MachineName, st)
+	})
 	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus the machine)")
 	return cmd
 }
@@ -42,6 +34,7 @@ func newStatusCommand() *cobra.Command {
 func printStatus(w io.Writer, machine string, st *box.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, st.Status)
+	fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	codes := make([]string, 0, len(st.Checks))
 	for c := range st.Checks {
 		codes = append(codes, string(c))
