@@ -63,7 +63,7 @@ lint: ## gofmt check, go vet, staticcheck, shellcheck
 	$(GO) vet ./...
 	$(GO) vet -tags hbxtest ./host/internal/box/ ./guest-agent/internal/cli/
 	$(GO) tool staticcheck ./...
-	shellcheck scripts/*.sh scripts/hermes-box .ci/run
+	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks and print medians (COUNT, default 5)

@@ -24,6 +24,7 @@ const (
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
+	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
 	keyExecutorEnabled = "HERMES_BOX_EXECUTOR_ENABLED"
 	keyExecutorPort    = "HERMES_BOX_EXECUTOR_PORT"
@@ -64,6 +65,7 @@ var settings = []setting{
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
+	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.

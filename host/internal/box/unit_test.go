@@ -38,18 +38,6 @@ func TestHostPlatform(t *testing.T) {
 	}
 }
 
-func TestCheckNetworkMode(t *testing.T) {
-	if err := checkNetworkMode(config.NetworkFull); err != nil {
-		t.Error(err)
-	}
-	for _, m := range []config.NetworkMode{config.NetworkNone, config.NetworkStrict} {
-		err := checkNetworkMode(m)
-		if err == nil || !strings.Contains(err.Error(), "smolvm 1.0.4") || !strings.Contains(err.Error(), "=full") {
-			t.Errorf("%s: %v", m, err)
-		}
-	}
-}
-
 func TestDeepCheck(t *testing.T) {
 	report := func(status health.Status, services ...health.Service) *health.Report {
 		return &health.Report{Status: status, Checks: map[health.Code]health.Check{
@@ -181,17 +169,22 @@ func TestEventBudget(t *testing.T) {
 	}
 }
 
-// TestCandidatesGetNoSecrets: a restore's candidate runs code from a backup
-// still being proven: it is created without the secrets; the box itself
-// keeps them.
-func TestCandidatesGetNoSecrets(t *testing.T) {
-	cfg := &config.Config{MachineName: "hermes-box", SSHPort: 2222, CPUs: 1, MemoryMiB: 512, StorageGB: 1, OverlayGB: 1,
-		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HOST_OPENAI_KEY"}}}
-	b := New(cfg, nil)
-	if s := b.restoreSpec("hermes-box-restore-1-2", 40000); len(s.SecretEnv) != 0 {
-		t.Fatalf("candidate created with secrets %v", s.SecretEnv)
+// TestStartSecretsOnlyForTheBox: the box resolves its mapped secrets (a
+// missing host variable refuses, naming it); any other machine, such as a
+// restore's candidate, gets none.
+func TestStartSecretsOnlyForTheBox(t *testing.T) {
+	t.Setenv("HBX_UNIT_SECRET", "sk-unit")
+	b := &Box{cfg: &config.Config{MachineName: "hermes-box",
+		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HBX_UNIT_SECRET", Line: 1}}}}
+	s, ok, err := b.startSecrets("hermes-box")
+	if err != nil || !ok || s.Env["OPENAI_API_KEY"] != "sk-unit" {
+		t.Fatalf("box: %v %v %v", s.Names(), ok, err)
 	}
-	if s := b.restoreSpec("hermes-box", 2222); len(s.SecretEnv) != 1 {
-		t.Fatalf("the box itself lost its secrets: %v", s.SecretEnv)
+	if s, ok, err := b.startSecrets("hermes-box-restore-1a2b"); err != nil || ok || len(s.Env) != 0 {
+		t.Fatalf("candidate: %v %v %v", s.Names(), ok, err)
+	}
+	t.Setenv("HBX_UNIT_SECRET", "")
+	if _, _, err := b.startSecrets("hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
+		t.Fatalf("missing host variable: %v", err)
 	}
 }
