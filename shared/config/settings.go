@@ -23,6 +23,7 @@ const (
 	keyStorageGB       = "HERMES_BOX_STORAGE_GB"
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
+	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
 	keyExecutorEnabled = "HERMES_BOX_EXECUTOR_ENABLED"
 	keyExecutorPort    = "HERMES_BOX_EXECUTOR_PORT"
@@ -62,6 +63,7 @@ var settings = []setting{
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
+	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.

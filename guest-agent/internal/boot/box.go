@@ -2,6 +2,7 @@ package boot
 
 import (
 	"fmt"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,9 @@ const (
 	ExecutorDir = boxlayout.ExecutorDir
 	// ExecutorGuestPort is the Executor's fixed port inside the box.
 	ExecutorGuestPort = boxlayout.ExecutorPort
+	// GatewayProgram is the supervised Hermes gateway, which gets the
+	// mapped secrets.
+	GatewayProgram = boxlayout.HermesService
 	// ServiceUser runs Hermes and Executor.
 	ServiceUser = boxlayout.ServiceUser
 	// AgentPath is this agent in the box; the Executor launcher is one of
@@ -92,8 +96,8 @@ func BoxTable(o BoxOptions) Table {
 		// part archives: a log line written mid-stream cannot fail it.
 		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: boxlayout.HermesService, Command: gateway,
-		User: ServiceUser, Directory: WorkDir,
+		Name: GatewayProgram, Command: gateway,
+		User: ServiceUser, Directory: WorkDir, SecretsFile: "/" + secrets.RootFile,
 		Environment: map[string]string{"HOME": "/home/hermes", "HERMES_HOME": HermesHome, "PATH": "/usr/local/bin:/usr/bin:/bin"},
 		Priority:    40, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(3), StartRetries: n(20),
 		StopSignal: "TERM", StopWaitSecs: f(30),

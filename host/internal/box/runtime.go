@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -22,9 +22,6 @@ import (
 // 16 GiB for runtime creation, so the cache's eviction cannot delete the
 // layers it has just extracted.
 const packCacheMaxBytes = 16 << 30
-
-// extractedMarker is written by smolvm when a pack's layers are extracted.
-const extractedMarker = ".smolvm-extracted"
 
 // runtimeSpec is the box's `machine create --from`.
 func (b *Box) runtimeSpec(artifact string) smolvm.CreateSpec {
@@ -40,12 +37,10 @@ func (b *Box) runtimeSpec(artifact string) smolvm.CreateSpec {
 		},
 		Net:               true,
 		PackCacheMaxBytes: packCacheMaxBytes,
+		Egress:            netmode.Egress(c.NetworkMode, c.NetworkHosts),
 	}
 	if c.ExecutorEnabled {
 		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: boxlayout.ExecutorPort})
-	}
-	for _, m := range c.Secrets {
-		s.SecretEnv = append(s.SecretEnv, smolvm.SecretRef{Guest: m.Guest, Host: m.Host})
 	}
 	return s
 }
@@ -78,7 +73,7 @@ func (b *Box) createRuntime(ctx context.Context, artifact string) error {
 // checks that its packed layers survived extraction; a machine that fails
 // here is deleted.
 func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
-	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
+	if err := b.checkNetworkMode(ctx); err != nil {
 		return err
 	}
 	name := spec.Name
@@ -96,13 +91,8 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 			}
 		}
 	}()
-	dir, err := b.vm.DataDir(ctx, name)
-	if err != nil {
+	if err := b.vm.CheckExtracted(ctx, name); err != nil {
 		return err
-	}
-	marker := filepath.Join(dir, "pack", extractedMarker)
-	if _, err := os.Stat(marker); err != nil {
-		return fmt.Errorf("the packed layers of %s are missing (%s: %w): smolvm's extraction cache evicted them", name, marker, err)
 	}
 	return b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
 }

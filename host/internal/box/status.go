@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
 // The checks the host adds to the agent's report.
@@ -24,6 +26,25 @@ type Status struct {
 	health.Report
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
+	Network     NetworkStatus   `json:"network"`
+}
+
+// NetworkStatus is the network mode and its last proof (strict, none).
+type NetworkStatus struct {
+	Mode      string          `json:"mode"`
+	Summary   string          `json:"summary"`
+	LastProof *netproof.Proof `json:"lastProof,omitempty"`
+}
+
+func (b *Box) networkStatus() NetworkStatus {
+	p, ok, err := netmode.Last(b.cfg.StateDir())
+	ns := NetworkStatus{Mode: string(b.cfg.NetworkMode), Summary: netmode.Summary(b.cfg.NetworkMode, p, ok)}
+	if err != nil {
+		ns.Summary = string(b.cfg.NetworkMode) + ": " + err.Error()
+	} else if ok {
+		ns.LastProof = &p
+	}
+	return ns
 }
 
 // Status gathers the machine state, the listener check and, when the box
@@ -47,6 +68,7 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
 		b.mergeAgentHealth(ctx, st)
 	}
+	st.Network = b.networkStatus()
 	st.Summarize()
 	return st, nil
 }

@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -36,6 +38,12 @@ func guestMain(args []string) int {
 		return guestSSHD(args[1])
 	}
 	if len(args) == 1 && args[0] == "hermes" {
+		// What the gateway got of the mapped secret, as a digest: the
+		// value itself must not reach a file the tests could leak.
+		sum := sha256.Sum256([]byte(os.Getenv("OPENAI_API_KEY")))
+		if err := os.WriteFile("../../run/hbx-test-gateway-secret", []byte(hex.EncodeToString(sum[:])), 0o600); err != nil {
+			return fail(err)
+		}
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 		for i := 1; i <= 3; i++ {
@@ -103,7 +111,8 @@ func writeBootTable(t *testing.T, path string) {
 			"log": logSpec("sshd.log"),
 		}, {
 			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": boxlayout.WorkDir,
-			"priority": 40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
+			"secretsfile": "/run/hermes-box-secrets/root/env.json",
+			"priority":    40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("hermes-gateway.log"),
 		}},
 		"checks": []map[string]any{

@@ -34,6 +34,7 @@ func newStatusCommand() *cobra.Command {
 func printStatus(w io.Writer, machine string, st *box.Status) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, st.Status)
+	fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	codes := make([]string, 0, len(st.Checks))
 	for c := range st.Checks {
 		codes = append(codes, string(c))

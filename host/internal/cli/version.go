@@ -22,6 +22,6 @@ func newVersionCommand() *cobra.Command {
 
 func versionAction(cmd *cobra.Command, _ []string) error {
 	_, err := fmt.Fprintf(cmd.OutOrStdout(), "hermes-box %s %s/%s protocol %d smolvm %s hermes %s\n",
-		buildinfo.Version, runtime.GOOS, runtime.GOARCH, protocol.Version, pins.SmolvmVersion, pins.DefaultHermesCommit)
+		buildinfo.Version, runtime.GOOS, runtime.GOARCH, protocol.Version, pins.SmolvmTableVersions(), pins.DefaultHermesCommit)
 	return err
 }
