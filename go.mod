@@ -13,6 +13,7 @@ require (
 	github.com/opencontainers/umoci v0.6.0
 	github.com/sirupsen/logrus v1.9.4
 	github.com/spf13/cobra v1.10.2
+	github.com/vbauerster/mpb/v8 v8.14.0
 	github.com/zalando/go-keyring v0.2.8
 	go.podman.io/image/v5 v5.41.2
 	go.yaml.in/yaml/v3 v3.0.6
@@ -71,7 +72,6 @@ require (
 	github.com/vbatts/go-mtree v0.6.1-0.20250911112631-8307d76bc1b9 // indirect
 	github.com/vbatts/tar-split v0.12.3 // indirect
 	github.com/vbauerster/cupwriter v0.0.4 // indirect
-	github.com/vbauerster/mpb/v8 v8.14.0 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	go.podman.io/storage v1.64.1 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
