@@ -54,8 +54,8 @@ type Package struct {
 	// Generated are further files written from memory (the restore notes,
 	// portable.json).
 	Generated []GenFile
-	Label  string
-	Now    time.Time
+	Label     string
+	Now       time.Time
 }
 
 // Write builds the archive in a temp file in backupsDir, then publishes it
