@@ -22,9 +22,11 @@ const OCIHelperName = "hermes-box-agent-oci"
 
 func init() { register(executorDelegateVerb) }
 
+const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")"
+
 var executorDelegateVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
+	summary: executorDelegateSummary,
 	relay:   true,
 	run:     runExecutorDelegate,
 }
@@ -36,6 +38,10 @@ var executorDelegateVerb = verb{
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
 	helper, err := ociHelperPath()
 	if err != nil {
+		if len(args) > 0 && isHelpFlag(args[0]) {
+			fmt.Fprintf(e.Err, "usage: hermes-box-agent executor ...\n  %s\n  (%v)\n", executorDelegateSummary, err)
+			return nil
+		}
 		return err
 	}
 	argv := append([]string{helper, "--root", e.root, "executor"}, args...)
