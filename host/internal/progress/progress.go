@@ -222,13 +222,18 @@ func (r *Renderer) Warn(format string, args ...any) {
 
 // Step renders the start of a host step and returns the function that
 // renders its end with its elapsed time: done when err is nil, failed
-// otherwise.
+// otherwise (the error itself is the command's to print, except in JSON).
 func (r *Renderer) Step(name, msg string) func(err error) {
 	r.Event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg})
 	return func(err error) {
 		ev := protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepDone}
 		if err != nil {
-			ev.State, ev.Level, ev.Message = protocol.StepFailed, protocol.LevelError, err.Error()
+			// In text the command's final error says why, once; an event
+			// carries it.
+			ev.State, ev.Level = protocol.StepFailed, protocol.LevelError
+			if r.mode == JSON {
+				ev.Message = err.Error()
+			}
 		}
 		r.Event(ev)
 	}

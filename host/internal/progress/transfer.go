@@ -183,7 +183,10 @@ func (t *Transfer) Done(err error) {
 		Message: Bytes(cur) + ", " + Bytes(int64(t.rate(cur))) + "/s", Fields: t.fields(cur)}
 	delete(ev.Fields, "eta")
 	if err != nil {
-		ev.State, ev.Level, ev.Message = protocol.StepFailed, protocol.LevelError, err.Error()
+		ev.State, ev.Level, ev.Message = protocol.StepFailed, protocol.LevelError, Bytes(cur)
+		if t.r.mode == JSON {
+			ev.Message = err.Error()
+		}
 	}
 	t.r.event(ev)
 	t.r.mu.Unlock()
