@@ -2,126 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/hermes-box/hermes-box/shared/config"
-	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-func TestHostPlatform(t *testing.T) {
-	noKVM := func() error { return errors.New("permission denied") }
-	kvm := func() error { return nil }
-	tests := []struct {
-		goos, arch string
-		open       func() error
-		ok         bool
-	}{
-		{"darwin", "arm64", noKVM, true},
-		{"darwin", "amd64", kvm, false},
-		{"linux", "amd64", kvm, true},
-		{"linux", "arm64", kvm, true},
-		{"linux", "amd64", noKVM, false},
-		{"windows", "amd64", kvm, false},
-	}
-	for _, tt := range tests {
-		if err := hostPlatform(tt.goos, tt.arch, tt.open); (err == nil) != tt.ok {
-			t.Errorf("%s/%s: %v", tt.goos, tt.arch, err)
-		}
-	}
-}
-
-func TestCheckNetworkMode(t *testing.T) {
-	if err := checkNetworkMode(config.NetworkFull); err != nil {
-		t.Error(err)
-	}
-	for _, m := range []config.NetworkMode{config.NetworkNone, config.NetworkStrict} {
-		err := checkNetworkMode(m)
-		if err == nil || !strings.Contains(err.Error(), "smolvm 1.0.4") || !strings.Contains(err.Error(), "=full") {
-			t.Errorf("%s: %v", m, err)
-		}
-	}
-}
-
-func TestDeepCheck(t *testing.T) {
-	report := func(status health.Status, services ...health.Service) *health.Report {
-		return &health.Report{Status: status, Checks: map[health.Code]health.Check{
-			health.CheckWorkspaceDisk: {Status: status, Severity: health.SeverityWarning, Message: "disk"}}, Services: services}
-	}
-	tests := []struct {
-		name string
-		r    *health.Report
-		ok   bool
-	}{
-		{"healthy", report(health.StatusHealthy, health.Service{Name: "sshd", State: health.ServiceRunning}), true},
-		{"degraded is a warning only", report(health.StatusDegraded), true},
-		{"unhealthy", report(health.StatusUnhealthy), false},
-		{"service down", report(health.StatusHealthy, health.Service{Name: "hermes", State: health.ServiceFatal}), false},
-	}
-	for _, tt := range tests {
-		if err := deepCheck(tt.r); (err == nil) != tt.ok {
-			t.Errorf("%s: %v", tt.name, err)
-		}
-	}
-}
-
-// reportsTransport answers each health request with the next report.
-type reportsTransport struct {
-	reports []*health.Report
-	calls   int
-}
-
-func (r *reportsTransport) Run(_ context.Context, _ protocol.Request, _ io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
-	rep := r.reports[min(r.calls, len(r.reports)-1)]
-	r.calls++
-	return 0, json.NewEncoder(stdout).Encode(rep)
-}
-
-// TestWaitHealthyWaitsForStartingServices: a service still STARTING when the
-// agent first answers is waited for; a FATAL one fails at once; a report
-// that never passes fails at the deadline.
-func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
-	report := func(status health.Status, hermes health.ServiceState) *health.Report {
-		return &health.Report{SchemaVersion: health.SchemaVersion, Status: status, Checks: map[health.Code]health.Check{},
-			Services: []health.Service{{Name: "sshd", State: health.ServiceRunning}, {Name: "hermes", State: hermes}}}
-	}
-	starting := report(health.StatusDegraded, health.ServiceStarting)
-	running := report(health.StatusHealthy, health.ServiceRunning)
-	fatal := report(health.StatusUnhealthy, health.ServiceFatal)
-	tests := []struct {
-		name      string
-		reports   []*health.Report
-		ok        bool
-		wantCalls int
-	}{
-		{"starting, then running", []*health.Report{starting, starting, running}, true, 3},
-		{"backoff, then running", []*health.Report{report(health.StatusDegraded, health.ServiceBackoff), running}, true, 2},
-		{"fatal fails at once", []*health.Report{starting, fatal, running}, false, 2},
-		{"never running", []*health.Report{starting}, false, -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := &app{timing: fastTimings(), ui: newProgress(io.Discard, "text")}
-			a.timing.startupDeadline = 300 * time.Millisecond
-			ctx, cancel := context.WithTimeout(t.Context(), a.timing.startupDeadline)
-			defer cancel()
-			tr := &reportsTransport{reports: tt.reports}
-			err := a.waitHealthy(ctx, tr)
-			if (err == nil) != tt.ok || (tt.wantCalls > 0 && tr.calls != tt.wantCalls) {
-				t.Fatalf("err %v after %d reports; want ok=%v after %d", err, tr.calls, tt.ok, tt.wantCalls)
-			}
-			if !tt.ok && !strings.Contains(err.Error(), "hermes is") {
-				t.Errorf("the error does not name the service: %v", err)
-			}
-		})
-	}
-}
 
 func TestProgressModes(t *testing.T) {
 	events := []protocol.Event{
@@ -156,20 +41,5 @@ func TestProgressModes(t *testing.T) {
 	}
 	if out := tty.w.(*bytes.Buffer).String(); !strings.Contains(out, "✗ hermes: boom") || !strings.Contains(out, "[#####...............]  25%") {
 		t.Errorf("tty:\n%q", out)
-	}
-}
-
-func TestBoxStatusDecodes(t *testing.T) {
-	st := boxStatus{Report: health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusHealthy,
-		Checks: map[health.Code]health.Check{}}, Machine: json.RawMessage(`{"name":"b","state":"running"}`)}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := health.Decode(b); err != nil {
-		t.Fatalf("%v\n%s", err, b)
-	}
-	if !strings.Contains(string(b), `"machine":{"name":"b","state":"running"}`) {
-		t.Errorf("machine missing: %s", b)
 	}
 }
