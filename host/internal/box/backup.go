@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -56,6 +59,9 @@ type backupRun struct {
 func (b *Box) backupRun() (*backupRun, error) {
 	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, userr.NotInitialised("no project SSH key at " + cfg.SSHKeyPath() + ".pub")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the SSH public key: %w", err)
 	}

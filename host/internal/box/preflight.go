@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/shared/config"
-	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // checkHostPlatform accepts macOS on Apple silicon and, as the second
@@ -95,12 +94,8 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 
 // checkSmolvm wants exactly the pinned smolvm and unused machine names.
 func (b *Box) checkSmolvm(ctx context.Context) error {
-	v, err := b.vm.Version(ctx)
-	if err != nil {
-		return fmt.Errorf("smolvm %s is required: %w", pins.SmolvmVersion, err)
-	}
-	if v != pins.SmolvmVersion {
-		return fmt.Errorf("smolvm %s is required, found %s", pins.SmolvmVersion, v)
+	if err := b.checkSmolvmVersion(ctx); err != nil {
+		return err
 	}
 	ms, err := b.vm.List(ctx)
 	if err != nil {

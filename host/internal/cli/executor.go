@@ -22,6 +22,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/mcp"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // executorAgent runs one agent verb in the box through the relay: argv is
@@ -362,7 +363,7 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
-	cmd.Flags().IntVarP(&lines, "lines", "n", 100, "number of lines to show")
+	cmd.Flags().IntVarP(&lines, "lines", "n", protocol.DefaultLogLines, "number of lines to show")
 	return cmd
 }
 
@@ -407,13 +408,23 @@ func (x *executorCmd) authCmd() *cobra.Command {
 				return err
 			}
 			state := "not stored"
-			if _, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser); err == nil {
+			_, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser)
+			stored := err == nil
+			if stored {
 				state = "stored in the OS keyring"
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return writeIndentedJSON(cmd.OutOrStdout(), struct {
+					Machine string `json:"machine"`
+					Stored  bool   `json:"stored"`
+					Store   string `json:"store"`
+				}{x.box.Machine, stored, "os-keyring"})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Executor API key: %s\n", state)
 			return nil
 		},
 	}
+	status.Flags().Bool("json", false, "print the state as JSON (never the key)")
 	clear := &cobra.Command{
 		Use: "clear", Short: "Remove the stored API key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
