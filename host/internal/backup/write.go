@@ -72,7 +72,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
 		est := previousSize(backupsDir, meta.Machine, p.file)
 		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), func(w io.Writer) error {
-			tw, done := progress.Track(ctx, "snapshot "+p.part, est, w)
+			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
 			err := src(ctx, p.part, tw)
 			done(err)
 			return err

@@ -26,14 +26,7 @@ func (b *Box) Stop(ctx context.Context) error {
 // Restart stops the box, then starts and verifies it, under one lock.
 func (b *Box) Restart(ctx context.Context) error {
 	return b.withLock(func() error {
-		m, err := b.machineState(ctx, b.cfg.MachineName)
-		if err != nil {
-			return err
-		}
-		if err := b.checkExecutorWiring(m); err != nil {
-			return err
-		}
-		if err := b.stopBox(ctx); err != nil {
+		if err := b.stopBoxChecked(ctx, b.checkExecutorWiring); err != nil {
 			return err
 		}
 		return b.startBox(ctx)
@@ -64,8 +57,17 @@ func (b *Box) startBox(ctx context.Context) error {
 // stopBox asks the agent to stop every service (tolerating an agent that
 // cannot), then stops the machine.
 func (b *Box) stopBox(ctx context.Context) error {
+	return b.stopBoxChecked(ctx, func(smolvm.Machine) error { return nil })
+}
+
+// stopBoxChecked is stopBox that first runs check on the machine and
+// changes nothing when it fails.
+func (b *Box) stopBoxChecked(ctx context.Context, check func(smolvm.Machine) error) error {
 	m, err := b.machineState(ctx, b.cfg.MachineName)
 	if err != nil {
+		return err
+	}
+	if err := check(m); err != nil {
 		return err
 	}
 	if m.State != smolvm.StateRunning && m.State != smolvm.StateUnreachable {

@@ -21,6 +21,9 @@ import (
 // Snapshot backs the box up under label and returns the backup's path; the
 // box is returned to the state it was in.
 func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
+	if err := b.requireMachine(ctx); err != nil {
+		return "", err
+	}
 	env, err := b.backupRun()
 	if err != nil {
 		return "", err
@@ -97,6 +100,11 @@ func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.
 // Package writes a portable restore archive of the backup from, or of a
 // new snapshot labelled label when from is empty, and returns its path.
 func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
+	if from == "" {
+		if err := b.requireMachine(ctx); err != nil {
+			return "", err
+		}
+	}
 	env, err := b.backupRun()
 	if err != nil {
 		return "", err

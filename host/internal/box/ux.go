@@ -149,3 +149,10 @@ func (b *Box) restoreHostChecks(ctx context.Context) error {
 	}
 	return nil
 }
+
+// requireMachine fails (saying to run init first) when the box does not
+// exist, or while an interrupted restore's journal stands.
+func (b *Box) requireMachine(ctx context.Context) error {
+	_, err := b.machineState(ctx, b.cfg.MachineName)
+	return err
+}

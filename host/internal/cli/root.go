@@ -46,10 +46,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return userr.ExitInterrupted // Ctrl-C: the user knows; end quietly
 	}
 	code := userr.Code(err)
-	var ec ExitCoder
-	if code == userr.ExitFailure && errors.As(err, &ec) && ec.ExitCode() > 0 {
-		code = ec.ExitCode()
-	}
 	if isUsageError(err) {
 		code = userr.ExitUsage
 	}

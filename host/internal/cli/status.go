@@ -64,7 +64,10 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	}
 	codes := make([]string, 0, len(st.Checks))
 	for c, ch := range st.Checks {
-		if long || ch.Status != health.StatusHealthy {
+		// A stopped or missing box has only its machine check: the
+		// state says it.
+		quiet := st.State == box.StateStopped || st.State == box.StateMissing
+		if long || ch.Status != health.StatusHealthy && !quiet {
 			codes = append(codes, string(c))
 		}
 	}

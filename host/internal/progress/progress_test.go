@@ -234,3 +234,23 @@ func TestSlogHandler(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+func TestTransferEstimate(t *testing.T) {
+	r, buf, c := newFake(Plain)
+	w, done := TrackEstimate(NewContext(context.Background(), r), "snapshot rootfs", 100, io.Discard)
+	c.advance(time.Second)
+	if _, err := w.Write(make([]byte, 50)); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(time.Second)
+	if _, err := w.Write(make([]byte, 70)); err != nil {
+		t.Fatal(err)
+	}
+	done(nil)
+	out := buf.String()
+	for _, want := range []string{"[snapshot rootfs] started: about 100 B", "50 B / ~100 B, 50 B/s, ETA 1.0s", "120 B / ~100 B, 60 B/s\n", "done: 120 B"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -28,8 +30,10 @@ type Transfer struct {
 	r     *Renderer
 	name  string
 	total int64 // 0 when unknown
-	cur   atomic.Int64
-	start time.Time
+	// estimate says total is a guess (the previous backup's size).
+	estimate bool
+	cur      atomic.Int64
+	start    time.Time
 
 	mu       sync.Mutex // guards the fields below
 	lastEmit time.Time
@@ -41,20 +45,28 @@ type Transfer struct {
 
 // Transfer starts reporting a copy of total bytes (0: unknown) named name.
 func (r *Renderer) Transfer(name string, total int64) *Transfer {
-	t := &Transfer{r: r, name: name, total: total, start: r.now()}
+	return r.transfer(name, total, false)
+}
+
+func (r *Renderer) transfer(name string, total int64, estimate bool) *Transfer {
+	t := &Transfer{r: r, name: name, total: total, estimate: estimate, start: r.now()}
 	msg := ""
 	if total > 0 {
-		msg = Bytes(total)
+		msg = map[bool]string{true: "about "}[estimate] + Bytes(total)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg})
-	if r.mode == TTY && r.bars == nil {
+	if r.mode == TTY && r.bars == nil && hasWidth(r.w) {
 		t.bars = mpb.New(mpb.WithOutput(r.w), mpb.WithWidth(60), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
 		style := mpb.BarStyle().Lbound("[").Filler("#").Tip("#").Padding(".").Rbound("]")
-		opts := []mpb.BarOption{mpb.PrependDecorators(decor.Name("  ")), mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return " " + t.line() }))}
+		opts := []mpb.BarOption{mpb.BarRemoveOnComplete(), mpb.PrependDecorators(decor.Name("  ")),
+			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return " " + t.line() }))}
+		// Built with total 0 and given the total after, the bar completes
+		// when Done says so, not when the count reaches an estimate.
 		if total > 0 {
-			t.bar = t.bars.New(total, style, opts...)
+			t.bar = t.bars.New(0, style, opts...)
+			t.bar.SetTotal(total, false)
 		} else {
 			t.bar = t.bars.New(0, mpb.SpinnerStyle(), opts...)
 		}
@@ -147,7 +159,7 @@ func (t *Transfer) line() string {
 	cur := t.cur.Load()
 	s := Bytes(cur)
 	if t.total > 0 {
-		s += " / " + Bytes(t.total)
+		s += " / " + map[bool]string{true: "~"}[t.estimate] + Bytes(t.total)
 	}
 	s += ", " + Bytes(int64(t.rate(cur))) + "/s"
 	if eta, ok := t.eta(cur); ok {
@@ -192,6 +204,18 @@ func (t *Transfer) Done(err error) {
 	t.r.mu.Unlock()
 }
 
+// hasWidth reports whether w can draw a bar: a terminal that knows its
+// width (a pseudo-terminal may say 0 columns), or not a terminal at all
+// (tests render into buffers).
+func hasWidth(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return true
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	return err == nil && cols > 0
+}
+
 // Track reports the bytes written through the returned writer to w as a
 // transfer of the renderer ctx carries; done ends it. Without a renderer,
 // w is returned as it is.
@@ -201,6 +225,17 @@ func Track(ctx context.Context, name string, total int64, w io.Writer) (io.Write
 		return w, func(error) {}
 	}
 	t := r.Transfer(name, total)
+	return io.MultiWriter(w, t), t.Done
+}
+
+// TrackEstimate is Track with a guessed size (the ETA is a guess too, and
+// the copy may run past it); 0 means unknown.
+func TrackEstimate(ctx context.Context, name string, estimate int64, w io.Writer) (io.Writer, func(error)) {
+	r := FromContext(ctx)
+	if r == nil {
+		return w, func(error) {}
+	}
+	t := r.transfer(name, estimate, estimate > 0)
 	return io.MultiWriter(w, t), t.Done
 }
 

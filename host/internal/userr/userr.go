@@ -30,14 +30,6 @@ type Error struct {
 func (e *Error) Error() string { return e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// ExitCode is the status the error stands for.
-func (e *Error) ExitCode() int {
-	if e.Code == 0 {
-		return ExitFailure
-	}
-	return e.Code
-}
-
 // WithHint adds a next step to err (nil stays nil).
 func WithHint(err error, next string) error {
 	if err == nil {
@@ -84,18 +76,22 @@ func Hint(err error) string {
 	return ""
 }
 
-// Code is the exit status err carries: the outermost non-zero one, else
+// Code is the exit status err carries: the outermost non-zero Code, else
+// the status of an error with an ExitCode method (an agent verb's), else
 // ExitFailure.
 func Code(err error) int {
 	var e *Error
-	for err != nil {
-		if !errors.As(err, &e) {
+	for rest := err; rest != nil; rest = e.Err {
+		if !errors.As(rest, &e) {
 			break
 		}
 		if e.Code != 0 {
 			return e.Code
 		}
-		err = e.Err
+	}
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) && ec.ExitCode() > 0 {
+		return ec.ExitCode()
 	}
 	return ExitFailure
 }

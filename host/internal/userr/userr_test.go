@@ -19,6 +19,7 @@ func TestHintAndCode(t *testing.T) {
 		{"wrapped hint", fmt.Errorf("op: %w", WithHint(base, "run y")), "run y", ExitFailure},
 		{"usage", Usage("bad %s", "flag"), "", ExitUsage},
 		{"code under hint", WithHint(WithCode(base, ExitStopped), "start it"), "start it", ExitStopped},
+		{"agent status under a hint", WithHint(fmt.Errorf("provision: %w", exitErr(3)), "re-run"), "re-run", 3},
 		{"not initialised", fmt.Errorf("ssh: %w", NotInitialised("no key")), "run hermes-box init first (or hermes-box restore BACKUP)", ExitNoBox},
 	} {
 		if got := Hint(tc.err); got != tc.hint {
@@ -35,3 +36,8 @@ func TestHintAndCode(t *testing.T) {
 		t.Error("nil must stay nil")
 	}
 }
+
+type exitErr int
+
+func (e exitErr) Error() string { return "exit" }
+func (e exitErr) ExitCode() int { return int(e) }
