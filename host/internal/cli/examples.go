@@ -57,8 +57,7 @@ hermes-box package --snapshot backups/hermes-box-20260102-030405-manual.hermesbo
 	"executor tools":          "hermes-box executor tools\nhermes-box executor tools github",
 	"executor mcp-test":       "hermes-box executor mcp-test",
 	"executor connect-hermes": "hermes-box executor connect-hermes",
-	"help":                    "hermes-box help status\nhermes-box help exit-codes",
-	"help exit-codes":         "hermes-box help exit-codes",
+	"exit-codes":              "hermes-box help exit-codes",
 }
 
 // applyExamples sets the Examples of cmd and of every command below it,
