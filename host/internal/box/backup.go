@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -178,9 +179,17 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 		return err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, pw)) }()
+	var size int64
+	for _, f := range []string{backup.FileRootfs, backup.FileWorkspace} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			size += fi.Size()
+		}
+	}
+	w, done := progress.Track(ctx, "restore "+name, size, pw)
+	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, w)) }()
 	err := o.agent(ctx, name, port, []string{"snapshot", "apply"}, pr, io.Discard)
 	_ = pr.Close()
+	done(err)
 	if err != nil {
 		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
 	}

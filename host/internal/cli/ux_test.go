@@ -70,6 +70,9 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if !strings.Contains(r.stderr, "holds the project's SSH private key") {
 		t.Errorf("package did not warn about the key:\n%s", r.stderr)
 	}
+	if !strings.Contains(r.stderr, "[package] done: ") || !strings.Contains(r.stderr, "[stage rootfs.tar.gz] done: ") {
+		t.Errorf("package did not report its transfers:\n%s", r.stderr)
+	}
 	// The other host: the original box is gone.
 	mustRun(t, h, "destroy", "--force")
 
@@ -111,6 +114,9 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "restore", backupDir)
 	if r.code != 0 {
 		t.Fatalf("restore in the fresh directory: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "[restore hermes-box] done: ") {
+		t.Errorf("restore did not report its transfer:\n%s", r.stderr)
 	}
 	if got := h.readNote(); got != "carried over\n" {
 		t.Errorf("note after the portable restore = %q", got)
