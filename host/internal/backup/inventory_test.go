@@ -3,6 +3,7 @@ package backup
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,5 +106,32 @@ func TestProjectSources(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "go.mod host/main.go shared/a/a.go" {
 		t.Fatalf("sources %q", got)
+	}
+}
+
+// The sources a portable package carries build both binaries on their
+// own (Go's module cache supplies the dependencies, as the network would
+// on another host).
+func TestProjectSourcesBuild(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
+	must(t, err)
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	files, err := ProjectSources(root)
+	must(t, err)
+	dst := t.TempDir()
+	for _, f := range files {
+		data, err := os.ReadFile(f.Path)
+		must(t, err)
+		p := filepath.Join(dst, filepath.FromSlash(f.Name))
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.WriteFile(p, data, f.Mode))
+	}
+	for _, pkg := range []string{"./host", "./guest-agent"} {
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", os.DevNull, pkg)
+		cmd.Dir = dst
+		cmd.Env = append(os.Environ(), "GOFLAGS=-tags=containers_image_openpgp", "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s from the carried sources: %v\n%s", pkg, err, b)
+		}
 	}
 }
