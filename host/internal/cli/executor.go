@@ -22,6 +22,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/mcp"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -122,6 +123,11 @@ func (x *executorCmd) load(cmd *cobra.Command, needEnabled bool) error {
 	}
 	if needEnabled && !box.Enabled {
 		return errors.New("executor is not enabled for this box: set HERMES_BOX_EXECUTOR_ENABLED=true in hermes-box.conf")
+	}
+	if needEnabled && box.State != nil {
+		if state, err := box.State(cmd.Context()); err == nil && state == "missing" {
+			return userr.NotInitialised("machine " + box.Machine + " does not exist")
+		}
 	}
 	x.box = box
 	return nil

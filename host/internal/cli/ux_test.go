@@ -312,6 +312,13 @@ func TestErrorsAndBeforeInit(t *testing.T) {
 	// The harness's sshd made the key; a new user has none.
 	key := filepath.Join(h.root, "state", "hermes-box-ed25519")
 	must(t, os.Rename(key+".pub", key+".pub.away"))
+	h.extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
+	for _, args := range [][]string{{"executor", "open"}, {"executor", "logs"}, {"executor", "tools"}, {"executor", "mcp-test"}, {"executor", "connections"}, {"executor", "connect-hermes"}} {
+		if r := h.run(args...); r.code != 4 || !strings.Contains(r.stderr, "hermes-box init first") {
+			t.Errorf("%v before init: %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	h.extra = nil
 	r := h.run("restore", filepath.Join(h.root, "backups", "x.hermesbox"))
 	if r.code == 0 || !strings.Contains(r.stderr, "restore needs the SSH key the backup was made with") {
 		t.Errorf("restore without a key: %d\n%s", r.code, r.stderr)
