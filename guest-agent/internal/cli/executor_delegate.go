@@ -22,7 +22,7 @@ const OCIHelperName = "hermes-box-agent-oci"
 
 func init() { register(executorDelegateVerb) }
 
-const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")"
+const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
 
 var executorDelegateVerb = verb{
 	name:    "executor",
@@ -31,11 +31,17 @@ var executorDelegateVerb = verb{
 	run:     runExecutorDelegate,
 }
 
-// runExecutorDelegate runs the helper with the same arguments: `run`
+// runExecutorDelegate runs connect-hermes and refresh-discovery itself and
+// hands anything else to the helper with the same arguments: `run`
 // replaces this process (the supervisor's pid becomes bun's), anything else
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		if f, ok := executorHermesSubs[args[0]]; ok {
+			return f(ctx, e, args[1:])
+		}
+	}
 	helper, err := ociHelperPath()
 	if err != nil {
 		if len(args) > 0 && isHelpFlag(args[0]) {
