@@ -2,7 +2,10 @@ package boot
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -40,6 +43,34 @@ type BoxOptions struct {
 	ExecutorHostPort int
 	// ExecutorImage is the pinned image reference; "" means the default pin.
 	ExecutorImage string
+	// GatewayExternalSupervisor runs `hermes gateway run` with
+	// --external-supervisor, for Hermes releases that have it: an in-chat
+	// /restart or /update then exits back to this supervisor (status 75,
+	// EX_TEMPFAIL, which autorestart "unexpected" restarts) instead of
+	// starting a detached gateway outside it.
+	GatewayExternalSupervisor bool
+}
+
+// HermesSourceMarker records the commit of the installed Hermes tree; the
+// approval-gate step writes it (guest-agent/internal/patch.SourceMarker).
+const HermesSourceMarker = "/usr/local/lib/hermes-agent/.hermes-box-source"
+
+// GatewayOptions sets o.GatewayExternalSupervisor from the pins row of the
+// Hermes commit recorded under root; an unknown or missing record leaves it
+// off (the flag is refused by releases that lack it).
+func GatewayOptions(root string, o BoxOptions) BoxOptions {
+	b, err := os.ReadFile(filepath.Join(root, HermesSourceMarker))
+	if err != nil {
+		return o
+	}
+	commit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "commit=")
+	if !ok {
+		return o
+	}
+	if rel, err := pins.Hermes(commit); err == nil {
+		o.GatewayExternalSupervisor = rel.ExternalSupervisor
+	}
+	return o
 }
 
 func f(v float64) *float64 { return &v }
@@ -48,6 +79,10 @@ func n(v int) *int         { return &v }
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
+	gateway := []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"}
+	if o.GatewayExternalSupervisor {
+		gateway = append(gateway, "--external-supervisor")
+	}
 	t := Table{Programs: []ProgramSpec{{
 		Name: "sshd", Command: []string{"/usr/sbin/sshd", "-D", "-e"},
 		Priority: 10, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(1),
@@ -56,7 +91,7 @@ func BoxTable(o BoxOptions) Table {
 		// part archives: a log line written mid-stream cannot fail it.
 		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: "hermes", Command: []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"},
+		Name: "hermes", Command: gateway,
 		User: ServiceUser, Directory: WorkDir,
 		Environment: map[string]string{"HOME": "/home/hermes", "HERMES_HOME": HermesHome, "PATH": "/usr/local/bin:/usr/bin:/bin"},
 		Priority:    40, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(3), StartRetries: n(20),

@@ -44,7 +44,7 @@ func Run(ctx context.Context, c Config) error {
 		if err != nil {
 			return err
 		}
-		t := BoxTable(bo)
+		t := BoxTable(GatewayOptions(c.Root, bo))
 		table = &t
 	}
 	programs, err := table.Resolve(c.Root)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -144,5 +145,37 @@ func TestBoxTableDefaultExecutorImage(t *testing.T) {
 		if p.Name == "executor" && (p.Environment[EnvExecutorImage] != pins.DefaultExecutorImage || p.Environment[EnvExecutorHostPort] != "4788") {
 			t.Fatalf("executor environment %v, want the pinned image and port 4788", p.Environment)
 		}
+	}
+}
+
+func TestGatewayExternalSupervisorFromTheInstalledRelease(t *testing.T) {
+	if HermesSourceMarker != "/usr/local/lib/hermes-agent/"+patch.SourceMarker {
+		t.Fatalf("HermesSourceMarker %q is not the gate step's %q", HermesSourceMarker, patch.SourceMarker)
+	}
+	gateway := func(o BoxOptions) string {
+		for _, p := range BoxTable(o).Programs {
+			if p.Name == "hermes" {
+				return strings.Join(p.Command, " ")
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		name, record, want string
+	}{
+		{"0.19.0 has the flag", "commit=" + pins.DefaultHermesCommit + "\n", "/usr/local/bin/hermes gateway run --replace --external-supervisor"},
+		{"0.16.0 lacks it", "commit=81eaedd0f5c471c7ee748990066135a684f3c962\n", "/usr/local/bin/hermes gateway run --replace"},
+		{"no record", "", "/usr/local/bin/hermes gateway run --replace"},
+		{"unknown commit", "commit=" + strings.Repeat("0", 40) + "\n", "/usr/local/bin/hermes gateway run --replace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tt.record != "" {
+				write(t, root, strings.TrimPrefix(HermesSourceMarker, "/"), tt.record, 0o644)
+			}
+			if got := gateway(GatewayOptions(root, BoxOptions{})); got != tt.want {
+				t.Fatalf("gateway %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -104,6 +104,7 @@ func startBoot(t *testing.T, root, table string) (*exec.Cmd, *bytes.Buffer) {
 	exe, _ := os.Executable()
 	cmd := exec.CommandContext(t.Context(), exe, "--root", root, "boot", "--table", table)
 	cmd.Env = append(os.Environ(), agentMainEnv+"=1")
+	stopGently(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -111,11 +112,19 @@ func startBoot(t *testing.T, root, table string) (*exec.Cmd, *bytes.Buffer) {
 	}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
+			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
 		}
 	})
 	return cmd, &stderr
+}
+
+// stopGently makes the end of the test's context stop a booted agent with
+// SIGTERM, as the supervisor expects, so that it stops its services: a SIGKILL
+// would leave them running as orphans after the test.
+func stopGently(cmd *exec.Cmd) {
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 }
 
 // relayJSON runs argv through the relay in-process and decodes stdout.
