@@ -71,7 +71,7 @@ lint: ## gofmt check, go vet, staticcheck, shellcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
-	shellcheck scripts/*.sh scripts/hermes-box .ci/run
+	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks and print medians (COUNT, default 5)

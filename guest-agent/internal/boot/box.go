@@ -2,38 +2,43 @@ package boot
 
 import (
 	"fmt"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // Paths in the box (relative to the root when used with Options.Root).
 const (
-	Workspace   = "/workspace"
-	HermesHome  = "/workspace/hermes-home"
-	LogDir      = "/workspace/hermes-home/logs"
-	WorkDir     = "/workspace/work"
-	ExecutorDir = "/workspace/executor"
+	Workspace   = boxlayout.Workspace
+	HermesHome  = boxlayout.HermesHome
+	LogDir      = boxlayout.LogDir
+	WorkDir     = boxlayout.WorkDir
+	ExecutorDir = boxlayout.ExecutorDir
 	// ExecutorGuestPort is the Executor's fixed port inside the box.
-	ExecutorGuestPort = 4788
+	ExecutorGuestPort = boxlayout.ExecutorPort
+	// GatewayProgram is the supervised Hermes gateway, which gets the
+	// mapped secrets.
+	GatewayProgram = boxlayout.HermesService
 	// ServiceUser runs Hermes and Executor.
-	ServiceUser = "hermes"
+	ServiceUser = boxlayout.ServiceUser
 	// AgentPath is this agent in the box; the Executor launcher is one of
 	// its verbs.
-	AgentPath = "/usr/local/sbin/hermes-box-agent"
+	AgentPath = boxlayout.AgentPath
 )
 
 // Environment variables boot reads (set on the machine by the host).
 const (
-	EnvRestoreMode      = "HERMES_BOX_RESTORE_MODE"
-	EnvExecutorEnabled  = "HERMES_BOX_EXECUTOR_ENABLED"
-	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
-	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
+	EnvRestoreMode      = boxlayout.EnvRestoreMode
+	EnvExecutorEnabled  = boxlayout.EnvExecutorEnabled
+	EnvExecutorHostPort = boxlayout.EnvExecutorHostPort
+	EnvExecutorImage    = boxlayout.EnvExecutorImage
 )
 
 // BoxOptions select the optional parts of the box's table.
@@ -84,15 +89,15 @@ func BoxTable(o BoxOptions) Table {
 		gateway = append(gateway, "--external-supervisor")
 	}
 	t := Table{Programs: []ProgramSpec{{
-		Name: "sshd", Command: []string{"/usr/sbin/sshd", "-D", "-e"},
+		Name: boxlayout.SSHDService, Command: []string{"/usr/sbin/sshd", "-D", "-e"},
 		Priority: 10, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(1),
 		// sshd keeps serving while a snapshot streams the root and the
 		// workspace over it, so its log lives under /run, which neither
 		// part archives: a log line written mid-stream cannot fail it.
 		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: "hermes", Command: gateway,
-		User: ServiceUser, Directory: WorkDir,
+		Name: GatewayProgram, Command: gateway,
+		User: ServiceUser, Directory: WorkDir, SecretsFile: "/" + secrets.RootFile,
 		Environment: map[string]string{"HOME": "/home/hermes", "HERMES_HOME": HermesHome, "PATH": "/usr/local/bin:/usr/bin:/bin"},
 		Priority:    40, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(3), StartRetries: n(20),
 		StopSignal: "TERM", StopWaitSecs: f(30),
@@ -100,7 +105,7 @@ func BoxTable(o BoxOptions) Table {
 	}}}
 	t.Checks = []probe.CheckSpec{
 		{Code: health.CheckSSHD, TCP: "127.0.0.1:22"},
-		{Code: health.CheckHermesGateway, Service: "hermes"},
+		{Code: health.CheckHermesGateway, Service: boxlayout.HermesService},
 	}
 	if !o.ExecutorEnabled {
 		return t
@@ -117,7 +122,7 @@ func BoxTable(o BoxOptions) Table {
 	// relay's `executor pull`; it drops to ServiceUser when it replaces
 	// itself with bun (see `executor run`), so Executor runs as hermes.
 	t.Programs = append(t.Programs, ProgramSpec{
-		Name: "executor", Command: []string{AgentPath, "executor", "run"},
+		Name: boxlayout.ExecutorService, Command: []string{AgentPath, "executor", "run"},
 		Environment: map[string]string{
 			"HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin",
 			EnvExecutorImage: image, EnvExecutorHostPort: strconv.Itoa(hostPort),

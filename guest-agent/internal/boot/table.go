@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
@@ -26,20 +27,23 @@ type Table struct {
 // ProgramSpec is one program in supervisord's terms. Paths are as seen in
 // the box; Resolve puts them under the agent's root.
 type ProgramSpec struct {
-	Name         string            `json:"name"`
-	Command      []string          `json:"command"`
-	User         string            `json:"user,omitempty"`
-	Directory    string            `json:"directory,omitempty"`
-	Environment  map[string]string `json:"environment,omitempty"`
-	Priority     int               `json:"priority"`
-	AutoStart    bool              `json:"autostart"`
-	AutoRestart  string            `json:"autorestart,omitempty"`
-	ExitCodes    []int             `json:"exitcodes,omitempty"`
-	StartSecs    *float64          `json:"startsecs,omitempty"`
-	StartRetries *int              `json:"startretries,omitempty"`
-	StopSignal   string            `json:"stopsignal,omitempty"`
-	StopWaitSecs *float64          `json:"stopwaitsecs,omitempty"`
-	Log          *LogSpec          `json:"log,omitempty"`
+	Name        string            `json:"name"`
+	Command     []string          `json:"command"`
+	User        string            `json:"user,omitempty"`
+	Directory   string            `json:"directory,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	// SecretsFile names a secrets file (secrets.RootFile's format) read
+	// before every start; its variables are added to the environment.
+	SecretsFile  string   `json:"secretsfile,omitempty"`
+	Priority     int      `json:"priority"`
+	AutoStart    bool     `json:"autostart"`
+	AutoRestart  string   `json:"autorestart,omitempty"`
+	ExitCodes    []int    `json:"exitcodes,omitempty"`
+	StartSecs    *float64 `json:"startsecs,omitempty"`
+	StartRetries *int     `json:"startretries,omitempty"`
+	StopSignal   string   `json:"stopsignal,omitempty"`
+	StopWaitSecs *float64 `json:"stopwaitsecs,omitempty"`
+	Log          *LogSpec `json:"log,omitempty"`
 }
 
 // LogSpec is a program's rotated log.
@@ -156,6 +160,10 @@ func (t Table) Resolve(root string) ([]supervise.Program, error) {
 		}
 		if p.Dir != "" {
 			p.Dir = filepath.Join(root, p.Dir)
+		}
+		if spec.SecretsFile != "" {
+			file := filepath.Join(root, spec.SecretsFile)
+			p.EnvFrom = func() ([]string, error) { return secrets.Load(file) }
 		}
 		if p.Log.Path != "" {
 			p.Log.Path = filepath.Join(root, p.Log.Path)

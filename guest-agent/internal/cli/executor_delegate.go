@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/verbenv"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
@@ -18,7 +19,7 @@ import (
 // every relay call and supervises the box, so the lean agent hands
 // `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci), whose
 // main sets ExecutorInProcess.
-const OCIHelperName = "hermes-box-agent-oci"
+const OCIHelperName = boxlayout.OCIHelperName
 
 // ExecutorInProcess runs the image subcommands of the executor verb in this
 // process when set (by the helper's main, and by tests); nil hands them to

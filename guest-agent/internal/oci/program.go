@@ -4,16 +4,18 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // GuestPort is the port Executor listens on inside the box.
-const GuestPort = 4788
+const GuestPort = boxlayout.ExecutorPort
 
 // DefaultDataDir is Executor's data directory inside the box.
-const DefaultDataDir = "/workspace/executor/data"
+const DefaultDataDir = boxlayout.ExecutorDataDir
 
 // RuntimeUser runs Executor.
-const RuntimeUser = "hermes"
+const RuntimeUser = boxlayout.ServiceUser
 
 // ProgramSpec is how the supervisor runs Executor, as plain data.
 type ProgramSpec struct {

@@ -60,7 +60,7 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 		}
 	}
 	// A refused network mode stops init before smolvm is even asked.
-	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
+	if err := b.checkNetworkMode(ctx); err != nil {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	add(b.hostCheck())
@@ -92,7 +92,7 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 	return nil
 }
 
-// checkSmolvm wants exactly the pinned smolvm and unused machine names.
+// checkSmolvm wants a supported smolvm release and unused machine names.
 func (b *Box) checkSmolvm(ctx context.Context) error {
 	if err := b.checkSmolvmVersion(ctx); err != nil {
 		return err

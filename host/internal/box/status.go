@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
 // The checks the host adds to the agent's report.
@@ -28,6 +30,25 @@ type Status struct {
 	Box         Summary         `json:"box"`
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
+	Network     NetworkStatus   `json:"network"`
+}
+
+// NetworkStatus is the network mode and its last proof (strict, none).
+type NetworkStatus struct {
+	Mode      string          `json:"mode"`
+	Summary   string          `json:"summary"`
+	LastProof *netproof.Proof `json:"lastProof,omitempty"`
+}
+
+func (b *Box) networkStatus() NetworkStatus {
+	p, ok, err := netmode.Last(b.cfg.StateDir())
+	ns := NetworkStatus{Mode: string(b.cfg.NetworkMode), Summary: netmode.Summary(b.cfg.NetworkMode, p, ok)}
+	if err != nil {
+		ns.Summary = string(b.cfg.NetworkMode) + ": " + err.Error()
+	} else if ok {
+		ns.LastProof = &p
+	}
+	return ns
 }
 
 // Summary is the one line `status` prints for a box.
@@ -70,6 +91,7 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
 		b.mergeAgentHealth(ctx, st)
 	}
+	st.Network = b.networkStatus()
 	st.Summarize()
 	st.State = string(st.Status)
 	if !running {
@@ -146,3 +168,6 @@ func (b *Box) CheckExecutorListener(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StateRunning is the machine state of a running box (MachineState).
+const StateRunning = smolvm.StateRunning

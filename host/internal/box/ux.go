@@ -102,23 +102,19 @@ func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
 	}
 }
 
-// smolvmInstallHint says how to get the supported smolvm.
-func smolvmInstallHint() string {
-	return "install smolvm " + pins.SmolvmVersion + " (curl -sSL https://smolmachines.com/install.sh | bash -s -- --version " +
-		pins.SmolvmVersion + "), check it with smolvm --version, then run the command again"
-}
-
-// checkSmolvmVersion wants the supported smolvm and says which it is and
-// how to install it when it is missing or another.
+// checkSmolvmVersion wants a supported smolvm release. Missing, it says
+// which releases are supported and how to install one; an unsupported one
+// is refused with the table and the install command (shared/pins).
 func (b *Box) checkSmolvmVersion(ctx context.Context) error {
-	v, err := b.vm.Version(ctx)
-	if err != nil {
-		return userr.WithHint(fmt.Errorf("smolvm %s is required (supported: %s), and it could not be run: %w", pins.SmolvmVersion, pins.SmolvmVersion, err), smolvmInstallHint())
+	_, err := b.vm.Release(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pins.ErrUnsupportedSmolvm):
+		return fmt.Errorf("a supported smolvm is required: %w", err)
 	}
-	if v != pins.SmolvmVersion {
-		return userr.WithHint(fmt.Errorf("smolvm %s is required (supported: %s), found %s", pins.SmolvmVersion, pins.SmolvmVersion, v), smolvmInstallHint())
-	}
-	return nil
+	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
+		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
 }
 
 // restoreHostChecks checks, before a restore creates anything, that this

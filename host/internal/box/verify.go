@@ -185,8 +185,12 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 // pin first pins its host key out of band (a machine restored from a
 // backup carries the backup's host keys).
 func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
+	secrets, deliver, err := b.startSecrets(name)
+	if err != nil {
+		return err
+	}
 	done := b.ui.Step("start", name)
-	err := b.vm.Start(ctx, name)
+	err = b.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
@@ -196,6 +200,9 @@ func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bo
 	}
 	if err == nil {
 		err = b.verifyMachine(ctx, name, port)
+	}
+	if err == nil {
+		err = b.afterStart(ctx, name, port, secrets, deliver)
 	}
 	if err != nil {
 		stopErr := b.stopMachine(name)

@@ -19,7 +19,7 @@ import (
 	"github.com/zalando/go-keyring"
 	"golang.org/x/term"
 
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -184,21 +184,17 @@ func (x *executorCmd) client(ctx context.Context) (*mcp.Client, error) {
 }
 
 func (x *executorCmd) openCmd() *cobra.Command {
-	return &cobra.Command{
+	return x.enabled(&cobra.Command{
 		Use:   "open",
 		Short: "Open the Executor portal in a browser",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			if err := x.health(cmd.Context()); err != nil {
-				return fmt.Errorf("executor is not answering on %s (is the box running? `hermes-box start`): %w", x.portalURL(), err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), x.portalURL())
-			return x.deps.openURL(cmd.Context(), x.portalURL())
-		},
-	}
+	}, func(cmd *cobra.Command) error {
+		if err := x.health(cmd.Context()); err != nil {
+			return fmt.Errorf("executor is not answering on %s (is the box running? `hermes-box start`): %w", x.portalURL(), err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), x.portalURL())
+		return x.deps.openURL(cmd.Context(), x.portalURL())
+	})
 }
 
 // openBrowser opens url with the platform's opener; without one the URL
@@ -216,17 +212,6 @@ func openBrowser(ctx context.Context, url string) error {
 		return fmt.Errorf("running %s: %w", opener, err)
 	}
 	return nil
-}
-
-// agentExecutorStatus is the agent's `executor status` result, as far as
-// the host reads it.
-type agentExecutorStatus struct {
-	Current *struct {
-		ImageReference string `json:"imageReference"`
-		ManifestDigest string `json:"manifestDigest"`
-	} `json:"current"`
-	RuntimeBytes *int64 `json:"runtimeBytes"`
-	DataBytes    *int64 `json:"dataBytes"`
 }
 
 // executorStatusView is `executor status --json`.
@@ -277,7 +262,7 @@ func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView
 		return v
 	}
 	v.State = state
-	if !x.box.Enabled || state != smolvm.StateRunning {
+	if !x.box.Enabled || state != box.StateRunning {
 		return v
 	}
 	if err := x.health(ctx); err != nil {
@@ -290,7 +275,7 @@ func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView
 		argv = append(argv, "--sizes")
 	}
 	var out strings.Builder
-	var st agentExecutorStatus
+	var st protocol.ExecutorStatus
 	if err := x.box.Agent.RunAgent(ctx, argv, nil, &out); err != nil {
 		v.MetadataError = err.Error()
 	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
@@ -310,7 +295,7 @@ func printExecutorStatus(w io.Writer, v executorStatusView) error {
 		auth = "stored in the OS keyring"
 	}
 	fmt.Fprintf(w, "Enabled:    %t\nMachine:    %s (%s)\nPortal:     %s\nAPI key:    %s\n", v.Enabled, v.Machine, v.State, v.URL, auth)
-	if !v.Enabled || v.State != smolvm.StateRunning {
+	if !v.Enabled || v.State != box.StateRunning {
 		if v.HealthError != "" {
 			fmt.Fprintf(w, "Error:      %s\n", v.HealthError)
 		}
@@ -566,26 +551,34 @@ func (x *executorCmd) checkSurface(ctx context.Context) error {
 }
 
 func (x *executorCmd) mcpTestCmd() *cobra.Command {
-	return &cobra.Command{
+	return x.enabled(&cobra.Command{
 		Use:   "mcp-test",
 		Short: "Check the authenticated MCP surface (exactly execute and resume)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			if err := x.checkSurface(cmd.Context()); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "Executor MCP OK: http://localhost:%d/mcp (execute, resume)\n", x.box.Port)
+	}, func(cmd *cobra.Command) error {
+		if err := x.checkSurface(cmd.Context()); err != nil {
 			return err
-		},
+		}
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "Executor MCP OK: http://localhost:%d/mcp (execute, resume)\n", x.box.Port)
+		return err
+	})
+}
+
+// enabled sets cmd's action: load the box, refuse one without Executor,
+// then run.
+func (x *executorCmd) enabled(cmd *cobra.Command, run func(cmd *cobra.Command) error) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := x.load(cmd, true); err != nil {
+			return err
+		}
+		return run(cmd)
 	}
+	return cmd
 }
 
 func (x *executorCmd) connectHermesCmd() *cobra.Command {
 	var keyStdin bool
-	cmd := &cobra.Command{
+	cmd := x.enabled(&cobra.Command{
 		Use:   "connect-hermes",
 		Short: "Register Executor as an MCP server of Hermes",
 		Long: "connect-hermes hands the API key (from the keyring, or stdin with --api-key-stdin) to the agent in\n" +
@@ -593,22 +586,18 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 			"config.yaml, runs `hermes mcp test executor` as the hermes user (putting both files back if it\n" +
 			"fails) and restarts the gateway.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			key, err := x.connectKey(cmd, keyStdin)
-			if err != nil {
-				return err
-			}
-			// The key travels on the relay's stdin, never in argv.
-			if err := x.box.Agent.RunAgent(cmd.Context(), []string{"executor", "connect-hermes"}, strings.NewReader(key+"\n"), io.Discard); err != nil {
-				return fmt.Errorf("connecting Hermes: %w", err)
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")
+	}, func(cmd *cobra.Command) error {
+		key, err := x.connectKey(cmd, keyStdin)
+		if err != nil {
 			return err
-		},
-	}
+		}
+		// The key travels on the relay's stdin, never in argv.
+		if err := x.box.Agent.RunAgent(cmd.Context(), []string{"executor", "connect-hermes"}, strings.NewReader(key+"\n"), io.Discard); err != nil {
+			return fmt.Errorf("connecting Hermes: %w", err)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")
+		return err
+	})
 	cmd.Flags().BoolVar(&keyStdin, "api-key-stdin", false, "read the API key from stdin instead of the keyring (hosts without one)")
 	return cmd
 }

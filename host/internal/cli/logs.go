@@ -8,11 +8,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // defaultLogService is the Hermes gateway's service name in the box.
-const defaultLogService = "hermes"
+const defaultLogService = boxlayout.HermesService
 
 func newLogsCommand() *cobra.Command {
 	cmd := &cobra.Command{

@@ -16,40 +16,35 @@ import (
 )
 
 func newStatusCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := boxCommand(&cobra.Command{
 		Use:   "status",
 		Short: "One line per box (state, CPUs, memory, ports, network, uptime); exit 0 only when healthy",
 		Long: "status prints one line per box: its state (healthy, degraded, unhealthy, stopped or missing),\n" +
 			"CPUs, memory, published loopback ports, network mode and uptime, then the checks that fail.\n" +
-			"--long adds every check and service. The exit status says the state:\n" +
+			"--long adds the network proof and every check and service. The exit status says the state:\n" +
 			"  0 healthy   1 unhealthy or degraded   3 stopped   4 missing (run hermes-box init)",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			st, err := b.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				err = writeIndentedJSON(cmd.OutOrStdout(), st)
-			} else {
-				long, _ := cmd.Flags().GetBool("long")
-				err = printStatus(cmd.OutOrStdout(), st, long)
-			}
-			if err != nil {
-				return err
-			}
-			if code := box.StateExitCode(st.State); code != 0 {
-				return box.ExitStatus(code)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box and machine)")
-	cmd.Flags().BoolP("long", "l", false, "also list every check and service")
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
+		st, err := b.Status(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+			err = writeIndentedJSON(cmd.OutOrStdout(), st)
+		} else {
+			long, _ := cmd.Flags().GetBool("long")
+			err = printStatus(cmd.OutOrStdout(), st, long)
+		}
+		if err != nil {
+			return err
+		}
+		if code := box.StateExitCode(st.State); code != 0 {
+			return box.ExitStatus(code)
+		}
+		return nil
+	})
+	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine)")
+	cmd.Flags().BoolP("long", "l", false, "also show the network proof and every check and service")
 	return cmd
 }
 
@@ -61,6 +56,9 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 		dash(s.MemoryMiB, fmt.Sprintf("%d MiB", s.MemoryMiB)), ports(s.Ports), s.Network, uptime(s.UptimeSeconds))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if long {
+		fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	}
 	codes := make([]string, 0, len(st.Checks))
 	for c, ch := range st.Checks {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // The tests of issue 18's items, through the real binary, the fake smolvm
@@ -167,9 +169,19 @@ func TestSmolvmMissing(t *testing.T) {
 	h := newHarness(t)
 	h.extra = []string{"PATH=" + t.TempDir()}
 	r := h.run("init")
-	if r.code != 1 || !strings.Contains(r.stderr, "smolvm 1.0.4 is required (supported: 1.0.4)") ||
-		!strings.Contains(r.stderr, "next: install smolvm 1.0.4 (curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.0.4)") {
+	if r.code != 1 || !strings.Contains(r.stderr, "a supported smolvm is required (supported: "+pins.SmolvmTableVersions()+")") ||
+		!strings.Contains(r.stderr, "next: install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)) {
 		t.Fatalf("init without smolvm: %d\n%s", r.code, r.stderr)
+	}
+	// A release outside the table: the table and the install command.
+	h.extra = []string{"FAKESMOLVM_VERSION=1.2.3"}
+	r = h.run("init")
+	if r.code != 1 || !strings.Contains(r.stderr, `unsupported smolvm release "1.2.3"`) || !strings.Contains(r.stderr, "supported smolvm releases:") ||
+		!strings.Contains(r.stderr, "install a supported release: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)) {
+		t.Fatalf("init with smolvm 1.2.3: %d\n%s", r.code, r.stderr)
+	}
+	if len(r.calls) != 1 {
+		t.Errorf("smolvm was asked more than its version: %v", lines(r.calls))
 	}
 }
 
@@ -382,8 +394,11 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		t.Errorf("--version: %d %q", r.code, r.stdout)
 	}
 	r = h.run("version", "--json")
-	var v struct{ Version, Smolvm string }
-	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Smolvm != "1.0.4" || v.Version == "" {
+	var v struct {
+		Version string
+		Smolvm  []string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || !slices.Contains(v.Smolvm, "1.0.4") || v.Version == "" {
 		t.Errorf("version --json: %d %v %q", r.code, err, r.stdout)
 	}
 	r = h.run("help", "exit-codes")

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,23 +25,23 @@ func newVersionCommand() *cobra.Command {
 
 // versionInfo is what `version --json` prints.
 type versionInfo struct {
-	Version  string `json:"version"`
-	OS       string `json:"os"`
-	Arch     string `json:"arch"`
-	Protocol int    `json:"protocol"`
-	Smolvm   string `json:"smolvm"`
-	Hermes   string `json:"hermes"`
+	Version  string   `json:"version"`
+	OS       string   `json:"os"`
+	Arch     string   `json:"arch"`
+	Protocol int      `json:"protocol"`
+	Smolvm   []string `json:"smolvm"` // the supported releases
+	Hermes   string   `json:"hermes"`
 }
 
 func currentVersion() versionInfo {
 	return versionInfo{Version: buildinfo.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, Protocol: protocol.Version,
-		Smolvm: pins.SmolvmVersion, Hermes: pins.DefaultHermesCommit}
+		Smolvm: strings.Split(pins.SmolvmTableVersions(), ","), Hermes: pins.DefaultHermesCommit}
 }
 
 // versionLine is the one-line version (`version`, `--version`).
 func versionLine() string {
 	v := currentVersion()
-	return fmt.Sprintf("hermes-box %s %s/%s protocol %d smolvm %s hermes %s", v.Version, v.OS, v.Arch, v.Protocol, v.Smolvm, v.Hermes)
+	return fmt.Sprintf("hermes-box %s %s/%s protocol %d smolvm %s hermes %s", v.Version, v.OS, v.Arch, v.Protocol, strings.Join(v.Smolvm, ","), v.Hermes)
 }
 
 func versionAction(cmd *cobra.Command, _ []string) error {

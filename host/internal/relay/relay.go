@@ -17,6 +17,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 	"golang.org/x/crypto/ssh"
 )
@@ -31,7 +32,7 @@ type Transport interface {
 }
 
 // DefaultCommand is the remote command the SSH transport runs in the box.
-const DefaultCommand = "sudo -n /usr/local/sbin/hermes-box-agent relay"
+const DefaultCommand = boxlayout.RelayCommand
 
 // DefaultDialTimeout bounds the TCP connect and the SSH handshake when
 // SSH.DialTimeout is zero.
