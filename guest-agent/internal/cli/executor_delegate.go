@@ -43,6 +43,10 @@ var executorDelegateVerb = verb{
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		fmt.Fprintf(e.Err, "usage: hermes-box-agent executor SUBCOMMAND ...\n  %s\n", executorDelegateSummary)
+		return nil
+	}
 	if len(args) > 0 {
 		if f, ok := executorHermesSubs[args[0]]; ok {
 			return f(ctx, e, args[1:])
@@ -54,10 +58,6 @@ func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
 	}
 	helper, err := ociHelperPath()
 	if err != nil {
-		if len(args) > 0 && isHelpFlag(args[0]) {
-			fmt.Fprintf(e.Err, "usage: hermes-box-agent executor ...\n  %s\n  (%v)\n", executorDelegateSummary, err)
-			return nil
-		}
 		return err
 	}
 	argv := append([]string{helper, "--root", e.root, "executor"}, args...)
