@@ -43,3 +43,12 @@ type ExecutorRelease struct {
 	// "packaged"); empty when it holds neither.
 	Layout string `json:"layout,omitempty"`
 }
+
+// SecretsStored is the result of `secrets set`: the names of the variables
+// the agent stored (never a value), whether they are on tmpfs, and whether
+// it restarted the Hermes gateway with them.
+type SecretsStored struct {
+	Names            []string `json:"names"`
+	Tmpfs            bool     `json:"tmpfs"`
+	GatewayRestarted bool     `json:"gatewayRestarted"`
+}

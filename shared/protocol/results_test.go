@@ -34,6 +34,7 @@ func TestGoldenResults(t *testing.T) {
 		}}},
 		{"executor-status.json", &ExecutorStatus{}, &ExecutorStatus{Current: &release, Releases: []ExecutorRelease{release},
 			RuntimeBytes: &runtime, DataBytes: &data}},
+		{"secrets-set.json", &SecretsStored{}, &SecretsStored{Names: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Tmpfs: true, GatewayRestarted: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -24,11 +24,7 @@ var secretsVerb = verb{
 }
 
 // secretsResult is what `secrets set` prints: names only.
-type secretsResult struct {
-	Names           []string `json:"names"`
-	Tmpfs           bool     `json:"tmpfs"`
-	GatewayRestarts bool     `json:"gatewayRestarted"`
-}
+type secretsResult = protocol.SecretsStored
 
 func runSecrets(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "set" {
@@ -60,7 +56,7 @@ func runSecrets(ctx context.Context, e *env, args []string) error {
 		if _, err := control.Call(ctx, control.Socket(e.root), control.Request{Op: control.OpRestart, Name: boot.GatewayProgram}); err != nil {
 			return fmt.Errorf("secrets set: restarting the gateway: %w", err)
 		}
-		res.GatewayRestarts = true
+		res.GatewayRestarted = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("secrets set: %w", err)
 	}

@@ -52,7 +52,7 @@ func TestSecretsVerbThroughTheRelay(t *testing.T) {
 		t.Fatal("the value was echoed")
 	}
 	var res secretsResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil || !reflect.DeepEqual(res.Names, []string{"OPENAI_API_KEY"}) || res.GatewayRestarts {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || !reflect.DeepEqual(res.Names, []string{"OPENAI_API_KEY"}) || res.GatewayRestarted {
 		t.Fatalf("result %s (%v)", out, err)
 	}
 	got, err := secrets.Load(filepath.Join(root, secrets.RootFile))

@@ -46,11 +46,6 @@ func Resolve(mappings []config.SecretMapping, lookup func(string) (string, bool)
 	return s, nil
 }
 
-// result is what the agent prints: the names it stored.
-type result struct {
-	Names []string `json:"names"`
-}
-
 // Deliver sends s to the agent's `secrets set` through call. The agent
 // keeps them on tmpfs and restarts the Hermes gateway with them.
 func Deliver(ctx context.Context, call Caller, s protocol.Secrets) error {
@@ -62,7 +57,7 @@ func Deliver(ctx context.Context, call Caller, s protocol.Secrets) error {
 	if err := call(ctx, []string{"secrets", "set"}, bytes.NewReader(doc), &limited{w: &out, n: 64 << 10}); err != nil {
 		return fmt.Errorf("delivering secrets: %w", err)
 	}
-	var r result
+	var r protocol.SecretsStored
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !slices.Equal(r.Names, s.Names()) {
 		return fmt.Errorf("delivering secrets: the agent stored %d of %d variables", len(r.Names), len(s.Env))
 	}
