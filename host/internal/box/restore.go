@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
-	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // Snapshot backs the box up under label and returns the backup's path; the
