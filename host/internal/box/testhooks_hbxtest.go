@@ -9,4 +9,5 @@ func init() {
 	hooks.timing = "HBX_TEST_TIMING"
 	hooks.agentPins = "HBX_TEST_AGENT_PINS"
 	hooks.guestPins = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
+	hooks.noGate = "HBX_TEST_NO_GATE"
 }
