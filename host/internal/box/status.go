@@ -48,8 +48,17 @@ func (b *Box) networkStatus() NetworkStatus {
 }
 
 // Status gathers the machine state, the listener check and, when the box
-// runs, the agent's report.
+// runs, the agent's report. The agent is asked at once, while smolvm is
+// (the SSH handshake and sshd's session start are most of a status's time,
+// the two smolvm calls and the listener check most of the rest); its answer
+// is used only when the machine runs, and the call is cancelled otherwise.
+// The pinned host key is checked before anything is sent, so an early dial
+// to a port that is not the box's reveals nothing.
 func (b *Box) Status(ctx context.Context) (*Status, error) {
+	actx, cancel := context.WithCancel(ctx)
+	agent := make(chan agentAnswer, 1)
+	go func() { agent <- b.agentHealth(actx) }()
+	defer func() { cancel(); <-agent }()
 	m, err := b.machineState(ctx, b.cfg.MachineName)
 	if err != nil {
 		return nil, err
@@ -66,27 +75,41 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 			msg = lerr.Error()
 		}
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
-		b.mergeAgentHealth(ctx, st)
+		a := <-agent
+		agent <- a // for the deferred receive
+		mergeAgentHealth(st, a)
 	}
 	st.Network = b.networkStatus()
 	st.Summarize()
 	return st, nil
 }
 
-// mergeAgentHealth adds the agent's report over the SSH relay.
-func (b *Box) mergeAgentHealth(ctx context.Context, st *Status) {
+// agentAnswer is the agent's report or why there is none.
+type agentAnswer struct {
+	report *health.Report
+	err    error
+}
+
+// agentHealth asks the agent for its report over the SSH relay.
+func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 	tr, err := b.sshRelay()
-	var r *health.Report
-	if err == nil {
-		r, err = b.health(ctx, tr)
-	}
 	if err != nil {
-		st.HealthError = err.Error()
-		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+err.Error(), st.Time)
+		return agentAnswer{err: err}
+	}
+	r, err := b.health(ctx, tr)
+	return agentAnswer{report: r, err: err}
+}
+
+// mergeAgentHealth adds the agent's report to st, the host's checks over
+// the agent's.
+func mergeAgentHealth(st *Status, a agentAnswer) {
+	if a.err != nil {
+		st.HealthError = a.err.Error()
+		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+a.err.Error(), st.Time)
 		return
 	}
 	host := st.Checks
-	st.Report = *r
+	st.Report = *a.report
 	if st.Checks == nil {
 		st.Checks = map[health.Code]health.Check{}
 	}

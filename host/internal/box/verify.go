@@ -19,18 +19,17 @@ var errNoMachine = errors.New("machine does not exist")
 // machineState returns the smolvm state of the machine, wrapping
 // errNoMachine when there is none.
 func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, error) {
-	exists, err := b.vm.Exists(ctx, name)
-	if err != nil {
-		return smolvm.Machine{}, err
-	}
-	if !exists {
+	// One smolvm call: `machine status` of a missing machine fails with
+	// "not found" (smolvm.ErrNotFound), so no `machine ls` is needed first.
+	m, err := b.vm.Status(ctx, name)
+	if smolvm.IsNotFound(err) {
 		// After an interrupted restore, init is not the way back.
 		if err := b.checkInterruptedRestore(""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
 		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
 	}
-	return b.vm.Status(ctx, name)
+	return m, err
 }
 
 // waitPort polls until something accepts on the SSH port.
