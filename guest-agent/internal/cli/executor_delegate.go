@@ -28,9 +28,11 @@ var ExecutorInProcess verbenv.Func
 
 func init() { register(executorDelegateVerb) }
 
+const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
+
 var executorDelegateVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery",
+	summary: executorDelegateSummary,
 	relay:   true,
 	run:     runExecutorDelegate,
 }
@@ -41,6 +43,10 @@ var executorDelegateVerb = verb{
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		fmt.Fprintf(e.Err, "usage: hermes-box-agent executor SUBCOMMAND ...\n  %s\n", executorDelegateSummary)
+		return nil
+	}
 	if len(args) > 0 {
 		if f, ok := executorHermesSubs[args[0]]; ok {
 			return f(ctx, e, args[1:])

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 func init() { register(logsVerb) }
@@ -28,7 +29,7 @@ var followPoll = 200 * time.Millisecond
 
 func runLogs(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "logs", "NAME [-n N] [-f]")
-	lines := fs.Int("n", 100, "number of lines to print")
+	lines := fs.Int("n", protocol.DefaultLogLines, "number of lines to print")
 	follow := fs.Bool("f", false, "keep printing new output until interrupted")
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

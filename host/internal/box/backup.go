@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -36,6 +40,9 @@ type backupRun struct {
 func (b *Box) backupRun() (*backupRun, error) {
 	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, userr.NotInitialised("no project SSH key at " + cfg.SSHKeyPath() + ".pub")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the SSH public key: %w", err)
 	}
@@ -147,9 +154,17 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 		return err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, pw)) }()
+	var size int64
+	for _, f := range []string{backup.FileRootfs, backup.FileWorkspace} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			size += fi.Size()
+		}
+	}
+	w, done := progress.Track(ctx, "restore "+name, size, pw)
+	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, w)) }()
 	err := o.agent(ctx, name, port, []string{"snapshot", "apply"}, pr, io.Discard)
 	_ = pr.Close()
+	done(err)
 	if err != nil {
 		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
 	}

@@ -59,6 +59,9 @@ type Box struct {
 	testPinsDir string
 	// drv is the machine driver of snapshot, restore and package.
 	drv *smolDriver
+	// KeepBuilder keeps the builder when a step of init fails in it, for
+	// inspection (init --keep-builder).
+	KeepBuilder bool
 }
 
 // timings bounds every wait of the lifecycle.

@@ -18,10 +18,19 @@ import (
 func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), boxlayout.BaseArtifact) }
 
 // buildBase builds the base image in a disposable builder and returns the
-// artifact's path. The builder is deleted whatever happens.
+// artifact's path. The builder is deleted whatever happens, unless a step
+// failed and KeepBuilder is set; a failure says that re-running init is
+// safe.
 func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
 	name := b.cfg.BuilderName
 	defer func() {
+		if err != nil {
+			err = b.builderFailed(name, err)
+		}
+		if err != nil && b.KeepBuilder {
+			b.ui.Warn("kept the failed builder %s for inspection: smolvm machine shell --name %s; delete it with smolvm machine delete --name %s --force before the next init", name, name, name)
+			return
+		}
 		done := b.ui.Step("builder-delete", name)
 		derr := b.removeMachine(name)
 		done(derr)

@@ -94,8 +94,8 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 
 // checkSmolvm wants a supported smolvm release and unused machine names.
 func (b *Box) checkSmolvm(ctx context.Context) error {
-	if _, err := b.vm.Release(ctx); err != nil {
-		return fmt.Errorf("a supported smolvm is required: %w", err)
+	if err := b.checkSmolvmVersion(ctx); err != nil {
+		return err
 	}
 	ms, err := b.vm.List(ctx)
 	if err != nil {

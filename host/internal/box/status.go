@@ -24,6 +24,10 @@ const (
 // machine as `smolvm machine status --json` printed it.
 type Status struct {
 	health.Report
+	// State is the box's state in one word: healthy, degraded, unhealthy,
+	// stopped or missing (no machine); status exits with StateExitCode.
+	State       string          `json:"state"`
+	Box         Summary         `json:"box"`
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
 	Network     NetworkStatus   `json:"network"`
@@ -47,11 +51,22 @@ func (b *Box) networkStatus() NetworkStatus {
 	return ns
 }
 
+// Summary is the one line `status` prints for a box.
+type Summary struct {
+	Name          string `json:"name"`
+	State         string `json:"state"`
+	CPUs          int    `json:"cpus"`
+	MemoryMiB     int    `json:"memoryMiB"`
+	Ports         []int  `json:"ports"`
+	Network       string `json:"network"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+}
+
 // Status gathers the machine state, the listener check and, when the box
 // runs, the agent's report. The agent is asked at once, while smolvm is
 // (the SSH handshake and sshd's session start are most of a status's time,
-// the two smolvm calls and the listener check most of the rest); its answer
-// is used only when the machine runs, and the call is cancelled otherwise.
+// the smolvm call and the listener check most of the rest); its answer is
+// used only when the machine runs, and the call is cancelled otherwise.
 // The pinned host key is checked before anything is sent, so an early dial
 // to a port that is not the box's reveals nothing.
 func (b *Box) Status(ctx context.Context) (*Status, error) {
@@ -59,13 +74,21 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 	agent := make(chan agentAnswer, 1)
 	go func() { agent <- b.agentHealth(actx) }()
 	defer func() { cancel(); <-agent }()
+	now := time.Now().UTC()
+	st := &Status{Machine: json.RawMessage("null"), Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
+		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
 	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if errors.Is(err, errNoMachine) && b.checkInterruptedRestore("") == nil {
+		name := b.cfg.MachineName
+		st.Checks[checkMachine] = hostCheck(false, health.SeverityCritical, "machine "+name+" does not exist (run hermes-box init first)", now)
+		st.Summarize()
+		st.State, st.Box = StateMissing, Summary{Name: name, State: StateMissing, Ports: []int{}, Network: string(b.cfg.NetworkMode)}
+		return st, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	st := &Status{Machine: m.Raw, Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
-		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
+	st.Machine = m.Raw
 	running := m.State == smolvm.StateRunning
 	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
 	if running {
@@ -81,7 +104,32 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 	}
 	st.Network = b.networkStatus()
 	st.Summarize()
+	st.State = string(st.Status)
+	if !running {
+		st.State = StateStopped
+		if m.State != smolvm.StateStopped {
+			st.State = m.State
+		}
+	}
+	st.Box = b.summary(m, st)
 	return st, nil
+}
+
+// summary is the box's line: what smolvm says of the machine, the ports
+// it publishes and the guest's uptime.
+func (b *Box) summary(m smolvm.Machine, st *Status) Summary {
+	s := Summary{Name: m.Name, State: st.State, CPUs: m.CPUs, MemoryMiB: m.MemoryMiB, Ports: []int{b.cfg.SSHPort},
+		Network: string(b.cfg.NetworkMode)}
+	if b.cfg.ExecutorEnabled {
+		s.Ports = append(s.Ports, b.cfg.ExecutorPort)
+	}
+	if !m.Network {
+		s.Network = "off"
+	}
+	if st.State != StateStopped {
+		s.UptimeSeconds = st.System.UptimeSeconds
+	}
+	return s
 }
 
 // agentAnswer is the agent's report or why there is none.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -27,7 +28,7 @@ func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, er
 		if err := b.checkInterruptedRestore(""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
-		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
+		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name), Code: userr.ExitNoBox}
 	}
 	return m, err
 }

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // executorDeps are the boundaries of the executor commands; tests swap them.
@@ -70,6 +72,11 @@ func (x *executorCmd) load(cmd *cobra.Command, needEnabled bool) error {
 	}
 	if needEnabled && !e.Enabled {
 		return box.ErrExecutorDisabled
+	}
+	if needEnabled && e.State != nil {
+		if state, err := e.State(cmd.Context()); err == nil && state == "missing" {
+			return userr.NotInitialised("machine " + e.Machine + " does not exist")
+		}
 	}
 	x.box = e
 	return nil
@@ -192,7 +199,7 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
-	cmd.Flags().IntVarP(&lines, "lines", "n", 100, "number of lines to show")
+	cmd.Flags().IntVarP(&lines, "lines", "n", protocol.DefaultLogLines, "number of lines to show")
 	return cmd
 }
 
@@ -233,13 +240,22 @@ func (x *executorCmd) authCmd() *cobra.Command {
 				return err
 			}
 			state := "not stored"
-			if x.box.KeyStored() {
+			stored := x.box.KeyStored()
+			if stored {
 				state = "stored in the OS keyring"
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return writeIndentedJSON(cmd.OutOrStdout(), struct {
+					Machine string `json:"machine"`
+					Stored  bool   `json:"stored"`
+					Store   string `json:"store"`
+				}{x.box.Machine, stored, "os-keyring"})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Executor API key: %s\n", state)
 			return nil
 		},
 	}
+	status.Flags().Bool("json", false, "print the state as JSON (never the key)")
 	clear := &cobra.Command{
 		Use: "clear", Short: "Remove the stored API key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -20,6 +20,7 @@ func newInitCommand() *cobra.Command {
 		RunE: initAction,
 	}
 	cmd.Flags().StringArray("document", nil, "copy FILE (e.g. SOUL.md, USER.md) into "+boxlayout.WorkDir+" in the box; repeatable")
+	cmd.Flags().Bool("keep-builder", false, "keep the builder machine when a build step fails in it, for inspection")
 	return cmd
 }
 
@@ -29,7 +30,10 @@ func initAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	docs, _ := cmd.Flags().GetStringArray("document")
-	if err := b.Init(cmd.Context(), docs); err != nil {
+	b.KeepBuilder, _ = cmd.Flags().GetBool("keep-builder")
+	err = b.Init(cmd.Context(), docs)
+	renderer(cmd).Summary("init")
+	if err != nil {
 		return err
 	}
 	handoff(cmd.OutOrStdout(), b)

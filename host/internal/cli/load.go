@@ -9,8 +9,7 @@ import (
 // loadBox loads the project's configuration and builds its box, rendering
 // progress on the command's stderr in the --log-format.
 func loadBox(cmd *cobra.Command) (*box.Box, error) {
-	format, _ := cmd.Flags().GetString("log-format")
-	return box.Load(newProgress(cmd.ErrOrStderr(), format))
+	return box.Load(renderer(cmd))
 }
 
 // boxCommand sets cmd's action: load the box, then run.
