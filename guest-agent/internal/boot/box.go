@@ -20,6 +20,13 @@ const (
 	ExecutorGuestPort = 4788
 	// ServiceUser runs Hermes and Executor.
 	ServiceUser = "hermes"
+	// ServiceUserID is its uid and gid.
+	ServiceUserID = 1002
+	// BoxAdmin is the relay's SSH login; BoxAdminID its uid and gid.
+	BoxAdmin   = "boxadmin"
+	BoxAdminID = 1001
+	// HermesVenv is Hermes' virtualenv, which Hermes owns.
+	HermesVenv = "/usr/local/lib/hermes-agent/venv"
 	// AgentPath is this agent in the box; the Executor launcher is one of
 	// its verbs.
 	AgentPath = "/usr/local/sbin/hermes-box-agent"

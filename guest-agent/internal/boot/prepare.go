@@ -37,6 +37,8 @@ type Options struct {
 	Poll time.Duration
 	// Now is the clock; time.Now by default.
 	Now func() time.Time
+	// Hostname is the machine's name; os.Hostname by default.
+	Hostname func() (string, error)
 }
 
 func (o *Options) defaults() {
@@ -48,6 +50,9 @@ func (o *Options) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Hostname == nil {
+		o.Hostname = os.Hostname
 	}
 }
 
@@ -69,8 +74,15 @@ type Step struct {
 func Steps() []Step {
 	return []Step{
 		{"restore-wait", restoreWait},
-		{"host-keys", hostKeys},
+		{"stray-files", strayFiles},
 		{"ownership-repair", ownershipRepair},
+		{"accounts", accountsRepair},
+		{"sudo-modes", sudoModes},
+		{"home-ownership", homeOwnership},
+		{"ssh-modes", sshModes},
+		{"hermes-home-link", hermesHomeLink},
+		{"hosts", hostsEntry},
+		{"host-keys", hostKeys},
 		{"tmp-modes", tmpModes},
 		{"run-dirs", runDirs},
 		{"workspace-seed", workspaceSeed},
@@ -149,12 +161,15 @@ func hostKeys(_ context.Context, o *Options) (string, error) {
 	return "host keys: " + strings.Join(fps, ", "), nil
 }
 
-// tmpModes makes /tmp and /var/tmp world-writable and sticky.
+// tmpModes makes /tmp and /var/tmp root's, world-writable and sticky.
 func tmpModes(_ context.Context, o *Options) (string, error) {
 	for _, d := range []string{"tmp", "var/tmp"} {
 		p := o.path(d)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return "", fmt.Errorf("creating /%s: %w", d, err)
+		}
+		if err := os.Lchown(p, 0, 0); err != nil && os.Geteuid() == 0 {
+			return "", fmt.Errorf("chowning /%s: %w", d, err)
 		}
 		if err := os.Chmod(p, os.ModeSticky|0o777); err != nil {
 			return "", fmt.Errorf("setting the mode of /%s: %w", d, err)
