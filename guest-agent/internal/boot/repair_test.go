@@ -135,11 +135,14 @@ func TestPrepareRepairsARemappedTree(t *testing.T) {
 func TestRepairSteps(t *testing.T) {
 	needRoot(t)
 	tests := []struct {
-		step  string
+		step   string
 		break_ func(root string)
-		check func(t *testing.T, root string)
+		check  func(t *testing.T, root string)
 	}{
-		{"stray-files", func(root string) { write(t, root, "fedcba9876543210", "x", 0o644); write(t, root, "keepme0123456789", "x", 0o644) },
+		{"stray-files", func(root string) {
+			write(t, root, "fedcba9876543210", "x", 0o644)
+			write(t, root, "keepme0123456789", "x", 0o644)
+		},
 			func(t *testing.T, root string) {
 				mustGone(t, root, "fedcba9876543210")
 				mustOwnerMode(t, root, ownerMode{"keepme0123456789", 0, 0, 0o644})
@@ -190,7 +193,10 @@ func TestRepairSteps(t *testing.T) {
 					t.Errorf("hosts:\n%s", b)
 				}
 			}},
-		{"tmp-modes", func(root string) { os.Chmod(filepath.Join(root, "tmp"), 0o755); os.Chown(filepath.Join(root, "var/tmp"), hostUID, hostGID) },
+		{"tmp-modes", func(root string) {
+			os.Chmod(filepath.Join(root, "tmp"), 0o755)
+			os.Chown(filepath.Join(root, "var/tmp"), hostUID, hostGID)
+		},
 			func(t *testing.T, root string) { mustOwnerMode(t, root, repaired[9:11]...) }},
 	}
 	steps := map[string]Step{}
