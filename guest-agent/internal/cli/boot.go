@@ -8,12 +8,10 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 )
 
-func init() { register(bootVerb) }
 
 var bootVerb = verb{
 	name:    "boot",
 	summary: "prepare the box and supervise its services until SIGTERM (the entrypoint)",
-	relay:   false,
 	run:     runBoot,
 }
 

@@ -27,12 +27,10 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(executorVerb) }
 
 var executorVerb = verb{
 	name:    "executor",
 	summary: "Executor image: pull [--image REF] [--activate] | activate [--image REF] | status [--sizes] | connect-hermes | run (the supervisor's program)",
-	relay:   true,
 	run:     runExecutor,
 }
 

@@ -20,12 +20,10 @@ import (
 // the same sources with the `oci` tag.
 const OCIHelperName = "hermes-box-agent-oci"
 
-func init() { register(executorDelegateVerb) }
 
-var executorDelegateVerb = verb{
+var executorVerb = verb{
 	name:    "executor",
 	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
-	relay:   true,
 	run:     runExecutorDelegate,
 }
 

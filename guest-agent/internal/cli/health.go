@@ -15,12 +15,10 @@ import (
 // started is when this agent process started.
 var started = time.Now()
 
-func init() { register(healthVerb) }
 
 var healthVerb = verb{
 	name:    "health",
 	summary: "report the box's health (--json for the versioned report)",
-	relay:   true,
 	run:     runHealth,
 }
 

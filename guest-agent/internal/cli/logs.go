@@ -14,12 +14,10 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 )
 
-func init() { register(logsVerb) }
 
 var logsVerb = verb{
 	name:    "logs",
 	summary: "NAME [-n N] [-f]: print (and follow) a service's log",
-	relay:   true,
 	run:     runLogs,
 }
 

@@ -15,7 +15,6 @@ import (
 // hermesSourceDir is where the installer puts Hermes, relative to the root.
 const hermesSourceDir = "usr/local/lib/hermes-agent"
 
-func init() { register(patchVerb) }
 
 var patchVerb = verb{
 	name:    "patch",

@@ -15,12 +15,10 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(provisionVerb) }
 
 var provisionVerb = verb{
 	name:    "provision",
 	summary: "turn this Ubuntu builder into a Hermes Box image (--dry-run lists the changes)",
-	relay:   false,
 	run:     runProvision,
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(relayVerb) }
 
 var relayVerb = verb{
 	name:    "relay",

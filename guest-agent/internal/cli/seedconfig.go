@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 )
 
-func init() { register(seedConfigVerb) }
 
 var seedConfigVerb = verb{
 	name:    "seed-config",

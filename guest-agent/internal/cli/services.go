@@ -8,12 +8,10 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 )
 
-func init() { register(servicesVerb) }
 
 var servicesVerb = verb{
 	name:    "services",
 	summary: "status [--json] | start|stop|restart NAME|all: the supervised services",
-	relay:   true,
 	run:     runServices,
 }
 
