@@ -1,10 +1,14 @@
 package boot
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -42,11 +46,45 @@ const (
 
 // BoxOptions select the optional parts of the box's table.
 type BoxOptions struct {
-	ExecutorEnabled bool
+	ExecutorEnabled bool `json:"executorEnabled"`
 	// ExecutorHostPort is the host's published port, for the web base URL.
-	ExecutorHostPort int
+	ExecutorHostPort int `json:"executorHostPort,omitempty"`
 	// ExecutorImage is the pinned image reference; "" means the default pin.
-	ExecutorImage string
+	ExecutorImage string `json:"executorImage,omitempty"`
+}
+
+// BoxOptionsFile is where a running boot records its options (relative to
+// the root, on /run), so verbs started outside the machine's environment
+// (the relay's health) know what this boot runs.
+const BoxOptionsFile = "run/hermes-box/box-options.json"
+
+// WriteBoxOptions records o for this boot, the image resolved.
+func WriteBoxOptions(root string, o BoxOptions) error {
+	if o.ExecutorEnabled && o.ExecutorImage == "" {
+		o.ExecutorImage = pins.DefaultExecutorImage
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(root, BoxOptionsFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(p, append(b, '\n'), 0o644)
+}
+
+// ReadBoxOptions reads what the running boot recorded.
+func ReadBoxOptions(root string) (BoxOptions, error) {
+	var o BoxOptions
+	b, err := os.ReadFile(filepath.Join(root, BoxOptionsFile))
+	if err != nil {
+		return o, err
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return o, fmt.Errorf("/%s: %w", BoxOptionsFile, err)
+	}
+	return o, nil
 }
 
 func f(v float64) *float64 { return &v }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runAs runs the agent as if invoked under name.
@@ -54,8 +55,14 @@ func TestSupervisorctl(t *testing.T) {
 		t.Fatalf("start all: exit %d %q", code, out)
 	}
 	waitServices(t, root, "both RUNNING again", bothRunning)
-	if code, out := ctl("tail", "sshd"); code != 0 || !strings.Contains(out, "listening on "+addr) {
-		t.Fatalf("tail sshd: exit %d %q", code, out)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		code, out := ctl("tail", "sshd")
+		if code == 0 && strings.Contains(out, "listening on "+addr) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tail sshd: exit %d %q", code, out)
+		}
 	}
 	if code, out := ctl("status", "nope"); code != exitNotRunning || !strings.Contains(out, "nope: ERROR (no such process)") {
 		t.Fatalf("status nope: exit %d %q", code, out)

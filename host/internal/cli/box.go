@@ -99,12 +99,22 @@ func (e *agentExit) Error() string {
 }
 func (e *agentExit) ExitCode() int { return e.code }
 
-// health asks the agent for its report.
+// health asks the agent for its report (the cheap checks, as status shows).
 func (a *app) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
+	return a.healthReport(ctx, tr, false)
+}
+
+// healthReport asks the agent for its report; deep also runs the
+// installed tools (hermes, the messaging extra, node, npm, tmux, codex).
+func (a *app) healthReport(ctx context.Context, tr relay.Transport, deep bool) (*health.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timing.callTimeout)
 	defer cancel()
 	var out bytes.Buffer
-	if err := a.agent(ctx, tr, nil, &out, "health", "--json"); err != nil {
+	argv := []string{"health", "--json"}
+	if deep {
+		argv = append(argv, "--deep")
+	}
+	if err := a.agent(ctx, tr, nil, &out, argv...); err != nil {
 		return nil, err
 	}
 	return health.Decode(out.Bytes())
@@ -188,14 +198,21 @@ func (a *app) checkListeners(ctx context.Context, ports []int) error {
 // passes the deep check. Services still starting (STARTING, BACKOFF) are
 // waited for, as the reference waits for supervisorctl to say RUNNING; a
 // service that gave up (FATAL) fails at once, as does a host key mismatch.
-// The startup deadline in ctx bounds the whole wait.
+// The startup deadline in ctx bounds the whole wait. Once the cheap report
+// passes, the box is ready only when a deep one (the installed tools run)
+// passes too, so a half-provisioned box is never called ready.
 func (a *app) waitHealthy(ctx context.Context, tr relay.Transport) error {
 	var last error
+	deep := false
 	for {
-		report, err := a.health(ctx, tr)
+		report, err := a.healthReport(ctx, tr, deep)
 		if err == nil {
-			if err = deepCheck(report); err == nil {
+			if err = deepCheck(report); err == nil && deep {
 				return nil
+			}
+			if err == nil {
+				deep = true
+				continue
 			}
 			if gaveUp(report) {
 				return err
