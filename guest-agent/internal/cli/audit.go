@@ -12,7 +12,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
 )
 
-
 var auditVerb = verb{
 	name:    "audit",
 	summary: "verify or show the approval gate's hash-chained audit log (verify|show [--json])",

@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 )
 
-
 var bootVerb = verb{
 	name:    "boot",
 	summary: "prepare the box and supervise its services until SIGTERM (the entrypoint)",

@@ -27,7 +27,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var executorVerb = verb{
 	name:    "executor",
 	summary: "Executor image: pull [--image REF] [--activate] | activate [--image REF] | status [--sizes] | connect-hermes | run (the supervisor's program)",

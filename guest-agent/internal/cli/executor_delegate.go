@@ -20,7 +20,6 @@ import (
 // the same sources with the `oci` tag.
 const OCIHelperName = "hermes-box-agent-oci"
 
-
 var executorVerb = verb{
 	name:    "executor",
 	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",

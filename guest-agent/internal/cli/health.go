@@ -15,7 +15,6 @@ import (
 // started is when this agent process started.
 var started = time.Now()
 
-
 var healthVerb = verb{
 	name:    "health",
 	summary: "report the box's health (--json for the versioned report)",

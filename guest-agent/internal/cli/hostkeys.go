@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hostkeys"
 )
 
-
 var hostkeysVerb = verb{
 	name:    "hostkeys",
 	summary: "create missing SSH host keys and print their fingerprints as JSON",

@@ -14,7 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 )
 
-
 var logsVerb = verb{
 	name:    "logs",
 	summary: "NAME [-n N] [-f]: print (and follow) a service's log",

@@ -15,7 +15,6 @@ import (
 // hermesSourceDir is where the installer puts Hermes, relative to the root.
 const hermesSourceDir = "usr/local/lib/hermes-agent"
 
-
 var patchVerb = verb{
 	name:    "patch",
 	summary: "add gated approval to the Hermes tree (hermes [--root DIR] [--commit SHA]), or --check DIR",

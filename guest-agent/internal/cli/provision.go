@@ -15,7 +15,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var provisionVerb = verb{
 	name:    "provision",
 	summary: "turn this Ubuntu builder into a Hermes Box image (--dry-run lists the changes)",

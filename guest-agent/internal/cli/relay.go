@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var relayVerb = verb{
 	name:    "relay",
 	summary: "read one protocol request on stdin and run its verb (the host's entry point)",

@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 )
 
-
 var seedConfigVerb = verb{
 	name:    "seed-config",
 	summary: "set Hermes' approvals (gated), security and terminal backend in config.yaml, keeping the rest",

@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 )
 
-
 var servicesVerb = verb{
 	name:    "services",
 	summary: "status [--json] | start|stop|restart NAME|all: the supervised services",

@@ -8,7 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var snapshotVerb = verb{
 	name:    "snapshot",
 	summary: "write rootfs|workspace: a gzip tar on stdout; apply: restore the parts framed on stdin",

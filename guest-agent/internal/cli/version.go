@@ -9,7 +9,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var versionVerb = verb{
 	name:    "version",
 	summary: "print the agent's version",
