@@ -209,6 +209,15 @@ func workspaceOwnership(_ context.Context, o *Options) (string, error) {
 		}
 	}
 	var fixed []string
+	// The workspace's top is hermes' 0750 (a remapped pack leaves it the
+	// host's, which locks hermes out of everything below).
+	changed, err := ensureOwnerMode(o.path(Workspace), u.UID, u.GID, 0o750)
+	if err != nil {
+		return "", err
+	}
+	if changed {
+		fixed = append(fixed, Workspace)
+	}
 	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, "/workspace/codex-home"} {
 		n, err := chownTree(o.path(tree), u.UID, u.GID)
 		if err != nil {

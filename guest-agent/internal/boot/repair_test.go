@@ -31,6 +31,9 @@ func boxRoot(t *testing.T) string {
 	write(t, root, "home/boxadmin/.bash_profile", "exec tmux\n", 0o644)
 	write(t, root, "home/hermes/.bashrc", "", 0o644)
 	write(t, root, "usr/local/lib/hermes-agent/venv/bin/python", "py", 0o755)
+	write(t, root, "workspace/work/note", "x", 0o644)
+	os.Chmod(filepath.Join(root, "workspace/work"), 0o750)
+	os.Chmod(filepath.Join(root, "workspace"), 0o750)
 	write(t, root, "var/lib/dpkg/statoverride", "root messagebus 4754 /usr/lib/dbus-1.0/dbus-daemon-launch-helper\n", 0o644)
 	for _, d := range []string{"tmp", "var/tmp", "run"} {
 		os.MkdirAll(filepath.Join(root, d), 0o755)
@@ -39,7 +42,7 @@ func boxRoot(t *testing.T) string {
 	os.Chmod(filepath.Join(root, "usr/bin/sudo"), os.ModeSetuid|0o755)
 	os.Chmod(filepath.Join(root, "tmp"), os.ModeSticky|0o777)
 	os.Chown(filepath.Join(root, "etc/shadow"), 0, 42)
-	for tree, id := range map[string]int{"home/boxadmin": 1001, "home/hermes": 1002, "usr/local/lib/hermes-agent/venv": 1002} {
+	for tree, id := range map[string]int{"home/boxadmin": 1001, "home/hermes": 1002, "usr/local/lib/hermes-agent/venv": 1002, "workspace": 1002} {
 		chownTree(filepath.Join(root, tree), uint32(id), uint32(id))
 	}
 	return root
@@ -92,6 +95,8 @@ var repaired = []ownerMode{
 	{"tmp", 0, 0, 0o1777},
 	{"var/tmp", 0, 0, 0o1777},
 	{"etc/passwd", 0, 0, 0o644},
+	{"workspace", 1002, 1002, 0o750},
+	{"workspace/work", 1002, 1002, 0o750},
 }
 
 // TestPrepareRepairsARemappedTree: a box root remapped as smolvm's pack
