@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,11 +51,17 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(b.Project, "bin", "hermes-box-agent-linux-amd64"), agent, 0o755)
+	// The host copies in the agent named for its own architecture; the
+	// guest's (GuestArch) is built under that name.
+	writeFile(t, filepath.Join(b.Project, "bin", "hermes-box-agent-linux-"+runtime.GOARCH), agent, 0o755)
 	conf := fmt.Sprintf("HERMES_BOX_MACHINE_NAME=%s\nHERMES_BOX_BUILDER_NAME=%s\nHERMES_BOX_SSH_PORT=%d\n"+
-		"HERMES_BOX_CPUS=2\nHERMES_BOX_MEMORY_MIB=1536\n"+
-		"HERMES_BOX_UV_SHA256=%s\nHERMES_BOX_CODEX_SHA256=%s\n",
-		b.Machine, b.Builder, b.SSHPort, art.UVSHA256, art.CodexSHA256)
+		"HERMES_BOX_CPUS=2\nHERMES_BOX_MEMORY_MIB=1536\n", b.Machine, b.Builder, b.SSHPort)
+	// amd64 has no pinned uv and Codex digests, so the configuration names
+	// the stand-ins'; arm64's are pinned (and may not be overridden), and
+	// the test pins replace the artifacts either way.
+	if GuestArch() == "amd64" {
+		conf += fmt.Sprintf("HERMES_BOX_UV_SHA256=%s\nHERMES_BOX_CODEX_SHA256=%s\n", art.UVSHA256, art.CodexSHA256)
+	}
 	writeFile(t, filepath.Join(b.Project, "hermes-box.conf"), []byte(conf), 0o644)
 	for _, kv := range e.environ {
 		if !strings.HasPrefix(kv, "HERMES_BOX_") {

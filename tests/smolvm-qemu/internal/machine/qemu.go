@@ -36,6 +36,9 @@ func Accel() string {
 	if a := os.Getenv("SMOLVM_QEMU_ACCEL"); a != "" {
 		return a
 	}
+	if GuestArch() != runtime.GOARCH {
+		return "tcg" // another architecture is always emulated
+	}
 	if _, err := os.Stat("/dev/kvm"); err != nil {
 		return "tcg"
 	}
@@ -60,7 +63,9 @@ func baseArgs(kernel, disk, consoleLog, extra string, cpus, memMiB int) []string
 	}
 	machine, tty := "pc", "ttyS0"
 	if GuestArch() == "arm64" {
-		machine, tty = "virt", "ttyAMA0"
+		// QARMA pointer authentication is slow under TCG; the
+		// implementation-defined algorithm is much cheaper.
+		machine, tty, cpu = "virt", "ttyAMA0", "max,pauth-impdef=on"
 	}
 	appendLine := fmt.Sprintf("console=%s root=/dev/nvme0n1 rw init=%s panic=-1 quiet %s", tty, initPath, extra)
 	return []string{
