@@ -164,7 +164,7 @@ func (b *box) checkInit(art *artifactServer) {
 		ev, ok := steps[s]
 		mustf(t, ok && ev.Fields["changed"] == "false", "provision step %s: %+v; want it done with nothing to change (the image holds every package)", s, ev)
 	}
-	for _, s := range []string{"node", "uv", "hermes", "codex", "smoke", "workspace-seed"} {
+	for _, s := range []string{"node", "uv", "hermes", "codex-pin", "smoke", "workspace-seed"} {
 		mustf(t, steps[s].Fields["changed"] == "true", "provision step %s did not change anything: %+v", s, steps[s])
 	}
 	art.checkFetchedOnce(t)
@@ -280,7 +280,9 @@ func (b *box) checkRepairs() {
 	t := b.t
 	log := b.asRoot("cat /var/log/hermes-box-startup.log")
 	for _, want := range []string{"stage=ownership-repair ok: chowned", "from 501:20 (smolvm's host mapping)", "stage=sudo-modes ok: repaired /usr/bin/sudo",
-		"stage=home-ownership ok: chowned /home/boxadmin", "stage=stray-files ok: removed /"} {
+		"stage=home-ownership ok: chowned /home/boxadmin", "stage=stray-files ok: removed /",
+		// Codex is not in the pack: the first boot installed it.
+		"stage=codex ok: Codex "} {
 		mustf(t, strings.Contains(log, want), "startup log lacks %q:\n%s", want, tailText(log, 4000))
 	}
 	mustf(t, b.asRoot("stat -c '%u:%g %a' /usr/bin/sudo /home/boxadmin/.ssh/authorized_keys") == "0:0 4755\n1001:1001 600", "sudo and authorized_keys after the repairs")

@@ -89,7 +89,7 @@ func TestPrepareIsIdempotent(t *testing.T) {
 	first := startupLog(t, root)
 	want := []string{"restore-wait skipped", "stray-files skipped", "ownership-repair skipped", "accounts ok", "sudo-modes skipped",
 		"home-ownership skipped", "ssh-modes skipped", "hermes-home-link ok", "hosts ok", "host-keys ok", "tmp-modes ok", "run-dirs ok",
-		"workspace-seed ok", "workspace-ownership ok"}
+		"workspace-seed ok", "workspace-ownership ok", "codex skipped"}
 	if len(first) != len(want) || len(Steps()) != len(want) {
 		t.Fatalf("startup log has %d lines for %d steps, want %d:\n%s", len(first), len(Steps()), len(want), strings.Join(first, "\n"))
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	Now func() time.Time
 	// Hostname is the machine's name; os.Hostname by default.
 	Hostname func() (string, error)
+	// InstallCodex installs Codex into the workspace on the first boot
+	// (the agent's cli wires provision's first-boot steps in); nil skips
+	// the step.
+	InstallCodex func(ctx context.Context, root string) (string, error)
 }
 
 func (o *Options) defaults() {
@@ -58,35 +62,51 @@ func (o *Options) defaults() {
 
 func (o *Options) path(rel string) string { return filepath.Join(o.Root, rel) }
 
-// errSkipped marks a step that had nothing to do; its text says why.
+// skipped marks a step that had nothing to do; its text says why.
 type skipped string
 
 func (s skipped) Error() string { return string(s) }
+
+// Skipped is skipped for steps wired in from outside the package.
+func Skipped(why string) error { return skipped(why) }
+
+// codexInstall is the first-boot Codex step; what it does is
+// Options.InstallCodex.
+func codexInstall(ctx context.Context, o *Options) (string, error) {
+	if o.InstallCodex == nil {
+		return "", skipped("no Codex installer wired in")
+	}
+	return o.InstallCodex(ctx, o.Root)
+}
 
 // Step is one idempotent preparation step; Run returns what it did, or a
 // skipped error when there was nothing to do.
 type Step struct {
 	Name string
 	Run  func(ctx context.Context, o *Options) (string, error)
+	// Soft steps log a failure and let the boot go on (the next boot
+	// retries); health reports what they left undone.
+	Soft bool
 }
 
 // Steps are the per-boot preparation, in order.
 func Steps() []Step {
 	return []Step{
-		{"restore-wait", restoreWait},
-		{"stray-files", strayFiles},
-		{"ownership-repair", ownershipRepair},
-		{"accounts", accountsRepair},
-		{"sudo-modes", sudoModes},
-		{"home-ownership", homeOwnership},
-		{"ssh-modes", sshModes},
-		{"hermes-home-link", hermesHomeLink},
-		{"hosts", hostsEntry},
-		{"host-keys", hostKeys},
-		{"tmp-modes", tmpModes},
-		{"run-dirs", runDirs},
-		{"workspace-seed", workspaceSeed},
-		{"workspace-ownership", workspaceOwnership},
+		{"restore-wait", restoreWait, false},
+		{"stray-files", strayFiles, false},
+		{"ownership-repair", ownershipRepair, false},
+		{"accounts", accountsRepair, false},
+		{"sudo-modes", sudoModes, false},
+		{"home-ownership", homeOwnership, false},
+		{"ssh-modes", sshModes, false},
+		{"hermes-home-link", hermesHomeLink, false},
+		{"hosts", hostsEntry, false},
+		{"host-keys", hostKeys, false},
+		{"tmp-modes", tmpModes, false},
+		{"run-dirs", runDirs, false},
+		{"workspace-seed", workspaceSeed, false},
+		{"workspace-ownership", workspaceOwnership, false},
+		{"codex", codexInstall, true},
 	}
 }
 
@@ -115,7 +135,7 @@ func Prepare(ctx context.Context, o Options) error {
 			outcome, msg = "failed", err.Error()
 		}
 		logLine(lf, o.Now(), s.Name, outcome, msg)
-		if err != nil {
+		if err != nil && !s.Soft {
 			return fmt.Errorf("boot step %s: %w", s.Name, err)
 		}
 	}

@@ -20,7 +20,9 @@ func runBoot(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	cfg := boot.Config{Options: boot.Options{Root: e.root}, Logger: e.log}
+	cfg := boot.Config{Options: boot.Options{Root: e.root, InstallCodex: func(ctx context.Context, root string) (string, error) {
+		return installCodex(ctx, root, nil)
+	}}, Logger: e.log}
 	if *tableFile != "" {
 		b, err := os.ReadFile(*tableFile)
 		if err != nil {

@@ -47,6 +47,13 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	if !tp.SkipGate {
 		cfg.Gate = newGatePatcher()
 	}
+	if tp.CAFile != "" {
+		// Recorded with the Codex pin: the first boot fetches from the
+		// same test server.
+		if cfg.TestCAPEM, err = os.ReadFile(tp.CAFile); err != nil {
+			return fmt.Errorf("test pins: reading caFile: %w", err)
+		}
+	}
 	if *keys != "" {
 		if cfg.AuthorizedKeys, err = os.ReadFile(*keys); err != nil {
 			return fmt.Errorf("reading authorized keys: %w", err)
