@@ -197,7 +197,8 @@ func (a *app) checkListeners(ctx context.Context, ports []int) error {
 // waitHealthy polls the agent's health until it answers and its report
 // passes the deep check. Services still starting (STARTING, BACKOFF) are
 // waited for, as the reference waits for supervisorctl to say RUNNING; a
-// service that gave up (FATAL) fails at once, as does a host key mismatch.
+// service that gave up (FATAL) fails at once, as do a host key mismatch and
+// sshd refusing the project key.
 // The startup deadline in ctx bounds the whole wait. Once the cheap report
 // passes, the box is ready only when a deep one (the installed tools run)
 // passes too, so a half-provisioned box is never called ready.
@@ -217,7 +218,7 @@ func (a *app) waitHealthy(ctx context.Context, tr relay.Transport) error {
 			if gaveUp(report) {
 				return err
 			}
-		} else if errors.Is(err, relay.ErrHostKeyMismatch) {
+		} else if errors.Is(err, relay.ErrHostKeyMismatch) || errors.Is(err, relay.ErrAuthRefused) {
 			return err
 		}
 		last = err

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"io"
 	"slices"
 	"strings"
@@ -69,6 +71,24 @@ func TestDeepCheck(t *testing.T) {
 		if err := deepCheck(tt.r); (err == nil) != tt.ok {
 			t.Errorf("%s: %v", tt.name, err)
 		}
+	}
+}
+
+// refusingTransport fails every call as sshd refusing the key does.
+type refusingTransport struct{ calls int }
+
+func (r *refusingTransport) Run(context.Context, protocol.Request, io.Reader, io.Writer, func(protocol.Event)) (int, error) {
+	r.calls++
+	return 0, fmt.Errorf("dialing 127.0.0.1:2222: %w: ssh: unable to authenticate", relay.ErrAuthRefused)
+}
+
+// TestWaitHealthyStopsWhenTheKeyIsRefused: sshd refusing the project key
+// (a box whose authorized_keys sshd will not read) fails at once.
+func TestWaitHealthyStopsWhenTheKeyIsRefused(t *testing.T) {
+	a := &app{timing: fastTimings(), ui: newProgress(io.Discard, "text")}
+	tr := &refusingTransport{}
+	if err := a.waitHealthy(t.Context(), tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
+		t.Fatalf("got %v after %d calls; want ErrAuthRefused after 1", err, tr.calls)
 	}
 }
 
