@@ -131,7 +131,7 @@ func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image stri
 		t.Fatal(err)
 	}
 	b := &executorBox{root: root, stderr: &bytes.Buffer{}}
-	b.cmd = exec.CommandContext(t.Context(), exe, "--root", root, "boot")
+	b.cmd = exec.Command(exe, "--root", root, "boot") // see startBoot
 	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
 		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.CAFile(),
 		boot.EnvExecutorEnabled+"=true", boot.EnvExecutorImage+"="+image, boot.EnvExecutorHostPort+"=14788")
@@ -140,12 +140,7 @@ func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if b.cmd.ProcessState == nil {
-			b.cmd.Process.Signal(syscall.SIGTERM)
-			b.cmd.Wait()
-		}
-	})
+	t.Cleanup(func() { stopBoot(b.cmd) })
 	return b
 }
 
