@@ -14,6 +14,8 @@ import (
 // History of versions:
 //
 //	1: 2026-11-22: first version.
+//	   2026-11-23 (additive, same version): check "gate" and the optional
+//	   "gate" object (the approval gate as the installed Hermes resolves it).
 const SchemaVersion = 1
 
 // Status is the overall or per-check verdict.
@@ -47,6 +49,9 @@ const (
 	CheckHermesGateway Code = "hermes-gateway"
 	CheckExecutor      Code = "executor-api"
 	CheckSupervisor    Code = "supervisor"
+	// CheckGate is the approval gate installed and active as provisioned:
+	// its mechanism, and the effective approval mode read from Hermes itself.
+	CheckGate Code = "gate"
 	// What provisioning installed, checked cheaply (files) in every report
 	// and deeply (the commands run) in init's readiness (added 2026-11-23,
 	// schema unchanged: checks is a map of codes).
@@ -81,6 +86,23 @@ type Report struct {
 	System        System         `json:"system"`
 	Checks        map[Code]Check `json:"checks"`
 	Services      []Service      `json:"services"`
+	// Gate details the "gate" check; absent when the agent did not run it.
+	Gate *Gate `json:"gate,omitempty"`
+}
+
+// Gate is the approval gate as the installed Hermes reports it.
+type Gate struct {
+	// HermesVersion and Mechanism come from the pins table row of the
+	// installed commit (for example "0.19.0", "smart-plugin").
+	HermesVersion string `json:"hermesVersion"`
+	Mechanism     string `json:"mechanism"`
+	// EffectiveMode is approvals.mode as Hermes' own code normalises it;
+	// IntendedMode is what the mechanism needs ("gated", "smart").
+	EffectiveMode string `json:"effectiveMode"`
+	IntendedMode  string `json:"intendedMode"`
+	// Problems lists every way the gate differs from what was provisioned;
+	// empty when the check is healthy.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Agent describes the agent that wrote the report.

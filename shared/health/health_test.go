@@ -90,3 +90,50 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenGateReport pins the additive "gate" check and object: a report
+// that carries them round-trips byte for byte, and a report without them
+// (the first golden) still encodes without a "gate" key.
+func TestGoldenGateReport(t *testing.T) {
+	golden, err := os.ReadFile("testdata/report-v1-gate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Decode(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Gate == nil {
+		t.Fatal("gate object not decoded")
+	}
+	if got := r.Checks[CheckGate]; got.Status != StatusUnhealthy || got.Severity != SeverityCritical {
+		t.Errorf("gate check = %+v, want unhealthy critical", got)
+	}
+	if r.Gate.Mechanism != "smart-plugin" || r.Gate.EffectiveMode != "manual" || r.Gate.IntendedMode != "smart" || len(r.Gate.Problems) != 1 {
+		t.Errorf("gate = %+v", *r.Gate)
+	}
+	saved := r.Status
+	r.Summarize()
+	if r.Status != saved || saved != StatusUnhealthy {
+		t.Errorf("a failed critical gate check summarises to %s, golden says %s", r.Status, saved)
+	}
+	out, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(out, '\n'), golden) {
+		t.Errorf("re-encoded report differs from golden:\n%s", out)
+	}
+	r.Gate = nil
+	plain, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &top); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := top["gate"]; ok {
+		t.Error("a report without gate details must not carry a gate object")
+	}
+}

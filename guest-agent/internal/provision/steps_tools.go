@@ -327,6 +327,5 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 
 var codexConfig = file{Path: codexHome + "/config.toml", Data: asset("codex-config.toml"), Mode: 0o600, UID: hermesID, GID: hermesID}
 
-
 // errNotInstalled marks a post-condition an installer did not meet.
 var errNotInstalled = errors.New("not installed")

@@ -1,35 +1,25 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // boxRunner returns the transport to the box: the SSH relay with the
 // project key and the pinned host key, on the configured port.
 var boxRunner = func(cmd *cobra.Command) (relay.Transport, error) {
-	a, err := newApp(cmd)
+	b, err := loadBox(cmd)
 	if err != nil {
 		return nil, err
 	}
-	m, err := a.machineState(cmd.Context(), a.cfg.MachineName)
-	if err != nil {
-		return nil, err
-	}
-	if m.State != smolvm.StateRunning {
-		return nil, fmt.Errorf("%s is %s: the audit log is read from the running box (hermes-box start)", m.Name, m.State)
-	}
-	tr, err := a.sshRelay()
-	if err != nil {
-		return nil, err
-	}
-	return tr, nil
+	return b.Relay(cmd.Context(), "the audit log is read from the running box")
 }
 
 func newAuditCommand(runner func(*cobra.Command) (relay.Transport, error)) *cobra.Command {
@@ -62,21 +52,21 @@ func newAuditCommand(runner func(*cobra.Command) (relay.Transport, error)) *cobr
 // runAgentVerb relays argv, copies the verb's stdout to ours, logs its
 // events, and passes a non-zero exit status through.
 func runAgentVerb(cmd *cobra.Command, r relay.Transport, argv []string) error {
-	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv}
 	stderr := cmd.ErrOrStderr()
-	code, err := r.Run(cmd.Context(), req, nil, cmd.OutOrStdout(), func(ev protocol.Event) {
+	err := box.Call(cmd.Context(), r, func(ev protocol.Event) {
 		switch ev.Level {
 		case protocol.LevelError, protocol.LevelWarn:
 			fmt.Fprintf(stderr, "hermes-box: box: %s\n", ev.Message)
 		default:
 			slog.Debug("box event", "type", ev.Type, "message", ev.Message)
 		}
-	})
+	}, argv, nil, cmd.OutOrStdout())
+	var exit *box.ExitError
+	if errors.As(err, &exit) {
+		return box.ExitStatus(exit.Code)
+	}
 	if err != nil {
 		return fmt.Errorf("running %q in the box: %w", argv, err)
-	}
-	if code != 0 {
-		return exitStatus(code)
 	}
 	return nil
 }

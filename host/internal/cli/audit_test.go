@@ -58,10 +58,10 @@ func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) 
 	root.SetErr(&errb)
 	err := root.ExecuteContext(context.Background())
 	code := 0
-	var st exitStatus
+	var st ExitCoder
 	switch {
 	case errors.As(err, &st):
-		code = int(st)
+		code = st.ExitCode()
 	case err != nil:
 		code = 1
 		errb.WriteString(err.Error())

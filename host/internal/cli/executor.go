@@ -66,52 +66,19 @@ type executorDeps struct {
 func defaultExecutorDeps() executorDeps {
 	return executorDeps{
 		loadBox: func(cmd *cobra.Command) (*executorBox, error) {
-			a, err := newApp(cmd)
+			b, err := loadBox(cmd)
 			if err != nil {
 				return nil, err
 			}
-			return a.executorBox(), nil
+			c := b.Config()
+			return &executorBox{Machine: c.MachineName, Enabled: c.ExecutorEnabled, Port: c.ExecutorPort,
+				Agent: b, State: b.MachineState, CheckListener: b.CheckExecutorListener}, nil
 		},
 		secrets:    keyringStore{},
 		http:       &http.Client{Timeout: 30 * time.Second},
 		openURL:    openBrowser,
 		readSecret: readSecret,
 	}
-}
-
-// executorBox adapts the lifecycle to the executor commands: agent verbs
-// over the SSH relay with the pinned host key, the machine's state from
-// smolvm, and the loopback-only listener check on Executor's port.
-func (a *app) executorBox() *executorBox {
-	port := a.cfg.ExecutorPort
-	return &executorBox{
-		Machine: a.cfg.MachineName, Enabled: a.cfg.ExecutorEnabled, Port: port,
-		Agent: relayAgent{a},
-		State: func(ctx context.Context) (string, error) {
-			m, err := a.machineState(ctx, a.cfg.MachineName)
-			if errors.Is(err, errNoMachine) {
-				return "missing", nil
-			}
-			return m.State, err
-		},
-		CheckListener: func(ctx context.Context) error {
-			if err := a.listen.CheckLoopback(ctx, port); err != nil {
-				return fmt.Errorf("refusing to use Executor's port: %w", err)
-			}
-			return nil
-		},
-	}
-}
-
-// relayAgent runs agent verbs in the box over the SSH relay.
-type relayAgent struct{ a *app }
-
-func (r relayAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-	tr, err := r.a.sshRelay()
-	if err != nil {
-		return err
-	}
-	return r.a.agent(ctx, tr, stdin, stdout, argv...)
 }
 
 // keyringStore is the OS keyring through zalando/go-keyring.

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
-
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 )
 
 // defaultLogService is the Hermes gateway's service name in the box.
@@ -27,26 +24,11 @@ func newLogsCommand() *cobra.Command {
 			if len(args) == 1 {
 				service = args[0]
 			}
-			a, err := newApp(cmd)
+			b, err := loadBox(cmd)
 			if err != nil {
 				return err
 			}
-			m, err := a.machineState(cmd.Context(), a.cfg.MachineName)
-			if err != nil {
-				return err
-			}
-			if m.State != smolvm.StateRunning {
-				return fmt.Errorf("%s is %s; start it with hermes-box start", m.Name, m.State)
-			}
-			tr, err := a.sshRelay()
-			if err != nil {
-				return err
-			}
-			argv := []string{"logs", service, "-n", strconv.Itoa(lines)}
-			if follow {
-				argv = append(argv, "-f")
-			}
-			return a.agent(cmd.Context(), tr, nil, a.stdout, argv...)
+			return b.Logs(cmd.Context(), cmd.OutOrStdout(), service, lines, follow)
 		},
 	}
 	cmd.Flags().BoolP("follow", "f", false, "keep printing new lines")

@@ -10,16 +10,11 @@ func newRestartCommand() *cobra.Command {
 		Short: "Stop the box, then start and verify it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := newApp(cmd)
+			b, err := loadBox(cmd)
 			if err != nil {
 				return err
 			}
-			return a.withLock(func() error {
-				if err := a.stopBox(cmd.Context()); err != nil {
-					return err
-				}
-				return a.startBox(cmd.Context())
-			})
+			return b.Restart(cmd.Context())
 		},
 	}
 }

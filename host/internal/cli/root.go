@@ -10,6 +10,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 // ExitCoder is an error that carries the process exit status, such as the
@@ -18,12 +20,6 @@ type ExitCoder interface {
 	error
 	ExitCode() int
 }
-
-// exitStatus is a pass-through status that prints nothing more.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-func (e exitStatus) ExitCode() int { return int(e) }
 
 // Run executes the command line and returns the process exit status.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -36,7 +32,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return 0
 	}
-	var st exitStatus
+	var st box.ExitStatus
 	if errors.As(err, &st) {
 		return int(st)
 	}

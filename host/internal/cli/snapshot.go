@@ -19,21 +19,18 @@ func newSnapshotCommand() *cobra.Command {
 }
 
 func snapshotAction(cmd *cobra.Command, args []string) error {
-	ctx := cmd.Context()
 	label := "manual"
 	if len(args) == 1 {
 		label = args[0]
 	}
-	env, err := loadBoxEnv(cmd)
+	b, err := loadBox(cmd)
 	if err != nil {
 		return err
 	}
-	return env.locked(ctx, func() error {
-		dir, err := env.snapshot(ctx, label, false)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(env.stdout, dir)
+	dir, err := b.Snapshot(cmd.Context(), label)
+	if err != nil {
 		return err
-	})
+	}
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), dir)
+	return err
 }

@@ -1,33 +1,17 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
-
-// The checks the host adds to the agent's report.
-const (
-	checkMachine  health.Code = "smolvm-machine"
-	checkListener health.Code = "loopback-listener"
-)
-
-// boxStatus is what `status --json` prints: a health report (it decodes
-// with shared/health) with the host's checks merged into its checks, plus
-// the machine as `smolvm machine status --json` printed it.
-type boxStatus struct {
-	health.Report
-	Machine     json.RawMessage `json:"machine"`
-	HealthError string          `json:"healthError,omitempty"`
-}
 
 func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -35,84 +19,29 @@ func newStatusCommand() *cobra.Command {
 		Short: "Show the machine's state, the listener check and the agent's health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := newApp(cmd)
+			b, err := loadBox(cmd)
 			if err != nil {
 				return err
 			}
-			st, err := a.status(cmd.Context())
+			st, err := b.Status(cmd.Context())
 			if err != nil {
 				return err
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(a.stdout)
+				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			return printStatus(a, st)
+			return printStatus(cmd.OutOrStdout(), b.Config().MachineName, st)
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus the machine)")
 	return cmd
 }
 
-// status gathers the machine state, the listener check and, when the box
-// runs, the agent's report.
-func (a *app) status(ctx context.Context) (*boxStatus, error) {
-	m, err := a.machineState(ctx, a.cfg.MachineName)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now().UTC()
-	st := &boxStatus{Machine: m.Raw, Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
-		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
-	running := m.State == smolvm.StateRunning
-	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
-	if running {
-		lerr := a.listen.CheckLoopback(ctx, a.cfg.SSHPort)
-		msg := fmt.Sprintf("SSH port %d listens on loopback only", a.cfg.SSHPort)
-		if lerr != nil {
-			msg = lerr.Error()
-		}
-		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
-		a.mergeAgentHealth(ctx, st)
-	}
-	st.Summarize()
-	return st, nil
-}
-
-// mergeAgentHealth adds the agent's report over the SSH relay.
-func (a *app) mergeAgentHealth(ctx context.Context, st *boxStatus) {
-	tr, err := a.sshRelay()
-	var r *health.Report
-	if err == nil {
-		r, err = a.health(ctx, tr)
-	}
-	if err != nil {
-		st.HealthError = err.Error()
-		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+err.Error(), st.Time)
-		return
-	}
-	host := st.Checks
-	st.Report = *r
-	if st.Checks == nil {
-		st.Checks = map[health.Code]health.Check{}
-	}
-	for code, c := range host {
-		st.Checks[code] = c
-	}
-}
-
-func hostCheck(ok bool, sev health.Severity, msg string, now time.Time) health.Check {
-	c := health.Check{Status: health.StatusHealthy, Severity: sev, Message: msg, Since: now}
-	if !ok {
-		c.Status = health.StatusUnhealthy
-	}
-	return c
-}
-
-func printStatus(a *app, st *boxStatus) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "box\t%s\t%s\n", a.cfg.MachineName, st.Status)
+func printStatus(w io.Writer, machine string, st *box.Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, st.Status)
 	codes := make([]string, 0, len(st.Checks))
 	for c := range st.Checks {
 		codes = append(codes, string(c))

@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestRuntimeCreatePublishesExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := (&app{cfg: cfg}).runtimeSpec("/images/base.smolmachine").Args()
+	args, err := (&Box{cfg: cfg}).runtimeSpec("/images/base.smolmachine").Args()
 	if err != nil {
 		t.Fatal(err)
 	}

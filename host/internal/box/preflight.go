@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"context"
@@ -42,18 +42,18 @@ func hostPlatform(goos, goarch string, openKVM func() error) error {
 
 // agentBinary is the agent built for the guest's architecture, which is the
 // host's (smolvm runs same-architecture guests).
-func (a *app) agentBinary() string {
-	return filepath.Join(a.cfg.ProjectRoot, "bin", "hermes-box-agent-linux-"+runtime.GOARCH)
+func (b *Box) agentBinary() string {
+	return filepath.Join(b.cfg.ProjectRoot, "bin", "hermes-box-agent-linux-"+runtime.GOARCH)
 }
 
 // ociHelperBinary is the agent's Executor helper (the image pull) for the
 // guest's architecture; a box gets it only when the Executor is enabled.
-func (a *app) ociHelperBinary() string {
-	return filepath.Join(a.cfg.ProjectRoot, "bin", "hermes-box-agent-oci-linux-"+runtime.GOARCH)
+func (b *Box) ociHelperBinary() string {
+	return filepath.Join(b.cfg.ProjectRoot, "bin", "hermes-box-agent-oci-linux-"+runtime.GOARCH)
 }
 
 // preflight checks everything init needs before it changes anything.
-func (a *app) preflight(ctx context.Context, documents []string) error {
+func (b *Box) preflight(ctx context.Context, documents []string) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -61,25 +61,25 @@ func (a *app) preflight(ctx context.Context, documents []string) error {
 		}
 	}
 	// A refused network mode stops init before smolvm is even asked.
-	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
 		return fmt.Errorf("init preflight: %w", err)
 	}
-	add(a.hostCheck())
-	add(a.checkSmolvm(ctx))
-	add(config.CheckSecrets(a.cfg.Secrets, os.LookupEnv))
-	for _, dir := range []string{a.cfg.ImagesDir(), a.cfg.BackupsDir(), a.cfg.StateDir()} {
+	add(b.hostCheck())
+	add(b.checkSmolvm(ctx))
+	add(config.CheckSecrets(b.cfg.Secrets, os.LookupEnv))
+	for _, dir := range []string{b.cfg.ImagesDir(), b.cfg.BackupsDir(), b.cfg.StateDir()} {
 		add(checkWritable(dir))
 	}
-	add(checkPortFree(a.cfg.SSHPort))
-	if a.cfg.ExecutorEnabled {
-		add(checkPortFree(a.cfg.ExecutorPort))
+	add(checkPortFree(b.cfg.SSHPort))
+	if b.cfg.ExecutorEnabled {
+		add(checkPortFree(b.cfg.ExecutorPort))
 	}
-	if info, err := os.Stat(a.agentBinary()); err != nil || !info.Mode().IsRegular() {
-		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", a.agentBinary()))
+	if info, err := os.Stat(b.agentBinary()); err != nil || !info.Mode().IsRegular() {
+		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", b.agentBinary()))
 	}
-	if a.cfg.ExecutorEnabled {
-		if info, err := os.Stat(a.ociHelperBinary()); err != nil || !info.Mode().IsRegular() {
-			add(fmt.Errorf("the Executor is enabled but the agent's Executor helper is missing: %s (run make build)", a.ociHelperBinary()))
+	if b.cfg.ExecutorEnabled {
+		if info, err := os.Stat(b.ociHelperBinary()); err != nil || !info.Mode().IsRegular() {
+			add(fmt.Errorf("the Executor is enabled but the agent's Executor helper is missing: %s (run make build)", b.ociHelperBinary()))
 		}
 	}
 	for _, d := range documents {
@@ -94,24 +94,24 @@ func (a *app) preflight(ctx context.Context, documents []string) error {
 }
 
 // checkSmolvm wants exactly the pinned smolvm and unused machine names.
-func (a *app) checkSmolvm(ctx context.Context) error {
-	v, err := a.vm.Version(ctx)
+func (b *Box) checkSmolvm(ctx context.Context) error {
+	v, err := b.vm.Version(ctx)
 	if err != nil {
 		return fmt.Errorf("smolvm %s is required: %w", pins.SmolvmVersion, err)
 	}
 	if v != pins.SmolvmVersion {
 		return fmt.Errorf("smolvm %s is required, found %s", pins.SmolvmVersion, v)
 	}
-	ms, err := a.vm.List(ctx)
+	ms, err := b.vm.List(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, m := range ms {
 		switch m.Name {
-		case a.cfg.MachineName:
+		case b.cfg.MachineName:
 			errs = append(errs, fmt.Errorf("machine %q already exists: use hermes-box start, or destroy it first, or set HERMES_BOX_MACHINE_NAME", m.Name))
-		case a.cfg.BuilderName:
+		case b.cfg.BuilderName:
 			errs = append(errs, fmt.Errorf("builder machine %q already exists (left by an interrupted init?): delete it with smolvm machine delete --name %s --force, or set HERMES_BOX_BUILDER_NAME", m.Name, m.Name))
 		}
 	}

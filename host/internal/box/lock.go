@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // directory. They are removed only while the operation lock is held, so a
 // running operation never loses its own.
 type staleArtifact struct {
-	dir     func(a *app) string
+	dir     func(b *Box) string
 	pattern *regexp.Regexp
 }
 
@@ -21,12 +21,12 @@ type staleArtifact struct {
 // must be what os.CreateTemp or a process id produces: 1–10 digits, no
 // leading zero.
 var staleArtifacts = []staleArtifact{
-	{dir: func(a *app) string { return a.cfg.ImagesDir() }, pattern: regexp.MustCompile(`^hermes-base\.tmp-[1-9][0-9]{0,9}(\.smolmachine)?$`)},
+	{dir: func(b *Box) string { return b.cfg.ImagesDir() }, pattern: regexp.MustCompile(`^hermes-base\.tmp-[1-9][0-9]{0,9}(\.smolmachine)?$`)},
 }
 
 // prepareDirs creates the data directories with mode 0700.
-func (a *app) prepareDirs() error {
-	for _, dir := range []string{a.cfg.StateDir(), a.cfg.ImagesDir(), a.cfg.BackupsDir()} {
+func (b *Box) prepareDirs() error {
+	for _, dir := range []string{b.cfg.StateDir(), b.cfg.ImagesDir(), b.cfg.BackupsDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
@@ -42,30 +42,30 @@ func (a *app) prepareDirs() error {
 // waiting, then reaps what an interrupted operation left: stale temporary
 // artifacts of init, staged copies, unpublished backups and portable temp
 // files. The returned function releases the lock.
-func (a *app) lock() (func(), error) {
-	if err := a.prepareDirs(); err != nil {
+func (b *Box) lock() (func(), error) {
+	if err := b.prepareDirs(); err != nil {
 		return nil, err
 	}
-	unlock, err := backup.Lock(a.cfg.StateDir())
+	unlock, err := backup.Lock(b.cfg.StateDir())
 	if err != nil {
 		return nil, err
 	}
-	a.reapStale()
-	removed, err := backup.Reap(a.cfg.StateDir(), a.cfg.BackupsDir())
+	b.reapStale()
+	removed, err := backup.Reap(b.cfg.StateDir(), b.cfg.BackupsDir())
 	for _, p := range removed {
-		a.ui.Info("removed stale %s", p)
+		b.ui.Info("removed stale %s", p)
 	}
 	if err != nil {
-		a.ui.Warn("could not reap every leftover of an interrupted operation: %v", err)
+		b.ui.Warn("could not reap every leftover of an interrupted operation: %v", err)
 	}
 	return unlock, nil
 }
 
 // reapStale removes the stale temporary artifacts; only regular files that
 // match a pattern exactly are touched.
-func (a *app) reapStale() {
+func (b *Box) reapStale() {
 	for _, s := range staleArtifacts {
-		dir := s.dir(a)
+		dir := s.dir(b)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue
@@ -76,10 +76,10 @@ func (a *app) reapStale() {
 			}
 			p := filepath.Join(dir, e.Name())
 			if err := os.Remove(p); err != nil {
-				a.ui.Warn("could not remove stale %s: %v", p, err)
+				b.ui.Warn("could not remove stale %s: %v", p, err)
 				continue
 			}
-			a.ui.Info("removed stale %s", p)
+			b.ui.Info("removed stale %s", p)
 		}
 	}
 }
@@ -87,20 +87,20 @@ func (a *app) reapStale() {
 // withLock runs fn under the operation lock, unless a restore's cut-over
 // was interrupted: then the box may be missing or half restored, and
 // nothing but the restore that recovers it runs (see withLockResuming).
-func (a *app) withLock(fn func() error) error {
-	return a.withLockResuming("", fn)
+func (b *Box) withLock(fn func() error) error {
+	return b.withLockResuming("", fn)
 }
 
 // withLockResuming is withLock for a restore of the backup resume, which is
 // allowed to run after an interrupted cut-over when resume is the safety
 // snapshot its journal names.
-func (a *app) withLockResuming(resume string, fn func() error) error {
-	unlock, err := a.lock()
+func (b *Box) withLockResuming(resume string, fn func() error) error {
+	unlock, err := b.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := a.checkInterruptedRestore(resume); err != nil {
+	if err := b.checkInterruptedRestore(resume); err != nil {
 		return err
 	}
 	return fn()
@@ -108,16 +108,16 @@ func (a *app) withLockResuming(resume string, fn func() error) error {
 
 // checkInterruptedRestore refuses while the restore journal stands, naming
 // the safety snapshot that holds the original box and how to recover.
-func (a *app) checkInterruptedRestore(resume string) error {
-	journal := filepath.Join(a.cfg.StateDir(), backup.JournalFile)
-	safety, err := backup.Interrupted(a.cfg.StateDir())
+func (b *Box) checkInterruptedRestore(resume string) error {
+	journal := filepath.Join(b.cfg.StateDir(), backup.JournalFile)
+	safety, err := backup.Interrupted(b.cfg.StateDir())
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the journal of an interrupted restore: %w; inspect or remove %s", err, journal)
 	case safety == "":
 		return nil
 	case safety == resume:
-		a.ui.Warn("recovering the original machine of an interrupted restore from %s", safety)
+		b.ui.Warn("recovering the original machine of an interrupted restore from %s", safety)
 		return nil
 	}
 	return fmt.Errorf("an interrupted restore left the original machine in the backup %s; "+

@@ -1,18 +1,22 @@
-package cli
+// Package box is the lifecycle of one hermes-box: init (preflight, the
+// disposable builder, the runtime machine), start and stop, status,
+// snapshot and restore orchestration, and the executor wiring. A Box is
+// built once from the project's configuration; every agent verb it runs
+// goes through one call (Call). The command line (host/internal/cli) only
+// reads flags, calls a Box method and renders what it returns.
+package box
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // boxUser is the guest account the host logs in as.
@@ -28,15 +32,23 @@ const (
 	envTestTiming       = "HBX_TEST_TIMING"        // "fast" shortens every wait
 )
 
-// app is what the box commands share: the configuration, the smolvm
-// driver, the streams and the progress renderer.
-type app struct {
+// UI renders the lifecycle's steps and the agent's events.
+type UI interface {
+	// Event renders one event of the agent (or of the host).
+	Event(ev protocol.Event)
+	// Step renders the start of a step and returns the function that
+	// renders its end: done when err is nil, failed otherwise.
+	Step(name, msg string) func(err error)
+	Info(format string, args ...any)
+	Warn(format string, args ...any)
+}
+
+// Box is one box: its configuration, the smolvm driver and how to reach
+// its agent.
+type Box struct {
 	cfg    *config.Config
 	vm     *smolvm.Driver
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	ui     *progress
+	ui     UI
 	timing timings
 	listen listener.Checker
 	// hostCheck verifies the host OS and architecture.
@@ -45,6 +57,8 @@ type app struct {
 	relayCmd  string
 	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
 	testPinsDir string
+	// drv is the machine driver of snapshot, restore and package.
+	drv machineDriver
 }
 
 // timings bounds every wait of the lifecycle.
@@ -71,8 +85,9 @@ func fastTimings() timings {
 		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second}
 }
 
-// newApp loads the configuration of the project and wires the app.
-func newApp(cmd *cobra.Command) (*app, error) {
+// Load finds the project, loads its configuration and builds its Box,
+// which renders its progress on ui.
+func Load(ui UI) (*Box, error) {
 	root, err := projectRoot()
 	if err != nil {
 		return nil, err
@@ -81,29 +96,35 @@ func newApp(cmd *cobra.Command) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{
-		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}),
-		stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
+	return New(cfg, ui), nil
+}
+
+// New builds the Box of cfg, applying the test hooks of the environment.
+func New(cfg *config.Config, ui UI) *Box {
+	b := &Box{
+		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}), ui: ui,
 		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxUser,
 	}
-	format, _ := cmd.Flags().GetString("log-format")
-	a.ui = newProgress(a.stderr, format)
 	if cfg.ExecutorEnabled {
-		a.timing.startupDeadline = 2 * time.Hour
+		b.timing.startupDeadline = 2 * time.Hour
 	}
 	if v := os.Getenv(envTestTiming); v == "fast" {
-		a.timing = fastTimings()
+		b.timing = fastTimings()
 	}
 	if os.Getenv(envTestHost) == "supported" {
-		a.hostCheck = func() error { return nil }
+		b.hostCheck = func() error { return nil }
 	}
 	if v := os.Getenv(envTestSSHUser); v != "" {
-		a.sshUser = v
+		b.sshUser = v
 	}
-	a.relayCmd = os.Getenv(envTestRelayCommand)
-	a.testPinsDir = os.Getenv(envTestAgentPins)
-	return a, nil
+	b.relayCmd = os.Getenv(envTestRelayCommand)
+	b.testPinsDir = os.Getenv(envTestAgentPins)
+	b.drv = newSmolDriver(b)
+	return b
 }
+
+// Config is the box's configuration.
+func (b *Box) Config() *config.Config { return b.cfg }
 
 // projectRoot is $HERMES_BOX_PROJECT_ROOT, else the working directory when
 // it holds a Smolfile, else the parent of the executable's directory

@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"context"
@@ -29,26 +29,26 @@ const (
 // installTestPins copies the test pin directory into the builder and
 // returns the agent's environment and a cleanup that removes the copy. It
 // does nothing unless the hook is set.
-func (a *app) installTestPins(ctx context.Context, name string) ([]string, func() error, error) {
+func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func() error, error) {
 	noop := func() error { return nil }
-	if a.testPinsDir == "" {
+	if b.testPinsDir == "" {
 		return nil, noop, nil
 	}
-	a.ui.Warn("%s is set: provisioning with test-only stand-in artifacts, not the production pins", envTestAgentPins)
-	files, err := testPinFiles(a.testPinsDir)
+	b.ui.Warn("%s is set: provisioning with test-only stand-in artifacts, not the production pins", envTestAgentPins)
+	files, err := testPinFiles(b.testPinsDir)
 	if err != nil {
 		return nil, noop, err
 	}
-	if err := a.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", guestTestPinsDir); err != nil {
+	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", guestTestPinsDir); err != nil {
 		return nil, noop, err
 	}
 	cleanup := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), a.timing.cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
 		defer cancel()
-		return a.execOK(ctx, name, "/bin/rm", "-rf", guestTestPinsDir)
+		return b.execOK(ctx, name, "/bin/rm", "-rf", guestTestPinsDir)
 	}
 	for _, f := range files {
-		if err := a.vm.CopyIn(ctx, name, f, path.Join(guestTestPinsDir, filepath.Base(f))); err != nil {
+		if err := b.vm.CopyIn(ctx, name, f, path.Join(guestTestPinsDir, filepath.Base(f))); err != nil {
 			return nil, noop, fmt.Errorf("copying the test pins: %w", err)
 		}
 	}
@@ -82,8 +82,8 @@ func testPinFiles(dir string) ([]string, error) {
 // provisionTransport is the smolvm-exec transport for provision: the verb
 // runs directly (the agent does not allow it through the relay), with the
 // test pins' environment when the hook is set.
-func (a *app) provisionTransport(name string, env []string) *relay.Exec {
-	tr := a.execRelay(name)
+func (b *Box) provisionTransport(name string, env []string) *relay.Exec {
+	tr := b.execRelay(name)
 	tr.Direct = true
 	tr.Env = env
 	return tr

@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"bytes"
@@ -13,14 +13,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spf13/cobra"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
-	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // machineDriver is what the backup commands need of smolvm.
@@ -44,31 +41,20 @@ type machineDriver interface {
 	Version(ctx context.Context) string
 }
 
-// boxEnv is the configuration and the drivers of one command.
-type boxEnv struct {
-	app     *app
-	cfg     *config.Config
-	drv     machineDriver
-	pubKey  []byte // authorized_keys line of the project key
-	finger  string
-	stdout  io.Writer
-	backups string
+// backupRun is one snapshot, restore or package: the box and its project
+// key.
+type backupRun struct {
+	box    *Box
+	pubKey []byte // authorized_keys line of the project key
+	finger string
 	// resume is the backup a restore was asked for: when an interrupted
 	// cut-over's journal names it, restoring it is how to recover.
 	resume string
 }
 
-// newMachineDriver builds the smolvm driver of a command; tests may
-// replace it.
-var newMachineDriver = func(a *app) (machineDriver, error) { return newSmolDriver(a), nil }
-
-// loadBoxEnv loads the configuration and the project key for a command.
-func loadBoxEnv(cmd *cobra.Command) (*boxEnv, error) {
-	a, err := newApp(cmd)
-	if err != nil {
-		return nil, err
-	}
-	cfg := a.cfg
+// backupRun reads the project key for a snapshot, restore or package.
+func (b *Box) backupRun() (*backupRun, error) {
+	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
 	if err != nil {
 		return nil, fmt.Errorf("reading the SSH public key: %w", err)
@@ -77,23 +63,18 @@ func loadBoxEnv(cmd *cobra.Command) (*boxEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s.pub: %w", cfg.SSHKeyPath(), err)
 	}
-	drv, err := newMachineDriver(a)
-	if err != nil {
-		return nil, err
-	}
-	return &boxEnv{app: a, cfg: cfg, drv: drv, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key),
-		stdout: a.stdout, backups: cfg.BackupsDir()}, nil
+	return &backupRun{box: b, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key)}, nil
 }
 
 // locked takes the operation lock (which reaps leftover files and refuses
 // while an interrupted cut-over's journal stands, unless this is the
 // restore that recovers it), deletes candidate machines an interrupted
 // restore left, then runs fn.
-func (e *boxEnv) locked(ctx context.Context, fn func() error) error {
-	return e.app.withLockResuming(e.resume, func() error {
-		removed, err := backup.ReapCandidates(ctx, e.ops(), e.cfg.MachineName)
+func (e *backupRun) locked(ctx context.Context, fn func() error) error {
+	return e.box.withLockResuming(e.resume, func() error {
+		removed, err := backup.ReapCandidates(ctx, e.ops(), e.box.cfg.MachineName)
 		for _, n := range removed {
-			e.app.ui.Info("removed the leftover candidate machine %s", n)
+			e.box.ui.Info("removed the leftover candidate machine %s", n)
 		}
 		if err != nil {
 			return fmt.Errorf("reaping candidate machines: %w", err)
@@ -102,23 +83,24 @@ func (e *boxEnv) locked(ctx context.Context, fn func() error) error {
 	})
 }
 
-func (e *boxEnv) meta(label string) backup.Meta {
-	return backup.Meta{Machine: e.cfg.MachineName, Label: label, Smolvm: e.drv.Version(context.Background()),
+func (e *backupRun) meta(label string) backup.Meta {
+	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
 		GOOS: runtime.GOOS, Fingerprint: e.finger, Now: time.Now()}
 }
 
-func (e *boxEnv) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
-	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: e.backups, Port: e.cfg.SSHPort, Meta: e.meta(label), LeaveStopped: leaveStopped}
+func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
+	cfg := e.box.cfg
+	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label), LeaveStopped: leaveStopped}
 	return s.Run(ctx)
 }
 
-func (e *boxEnv) ops() *boxOps { return &boxOps{machineDriver: e.drv, env: e} }
+func (e *backupRun) ops() *boxOps { return &boxOps{machineDriver: e.box.drv, env: e} }
 
 // boxOps implements backup.SnapshotOps and backup.MachineOps on the driver
 // and the agent's verbs.
 type boxOps struct {
 	machineDriver
-	env *boxEnv
+	env *backupRun
 	// stopped are the services StopServices stopped, in stop order.
 	stopped []string
 }
@@ -126,17 +108,14 @@ type boxOps struct {
 // sshdService is the box's SSH server in the supervisor's table.
 const sshdService = "sshd"
 
+// agent runs a verb in machine name (on SSH port) for the backup; its
+// events are not rendered.
 func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string, stdin io.Reader, stdout io.Writer) error {
-	a, err := o.Agent(ctx, name, port)
+	tr, err := o.Agent(ctx, name, port)
 	if err != nil {
 		return err
 	}
-	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
-	code, err := a.Run(ctx, req, stdin, stdout, nil)
-	if err == nil && code != 0 {
-		err = fmt.Errorf("agent %v exited with status %d", argv, code)
-	}
-	return err
+	return Call(ctx, tr, nil, argv, stdin, stdout)
 }
 
 // StopServices stops, in reverse priority order, the running services
@@ -144,7 +123,7 @@ func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string
 // starts the ones it stopped.
 func (o *boxOps) StopServices(ctx context.Context, name string) error {
 	var out bytes.Buffer
-	if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "status", "--json"}, nil, &out); err != nil {
+	if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "status", "--json"}, nil, &out); err != nil {
 		return err
 	}
 	var st struct {
@@ -158,7 +137,7 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 		if s.Name == sshdService || s.State != health.ServiceRunning {
 			continue
 		}
-		if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {
+		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {
 			return err
 		}
 		o.stopped = append(o.stopped, s.Name)
@@ -168,7 +147,7 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 
 func (o *boxOps) StartServices(ctx context.Context, name string) error {
 	for _, s := range slices.Backward(o.stopped) {
-		if err := o.agent(ctx, name, o.env.cfg.SSHPort, []string{"services", "start", s}, nil, io.Discard); err != nil {
+		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "start", s}, nil, io.Discard); err != nil {
 			return err
 		}
 	}
@@ -177,7 +156,7 @@ func (o *boxOps) StartServices(ctx context.Context, name string) error {
 }
 
 func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) error {
-	return o.agent(ctx, name, o.env.cfg.SSHPort, []string{"snapshot", "write", part}, nil, w)
+	return o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"snapshot", "write", part}, nil, w)
 }
 
 func (o *boxOps) FreePort(ctx context.Context) (int, error) { return freeLoopbackPort(ctx) }
@@ -212,7 +191,7 @@ func (o *boxOps) Health(ctx context.Context, name string, port int) error {
 	if err != nil {
 		return err
 	}
-	report, err := o.env.app.health(ctx, tr)
+	report, err := o.env.box.health(ctx, tr)
 	if err != nil {
 		return fmt.Errorf("health of %s: %w", name, err)
 	}

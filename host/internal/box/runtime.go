@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"context"
@@ -34,8 +34,8 @@ const (
 )
 
 // runtimeSpec is the box's `machine create --from`.
-func (a *app) runtimeSpec(artifact string) smolvm.CreateSpec {
-	c := a.cfg
+func (b *Box) runtimeSpec(artifact string) smolvm.CreateSpec {
+	c := b.cfg
 	s := smolvm.CreateSpec{
 		Name: c.MachineName, From: artifact, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
 		StorageGB: c.StorageGB, OverlayGB: c.OverlayGB,
@@ -64,12 +64,12 @@ const envRestoreMode = "HERMES_BOX_RESTORE_MODE=true"
 // restoreSpec is runtimeSpec for a machine in restore mode: name on SSH
 // port, created from the base artifact. A machine other than the box (a
 // restore's candidate) publishes only its SSH port.
-func (a *app) restoreSpec(name string, port int) smolvm.CreateSpec {
-	s := a.runtimeSpec(a.baseArtifact())
+func (b *Box) restoreSpec(name string, port int) smolvm.CreateSpec {
+	s := b.runtimeSpec(b.BaseArtifact())
 	s.Name = name
 	s.Ports = []smolvm.Port{{Host: port, Guest: guestSSHPort}}
-	if a.cfg.ExecutorEnabled && name == a.cfg.MachineName {
-		s.Ports = append(s.Ports, smolvm.Port{Host: a.cfg.ExecutorPort, Guest: guestExecutorPort})
+	if b.cfg.ExecutorEnabled && name == b.cfg.MachineName {
+		s.Ports = append(s.Ports, smolvm.Port{Host: b.cfg.ExecutorPort, Guest: guestExecutorPort})
 	}
 	s.Env = append(s.Env, envRestoreMode)
 	return s
@@ -77,33 +77,33 @@ func (a *app) restoreSpec(name string, port int) smolvm.CreateSpec {
 
 // createRuntime creates the box from the artifact and checks that its
 // packed layers survived extraction; a box that fails here is deleted.
-func (a *app) createRuntime(ctx context.Context, artifact string) error {
-	return a.createMachine(ctx, a.runtimeSpec(artifact))
+func (b *Box) createRuntime(ctx context.Context, artifact string) error {
+	return b.createMachine(ctx, b.runtimeSpec(artifact))
 }
 
 // createMachine creates a machine from a packed artifact (spec.From) and
 // checks that its packed layers survived extraction; a machine that fails
 // here is deleted.
-func (a *app) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
-	if err := checkNetworkMode(a.cfg.NetworkMode); err != nil {
+func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
+	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
 		return err
 	}
 	name := spec.Name
-	done := a.ui.Step("create", name+" from "+spec.From)
+	done := b.ui.Step("create", name+" from "+spec.From)
 	defer func() { done(err) }()
-	if err := a.vm.Create(ctx, spec); err != nil {
+	if err := b.vm.Create(ctx, spec); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			if derr := a.removeMachine(name); derr != nil {
+			if derr := b.removeMachine(name); derr != nil {
 				err = errors.Join(err, fmt.Errorf("deleting the half-created %s: %w", name, derr))
 			} else {
 				err = fmt.Errorf("%w (the machine %s was deleted)", err, name)
 			}
 		}
 	}()
-	dir, err := a.vm.DataDir(ctx, name)
+	dir, err := b.vm.DataDir(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -111,28 +111,28 @@ func (a *app) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 	if _, err := os.Stat(marker); err != nil {
 		return fmt.Errorf("the packed layers of %s are missing (%s: %w): smolvm's extraction cache evicted them", name, marker, err)
 	}
-	return a.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
+	return b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
 }
 
 // pinHostKey reads the guest's host keys out of band (agent `hostkeys`
 // through smolvm exec) and pins the ed25519 one.
-func (a *app) pinHostKey(ctx context.Context, name string) error {
-	done := a.ui.Step("hostkey", "pinning the SSH host key of "+name)
-	key, err := a.readHostKey(ctx, name)
+func (b *Box) pinHostKey(ctx context.Context, name string) error {
+	done := b.ui.Step("hostkey", "pinning the SSH host key of "+name)
+	key, err := b.readHostKey(ctx, name)
 	if err == nil {
-		err = keys.SaveHostKey(a.cfg.StateDir(), name, key)
+		err = keys.SaveHostKey(b.cfg.StateDir(), name, key)
 	}
 	if err == nil {
-		a.ui.Info("pinned %s %s", key.Type(), keys.Fingerprint(key))
+		b.ui.Info("pinned %s %s", key.Type(), keys.Fingerprint(key))
 	}
 	done(err)
 	return err
 }
 
-func (a *app) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timing.callTimeout)
+func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := a.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "hostkeys"}})
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "hostkeys"}})
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +160,11 @@ func (a *app) readHostKey(ctx context.Context, name string) (ssh.PublicKey, erro
 }
 
 // copyDocuments copies the user's documents into the box's work dir.
-func (a *app) copyDocuments(ctx context.Context, name string, docs []string) error {
+func (b *Box) copyDocuments(ctx context.Context, name string, docs []string) error {
 	for _, d := range docs {
 		dst := path.Join(guestDocumentsDir, filepath.Base(d))
-		done := a.ui.Step("document", d+" → "+dst)
-		err := a.vm.CopyIn(ctx, name, d, dst)
+		done := b.ui.Step("document", d+" → "+dst)
+		err := b.vm.CopyIn(ctx, name, d, dst)
 		done(err)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 )
 
 // smolDriver is the machineDriver of snapshot, restore and package on the
-// smolvm driver and the app's helpers: the same create, start and verify
+// smolvm driver and the box's helpers: the same create, start and verify
 // as init and start.
 type smolDriver struct {
-	a *app
+	b *Box
 	// restoring are the machines this process created in restore mode
 	// whose backup is not applied yet: their agent is reached through
 	// smolvm exec, as their sshd is not running.
@@ -22,7 +22,7 @@ type smolDriver struct {
 	restoring map[string]bool
 }
 
-func newSmolDriver(a *app) *smolDriver { return &smolDriver{a: a, restoring: map[string]bool{}} }
+func newSmolDriver(b *Box) *smolDriver { return &smolDriver{b: b, restoring: map[string]bool{}} }
 
 func (d *smolDriver) inRestoreMode(name string) bool {
 	d.mu.Lock()
@@ -41,11 +41,11 @@ func (d *smolDriver) setRestoreMode(name string, on bool) {
 }
 
 func (d *smolDriver) Exists(ctx context.Context, name string) (bool, error) {
-	return d.a.vm.Exists(ctx, name)
+	return d.b.vm.Exists(ctx, name)
 }
 
 func (d *smolDriver) Running(ctx context.Context, name string) (bool, error) {
-	m, err := d.a.vm.Status(ctx, name)
+	m, err := d.b.vm.Status(ctx, name)
 	if err != nil {
 		return false, err
 	}
@@ -53,7 +53,7 @@ func (d *smolDriver) Running(ctx context.Context, name string) (bool, error) {
 }
 
 func (d *smolDriver) List(ctx context.Context) ([]string, error) {
-	ms, err := d.a.vm.List(ctx)
+	ms, err := d.b.vm.List(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (d *smolDriver) List(ctx context.Context) ([]string, error) {
 // band: it carries the backup's host keys.
 func (d *smolDriver) Start(ctx context.Context, name string, port int) error {
 	restored := d.inRestoreMode(name)
-	if err := d.a.bootAndVerifyAt(ctx, name, port, restored); err != nil {
+	if err := d.b.bootAndVerifyAt(ctx, name, port, restored); err != nil {
 		return err
 	}
 	d.setRestoreMode(name, false)
@@ -79,8 +79,8 @@ func (d *smolDriver) Start(ctx context.Context, name string, port int) error {
 // Boot starts a machine in restore mode and waits only until its agent
 // answers through smolvm exec: its services wait for the restore.
 func (d *smolDriver) Boot(ctx context.Context, name string) error {
-	done := d.a.ui.Step("start", name+" in restore mode")
-	err := d.a.vm.Start(ctx, name)
+	done := d.b.ui.Step("start", name+" in restore mode")
+	err := d.b.vm.Start(ctx, name)
 	if err == nil {
 		err = d.waitExec(ctx, name)
 	}
@@ -91,12 +91,12 @@ func (d *smolDriver) Boot(ctx context.Context, name string) error {
 // waitExec polls the agent's version verb through smolvm exec until it
 // answers, within the startup deadline.
 func (d *smolDriver) waitExec(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, d.a.timing.startupDeadline)
+	ctx, cancel := context.WithTimeout(ctx, d.b.timing.startupDeadline)
 	defer cancel()
 	var last error
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, d.a.timing.callTimeout)
-		res, err := d.a.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "version"}})
+		cctx, ccancel := context.WithTimeout(ctx, d.b.timing.callTimeout)
+		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "version"}})
 		ccancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
@@ -105,7 +105,7 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 		if err == nil {
 			last = fmt.Errorf("agent version exited with status %d: %s", res.ExitCode, tail(res.Stderr))
 		}
-		if serr := sleep(ctx, d.a.timing.pollInterval); serr != nil {
+		if serr := sleep(ctx, d.b.timing.pollInterval); serr != nil {
 			return fmt.Errorf("the agent of %s did not answer through smolvm exec: %w", name, last)
 		}
 	}
@@ -113,15 +113,15 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 
 // Stop stops a machine that runs; a stopped one is left alone.
 func (d *smolDriver) Stop(ctx context.Context, name string) error {
-	m, err := d.a.vm.Status(ctx, name)
+	m, err := d.b.vm.Status(ctx, name)
 	if err != nil {
 		return err
 	}
 	if m.State != smolvm.StateRunning && m.State != smolvm.StateUnreachable {
 		return nil
 	}
-	done := d.a.ui.Step("stop", name)
-	err = d.a.vm.Stop(ctx, name)
+	done := d.b.ui.Step("stop", name)
+	err = d.b.vm.Stop(ctx, name)
 	done(err)
 	return err
 }
@@ -129,15 +129,15 @@ func (d *smolDriver) Stop(ctx context.Context, name string) error {
 // Delete deletes a machine; a machine other than the box (a candidate)
 // also loses its pinned host key.
 func (d *smolDriver) Delete(ctx context.Context, name string) error {
-	done := d.a.ui.Step("delete", name)
-	err := d.a.vm.Delete(ctx, name, true)
+	done := d.b.ui.Step("delete", name)
+	err := d.b.vm.Delete(ctx, name, true)
 	done(err)
 	if err != nil {
 		return err
 	}
 	d.setRestoreMode(name, false)
-	if name != d.a.cfg.MachineName {
-		return keys.RemoveHostKey(d.a.cfg.StateDir(), name)
+	if name != d.b.cfg.MachineName {
+		return keys.RemoveHostKey(d.b.cfg.StateDir(), name)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (d *smolDriver) Delete(ctx context.Context, name string) error {
 // CreateRestore creates name from the base artifact in restore mode, on
 // SSH port, with the runtime's create (one code path with init).
 func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) error {
-	if err := d.a.createMachine(ctx, d.a.restoreSpec(name, port)); err != nil {
+	if err := d.b.createMachine(ctx, d.b.restoreSpec(name, port)); err != nil {
 		return err
 	}
 	d.setRestoreMode(name, true)
@@ -156,9 +156,9 @@ func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) e
 // with the machine's pinned host key.
 func (d *smolDriver) Agent(_ context.Context, name string, port int) (relay.Transport, error) {
 	if d.inRestoreMode(name) {
-		return d.a.execRelay(name), nil
+		return d.b.execRelay(name), nil
 	}
-	tr, err := d.a.sshRelayTo(name, port)
+	tr, err := d.b.sshRelayTo(name, port)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (d *smolDriver) Agent(_ context.Context, name string, port int) (relay.Tran
 // Version is smolvm's version for the manifest, "unknown" when it cannot
 // be read.
 func (d *smolDriver) Version(ctx context.Context) string {
-	v, err := d.a.vm.Version(ctx)
+	v, err := d.b.vm.Version(ctx)
 	if err != nil {
 		return "unknown"
 	}

@@ -1,4 +1,4 @@
-package cli
+package box
 
 import (
 	"context"
@@ -20,48 +20,48 @@ const (
 	baseArtifactName    = "hermes-base.smolmachine"
 )
 
-// baseArtifact is the packed base image the box is created from.
-func (a *app) baseArtifact() string { return filepath.Join(a.cfg.ImagesDir(), baseArtifactName) }
+// BaseArtifact is the packed base image the box is created from.
+func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), baseArtifactName) }
 
 // buildBase builds the base image in a disposable builder and returns the
 // artifact's path. The builder is deleted whatever happens.
-func (a *app) buildBase(ctx context.Context) (artifact string, err error) {
-	name := a.cfg.BuilderName
+func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
+	name := b.cfg.BuilderName
 	defer func() {
-		done := a.ui.Step("builder-delete", name)
-		derr := a.removeMachine(name)
+		done := b.ui.Step("builder-delete", name)
+		derr := b.removeMachine(name)
 		done(derr)
 		if derr != nil {
 			err = errors.Join(err, fmt.Errorf("deleting builder %s: %w (delete it with smolvm machine delete --name %s --force)", name, derr, name))
 		}
 	}()
-	if err := a.createBuilder(ctx, name); err != nil {
+	if err := b.createBuilder(ctx, name); err != nil {
 		return "", err
 	}
-	if err := a.installAgent(ctx, name); err != nil {
+	if err := b.installAgent(ctx, name); err != nil {
 		return "", err
 	}
-	if err := a.waitBuilderNetwork(ctx, name); err != nil {
+	if err := b.waitBuilderNetwork(ctx, name); err != nil {
 		return "", err
 	}
-	if err := a.provision(ctx, name); err != nil {
+	if err := b.provision(ctx, name); err != nil {
 		return "", err
 	}
-	done := a.ui.Step("builder-stop", name)
-	err = a.vm.Stop(ctx, name)
+	done := b.ui.Step("builder-stop", name)
+	err = b.vm.Stop(ctx, name)
 	done(err)
 	if err != nil {
 		return "", err
 	}
-	return a.pack(ctx, name)
+	return b.pack(ctx, name)
 }
 
 // createBuilder creates the builder with a real NIC (virtio-net, not the
 // portless TSI default) and boots it.
-func (a *app) createBuilder(ctx context.Context, name string) error {
-	c := a.cfg
-	done := a.ui.Step("builder-create", fmt.Sprintf("%s from %s with build-time networking", name, pins.UbuntuImage))
-	err := a.vm.Create(ctx, smolvm.CreateSpec{Name: name, Image: pins.UbuntuImage, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
+func (b *Box) createBuilder(ctx context.Context, name string) error {
+	c := b.cfg
+	done := b.ui.Step("builder-create", fmt.Sprintf("%s from %s with build-time networking", name, pins.UbuntuImage))
+	err := b.vm.Create(ctx, smolvm.CreateSpec{Name: name, Image: pins.UbuntuImage, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
 		StorageGB: c.StorageGB, OverlayGB: c.OverlayGB, Net: true, NetBackend: "virtio-net"})
 	done(err)
 	if err != nil {
@@ -69,32 +69,32 @@ func (a *app) createBuilder(ctx context.Context, name string) error {
 	}
 	// 1.0.4 can record network=true and still boot without a NIC: apply
 	// --net again before the first boot.
-	if err := a.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true}); err != nil {
+	if err := b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true}); err != nil {
 		return err
 	}
-	done = a.ui.Step("builder-start", name)
-	err = a.vm.Start(ctx, name)
+	done = b.ui.Step("builder-start", name)
+	err = b.vm.Start(ctx, name)
 	done(err)
 	return err
 }
 
 // installAgent copies the agent for the guest's architecture and the
 // project's public key into the builder.
-func (a *app) installAgent(ctx context.Context, name string) error {
-	done := a.ui.Step("agent-copy", a.agentBinary())
-	err := a.vm.CopyIn(ctx, name, a.agentBinary(), relay.AgentPath)
+func (b *Box) installAgent(ctx context.Context, name string) error {
+	done := b.ui.Step("agent-copy", b.agentBinary())
+	err := b.vm.CopyIn(ctx, name, b.agentBinary(), relay.AgentPath)
 	if err == nil {
 		// smolvm cp does not keep the executable bit.
-		err = a.execOK(ctx, name, "/bin/chmod", "0755", relay.AgentPath)
+		err = b.execOK(ctx, name, "/bin/chmod", "0755", relay.AgentPath)
 	}
-	if err == nil && a.cfg.ExecutorEnabled {
-		err = a.vm.CopyIn(ctx, name, a.ociHelperBinary(), ociHelperPath)
+	if err == nil && b.cfg.ExecutorEnabled {
+		err = b.vm.CopyIn(ctx, name, b.ociHelperBinary(), ociHelperPath)
 		if err == nil {
-			err = a.execOK(ctx, name, "/bin/chmod", "0755", ociHelperPath)
+			err = b.execOK(ctx, name, "/bin/chmod", "0755", ociHelperPath)
 		}
 	}
 	if err == nil {
-		err = a.vm.CopyIn(ctx, name, a.cfg.SSHKeyPath()+keys.PubSuffix, guestAuthorizedKeys)
+		err = b.vm.CopyIn(ctx, name, b.cfg.SSHKeyPath()+keys.PubSuffix, guestAuthorizedKeys)
 	}
 	done(err)
 	return err
@@ -104,10 +104,10 @@ func (a *app) installAgent(ctx context.Context, name string) error {
 const ociHelperPath = relay.AgentPath + "-oci"
 
 // execOK runs a short command in the machine and wants status 0.
-func (a *app) execOK(ctx context.Context, name string, argv ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, a.timing.callTimeout)
+func (b *Box) execOK(ctx context.Context, name string, argv ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := a.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: argv})
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: argv})
 	if err != nil {
 		return err
 	}
@@ -120,22 +120,22 @@ func (a *app) execOK(ctx context.Context, name string, argv ...string) error {
 // waitBuilderNetwork runs the agent's netcheck until the builder has an
 // IPv4 default route and DNS: up to netProbes probes per boot and netBoots
 // boots, cycling the builder (stop, update --net, start) in between.
-func (a *app) waitBuilderNetwork(ctx context.Context, name string) error {
-	t := a.timing
+func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
+	t := b.timing
 	ctx, cancel := context.WithTimeout(ctx, t.netTotal)
 	defer cancel()
-	done := a.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
+	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
 	var last error
 	for boot := 1; boot <= t.netBoots; boot++ {
 		if boot > 1 {
-			a.ui.Warn("builder network unavailable after boot %d/%d; restarting the builder", boot-1, t.netBoots)
-			if err := a.cycleBuilder(ctx, name); err != nil {
+			b.ui.Warn("builder network unavailable after boot %d/%d; restarting the builder", boot-1, t.netBoots)
+			if err := b.cycleBuilder(ctx, name); err != nil {
 				done(err)
 				return err
 			}
 		}
 		for probe := 1; probe <= t.netProbes; probe++ {
-			if last = a.netcheck(ctx, name); last == nil {
+			if last = b.netcheck(ctx, name); last == nil {
 				done(nil)
 				return nil
 			}
@@ -152,8 +152,8 @@ func (a *app) waitBuilderNetwork(ctx context.Context, name string) error {
 	return err
 }
 
-func (a *app) netcheck(ctx context.Context, name string) error {
-	res, err := a.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "netcheck"}, Timeout: a.timing.netProbeTimeout})
+func (b *Box) netcheck(ctx context.Context, name string) error {
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "netcheck"}, Timeout: b.timing.netProbeTimeout})
 	if err != nil {
 		return err
 	}
@@ -163,60 +163,60 @@ func (a *app) netcheck(ctx context.Context, name string) error {
 	return nil
 }
 
-func (a *app) cycleBuilder(ctx context.Context, name string) error {
-	if err := a.vm.Stop(ctx, name); err != nil {
+func (b *Box) cycleBuilder(ctx context.Context, name string) error {
+	if err := b.vm.Stop(ctx, name); err != nil {
 		return err
 	}
-	if err := a.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true}); err != nil {
+	if err := b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true}); err != nil {
 		return err
 	}
-	return a.vm.Start(ctx, name)
+	return b.vm.Start(ctx, name)
 }
 
 // provisionArgv is the agent's provision request. Digests for artifacts the
 // pins do not cover travel only when the user configured them.
-func (a *app) provisionArgv() []string {
-	argv := []string{"provision", "--authorized-keys", guestAuthorizedKeys, "--hermes-commit", a.cfg.HermesCommit}
-	if a.cfg.UVSHA256 != "" {
-		argv = append(argv, "--uv-sha256", a.cfg.UVSHA256)
+func (b *Box) provisionArgv() []string {
+	argv := []string{"provision", "--authorized-keys", guestAuthorizedKeys, "--hermes-commit", b.cfg.HermesCommit}
+	if b.cfg.UVSHA256 != "" {
+		argv = append(argv, "--uv-sha256", b.cfg.UVSHA256)
 	}
-	if a.cfg.CodexSHA256 != "" {
-		argv = append(argv, "--codex-sha256", a.cfg.CodexSHA256)
+	if b.cfg.CodexSHA256 != "" {
+		argv = append(argv, "--codex-sha256", b.cfg.CodexSHA256)
 	}
 	return argv
 }
 
 // provision runs the agent's provision verb through the smolvm-exec
 // transport, rendering its progress.
-func (a *app) provision(ctx context.Context, name string) (err error) {
-	env, cleanup, err := a.installTestPins(ctx, name)
+func (b *Box) provision(ctx context.Context, name string) (err error) {
+	env, cleanup, err := b.installTestPins(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, cleanup()) }()
-	done := a.ui.Step("provision", name)
-	err = a.agent(ctx, a.provisionTransport(name, env), nil, nil, a.provisionArgv()...)
+	done := b.ui.Step("provision", name)
+	err = b.call(ctx, b.provisionTransport(name, env), b.provisionArgv(), nil, nil)
 	done(err)
 	return err
 }
 
 // pack packs the stopped builder and publishes the artifact atomically.
-func (a *app) pack(ctx context.Context, name string) (string, error) {
-	tmp := filepath.Join(a.cfg.ImagesDir(), "hermes-base.tmp-"+strconv.Itoa(os.Getpid()))
+func (b *Box) pack(ctx context.Context, name string) (string, error) {
+	tmp := filepath.Join(b.cfg.ImagesDir(), "hermes-base.tmp-"+strconv.Itoa(os.Getpid()))
 	packed := tmp + ".smolmachine"
 	cleanup := func() { os.Remove(tmp); os.Remove(packed) }
 	cleanup()
 	defer cleanup()
-	done := a.ui.Step("pack", a.baseArtifact())
-	err := a.vm.PackCreate(ctx, smolvm.PackSpec{FromVM: name, Smolfile: filepath.Join(a.cfg.ProjectRoot, "Smolfile"), Output: tmp})
+	done := b.ui.Step("pack", b.BaseArtifact())
+	err := b.vm.PackCreate(ctx, smolvm.PackSpec{FromVM: name, Smolfile: filepath.Join(b.cfg.ProjectRoot, "Smolfile"), Output: tmp})
 	if err == nil {
-		err = publishArtifact(packed, a.baseArtifact())
+		err = publishArtifact(packed, b.BaseArtifact())
 	}
 	done(err)
 	if err != nil {
 		return "", err
 	}
-	return a.baseArtifact(), nil
+	return b.BaseArtifact(), nil
 }
 
 func publishArtifact(packed, dst string) error {
@@ -235,17 +235,4 @@ func publishArtifact(packed, dst string) error {
 		return fmt.Errorf("publishing the base image: %w", err)
 	}
 	return nil
-}
-
-// tail is the last line or so of a command's stderr, for error messages.
-func tail(b []byte) string {
-	const max = 400
-	s := string(b)
-	if len(s) > max {
-		s = "…" + s[len(s)-max:]
-	}
-	if s == "" {
-		return "no output"
-	}
-	return s
 }

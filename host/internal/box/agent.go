@@ -1,0 +1,152 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// Call runs one agent verb over tr: the request carries argv and says
+// whether stdin (which may be nil) follows it, the verb's data goes to
+// stdout (nil discards it) and its events to onEvent (nil drops them). A
+// non-zero exit status is returned as an *ExitError. It is the one way
+// hermes-box runs an agent verb.
+func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event), argv []string, stdin io.Reader, stdout io.Writer) error {
+	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	code, err := tr.Run(ctx, req, stdin, stdout, onEvent)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return &ExitError{Argv: argv, Code: code}
+	}
+	return nil
+}
+
+// ExitError is an agent verb that exited non-zero; hermes-box exits with
+// the same status.
+type ExitError struct {
+	Argv []string
+	Code int
+}
+
+func (e *ExitError) Error() string {
+	verb := "request"
+	if len(e.Argv) > 0 {
+		verb = e.Argv[0]
+	}
+	return fmt.Sprintf("agent %s exited with status %d", verb, e.Code)
+}
+
+// ExitCode is the verb's exit status.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// call runs an agent verb over tr and renders its events on the box's UI.
+func (b *Box) call(ctx context.Context, tr relay.Transport, argv []string, stdin io.Reader, stdout io.Writer) error {
+	return Call(ctx, tr, b.ui.Event, argv, stdin, stdout)
+}
+
+// RunAgent runs an agent verb in the box over the SSH relay with the
+// pinned host key; its events are rendered on the box's UI.
+func (b *Box) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	tr, err := b.sshRelay()
+	if err != nil {
+		return err
+	}
+	return b.call(ctx, tr, argv, stdin, stdout)
+}
+
+// Relay is the SSH transport to the box once it runs; a box that does not
+// run is refused, saying what for.
+func (b *Box) Relay(ctx context.Context, purpose string) (relay.Transport, error) {
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	if m.State != smolvm.StateRunning {
+		return nil, fmt.Errorf("%s is %s: %s (hermes-box start)", m.Name, m.State, purpose)
+	}
+	return b.sshRelay()
+}
+
+// sshRelay is the SSH transport to the runtime box, with the pinned host key.
+func (b *Box) sshRelay() (*relay.SSH, error) {
+	return b.sshRelayTo(b.cfg.MachineName, b.cfg.SSHPort)
+}
+
+// sshRelayTo is the SSH transport to machine name on loopback port, with
+// the host key pinned for that machine.
+func (b *Box) sshRelayTo(name string, port int) (*relay.SSH, error) {
+	keyPath := b.cfg.SSHKeyPath()
+	if _, err := os.Stat(keyPath); err != nil {
+		return nil, fmt.Errorf("project SSH key %s: %w (run hermes-box init)", keyPath, err)
+	}
+	signer, err := keys.EnsureProjectKey(keyPath, b.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	hostKey, err := keys.LoadHostKey(b.cfg.StateDir(), name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no pinned host key for %s (it is pinned by hermes-box init): %w", name, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return &relay.SSH{Addr: addr, User: b.sshUser, Signer: signer, HostKey: hostKey,
+		Command: b.relayCmd, DialTimeout: b.timing.callTimeout}, nil
+}
+
+// execRelay is the smolvm-exec transport to a machine.
+func (b *Box) execRelay(machine string) *relay.Exec {
+	return &relay.Exec{Machine: machine, Execer: b.vm}
+}
+
+// health asks the agent for its report (the cheap checks, as status shows).
+func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
+	return b.healthReport(ctx, tr, false)
+}
+
+// healthReport asks the agent for its report; deep also runs the
+// installed tools (hermes, the messaging extra, node, npm, tmux, codex).
+func (b *Box) healthReport(ctx context.Context, tr relay.Transport, deep bool) (*health.Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	argv := []string{"health", "--json"}
+	if deep {
+		argv = append(argv, "--deep")
+	}
+	if err := b.call(ctx, tr, argv, nil, &out); err != nil {
+		return nil, err
+	}
+	return health.Decode(out.Bytes())
+}
+
+// tail is the last line or so of a command's stderr, for error messages.
+func tail(b []byte) string {
+	const max = 400
+	s := string(b)
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	if s == "" {
+		return "no output"
+	}
+	return s
+}

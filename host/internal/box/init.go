@@ -1,0 +1,88 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+)
+
+// Init checks the host, builds the base image in a disposable builder,
+// creates the box from it, copies the documents docs into its work dir and
+// waits until it is healthy, all under the operation lock.
+func (b *Box) Init(ctx context.Context, docs []string) error {
+	return b.withLock(func() error { return b.initBox(ctx, docs) })
+}
+
+// initBox is the whole of init, under the operation lock.
+func (b *Box) initBox(ctx context.Context, docs []string) error {
+	done := b.ui.Step("preflight", "host, smolvm "+b.cfg.MachineName)
+	err := b.preflight(ctx, docs)
+	done(err)
+	if err != nil {
+		return err
+	}
+	if err := b.ensureKey(); err != nil {
+		return err
+	}
+	artifact, err := b.buildBase(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.createRuntime(ctx, artifact); err != nil {
+		return err
+	}
+	if err := b.firstStart(ctx, docs); err != nil {
+		return b.firstStartFailed(err)
+	}
+	return nil
+}
+
+// ensureKey creates the project key unless the user supplies one.
+func (b *Box) ensureKey() error {
+	path := b.cfg.SSHKeyPath()
+	if b.cfg.ExternalSSHKey() {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the configured SSH key %s (HERMES_BOX_SSH_KEY) does not exist", path)
+		}
+	}
+	done := b.ui.Step("key", path)
+	_, err := keys.EnsureProjectKey(path, b.cfg.MachineName)
+	done(err)
+	return err
+}
+
+// firstStart starts the new box, pins its host key out of band, copies the
+// user's documents in and waits until it is healthy.
+func (b *Box) firstStart(ctx context.Context, docs []string) error {
+	name := b.cfg.MachineName
+	done := b.ui.Step("start", name)
+	err := b.vm.Start(ctx, name)
+	done(err)
+	if err != nil {
+		return err
+	}
+	if err := b.pinHostKey(ctx, name); err != nil {
+		return errors.Join(err, b.stopMachine(name))
+	}
+	if err := b.copyDocuments(ctx, name, docs); err != nil {
+		return errors.Join(err, b.stopMachine(name))
+	}
+	if err := b.verifyRunning(ctx); err != nil {
+		return errors.Join(err, b.stopMachine(name))
+	}
+	return nil
+}
+
+// firstStartFailed explains how to go on after the first start failed; the
+// machine is kept.
+func (b *Box) firstStartFailed(err error) error {
+	n := b.cfg.MachineName
+	return fmt.Errorf("first start of the box failed: %w\n\n"+
+		"The machine %q was kept (stopped), so nothing built is lost; it may hold injected secrets.\n"+
+		"  retry:    hermes-box start, then hermes-box status and hermes-box logs\n"+
+		"  rebuild:  hermes-box destroy --force && hermes-box init", err, n)
+}

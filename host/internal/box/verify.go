@@ -1,0 +1,231 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// errNoMachine is wrapped when the configured machine does not exist.
+var errNoMachine = errors.New("machine does not exist")
+
+// machineState returns the smolvm state of the machine, wrapping
+// errNoMachine when there is none.
+func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, error) {
+	exists, err := b.vm.Exists(ctx, name)
+	if err != nil {
+		return smolvm.Machine{}, err
+	}
+	if !exists {
+		// After an interrupted restore, init is not the way back.
+		if err := b.checkInterruptedRestore(""); err != nil {
+			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
+		}
+		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
+	}
+	return b.vm.Status(ctx, name)
+}
+
+// waitPort polls until something accepts on the SSH port.
+func (b *Box) waitPort(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if err := sleep(ctx, b.timing.pollInterval); err != nil {
+			return fmt.Errorf("waiting for %s: %w", addr, err)
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// verifyRunning checks a running box: the SSH port accepts, every published
+// port listens on loopback only, the agent answers over the SSH relay
+// (bounded readiness loop), and one deep check of its report passes.
+func (b *Box) verifyRunning(ctx context.Context) error {
+	return b.verifyMachine(ctx, b.cfg.MachineName, b.cfg.SSHPort)
+}
+
+// verifyMachine is verifyRunning for machine name with its SSH on port (a
+// restore's candidate publishes only SSH).
+func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
+	defer cancel()
+	ports := []int{port}
+	if b.cfg.ExecutorEnabled && name == b.cfg.MachineName {
+		ports = append(ports, b.cfg.ExecutorPort)
+	}
+	done := b.ui.Step("listener", fmt.Sprintf("SSH of %s on 127.0.0.1:%d, loopback only", name, port))
+	err := b.checkListeners(ctx, ports)
+	done(err)
+	if err != nil {
+		return err
+	}
+	tr, err := b.sshRelayTo(name, port)
+	if err != nil {
+		return err
+	}
+	done = b.ui.Step("health", "waiting for the agent")
+	err = b.waitHealthy(ctx, tr)
+	done(err)
+	return err
+}
+
+// checkListeners waits for the published ports and checks their binding.
+func (b *Box) checkListeners(ctx context.Context, ports []int) error {
+	for _, p := range ports {
+		addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
+		if err := b.waitPort(ctx, addr); err != nil {
+			return err
+		}
+		if err := b.listen.CheckLoopback(ctx, p); err != nil {
+			return fmt.Errorf("refusing an unsafe box: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitHealthy polls the agent's health until it answers and its report
+// passes the deep check. Services still starting (STARTING, BACKOFF) are
+// waited for, as the reference waits for supervisorctl to say RUNNING; a
+// service that gave up (FATAL) fails at once, as do a host key mismatch and
+// sshd refusing the project key. The startup deadline in ctx bounds the
+// whole wait. Once the cheap report passes, the box is ready only when a
+// deep one (the installed tools run) passes too, so a half-provisioned box
+// is never called ready.
+func (b *Box) waitHealthy(ctx context.Context, tr relay.Transport) error {
+	var last error
+	deep := false
+	for {
+		report, err := b.healthReport(ctx, tr, deep)
+		if err == nil {
+			if err = deepCheck(report); err == nil && deep {
+				return nil
+			}
+			if err == nil {
+				deep = true
+				continue
+			}
+			if gaveUp(report) {
+				return err
+			}
+		} else if errors.Is(err, relay.ErrHostKeyMismatch) || errors.Is(err, relay.ErrAuthRefused) {
+			return err
+		}
+		last = err
+		if serr := sleep(ctx, b.timing.pollInterval); serr != nil {
+			return fmt.Errorf("the box was not healthy within %v: %w", b.timing.startupDeadline, last)
+		}
+	}
+}
+
+// gaveUp reports whether a supervised service stopped trying (FATAL).
+func gaveUp(r *health.Report) bool {
+	for _, s := range r.Services {
+		if s.State == health.ServiceFatal {
+			return true
+		}
+	}
+	return false
+}
+
+// deepCheck judges a report: unhealthy or a service not RUNNING fails.
+func deepCheck(r *health.Report) error {
+	var problems []string
+	for code, c := range r.Checks {
+		if c.Status != health.StatusHealthy && c.Severity != health.SeverityInfo {
+			problems = append(problems, fmt.Sprintf("%s %s: %s", code, c.Status, c.Message))
+		}
+	}
+	for _, s := range r.Services {
+		if s.State != health.ServiceRunning {
+			problems = append(problems, fmt.Sprintf("service %s is %s", s.Name, s.State))
+		}
+	}
+	if r.Status == health.StatusUnhealthy || hasServiceProblem(r) {
+		return fmt.Errorf("box is %s: %s", r.Status, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func hasServiceProblem(r *health.Report) bool {
+	for _, s := range r.Services {
+		if s.State != health.ServiceRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// bootAndVerify starts a machine and verifies it; on failure it stops the
+// machine again and says why.
+func (b *Box) bootAndVerify(ctx context.Context, name string) error {
+	return b.bootAndVerifyAt(ctx, name, b.cfg.SSHPort, false)
+}
+
+// bootAndVerifyAt is bootAndVerify for a machine whose SSH is on port;
+// pin first pins its host key out of band (a machine restored from a
+// backup carries the backup's host keys).
+func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
+	done := b.ui.Step("start", name)
+	err := b.vm.Start(ctx, name)
+	done(err)
+	if err != nil {
+		return err
+	}
+	if pin {
+		err = b.pinHostKey(ctx, name)
+	}
+	if err == nil {
+		err = b.verifyMachine(ctx, name, port)
+	}
+	if err != nil {
+		stopErr := b.stopMachine(name)
+		if stopErr != nil {
+			return errors.Join(fmt.Errorf("%w; stopping the machine also failed", err), stopErr)
+		}
+		return fmt.Errorf("%w; the machine was stopped", err)
+	}
+	return nil
+}
+
+// stopMachine stops a machine on a fresh, bounded context, so that it
+// works during cleanup after the operation's context ended.
+func (b *Box) stopMachine(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
+	defer cancel()
+	return b.vm.Stop(ctx, name)
+}
+
+// removeMachine stops and deletes a machine on a fresh, bounded context.
+func (b *Box) removeMachine(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*b.timing.cleanupTimeout)
+	defer cancel()
+	exists, err := b.vm.Exists(ctx, name)
+	if err != nil || !exists {
+		return err
+	}
+	return b.vm.Delete(ctx, name, true)
+}
