@@ -14,7 +14,7 @@ import (
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
-// image pull links containers/image and umoci, which would triple the
+// image pull links containers/image, which would triple the
 // agent's size, memory and start-up time for every relay call and for the
 // supervisor; so the lean agent hands `executor` to the helper, built from
 // the same sources with the `oci` tag.

@@ -126,7 +126,7 @@ func setupBenchImage(b *testing.B) {
 }
 
 // BenchmarkExtract compares the agent's extraction (digest check, pre-check,
-// selection, umoci unpack, whiteouts) with GNU tar -xzf of the same blobs.
+// selection, tarfs unpack, whiteouts) with GNU tar -xzf of the same blobs.
 func BenchmarkExtract(b *testing.B) {
 	setupBenchImage(b)
 	b.Run("agent", func(b *testing.B) {

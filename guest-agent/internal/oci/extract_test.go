@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs/tarfstest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
@@ -62,27 +63,33 @@ func TestExtractRefusesWrongDigestOrSize(t *testing.T) {
 var maliciousCases = []struct {
 	name  string
 	layer []ent
-	rule  layercheck.Rule
+	rule  tarfs.Rule
 }{
-	{"absolute path", []ent{file("/outside/evil", "x")}, layercheck.RuleAbsolute},
-	{"dot-dot component", []ent{file("app/../../outside/evil", "x")}, layercheck.RuleDotDot},
-	{"dot-dot in the middle", []ent{file("app/a/../../../outside/evil", "x")}, layercheck.RuleDotDot},
-	{"through a symlink of the same layer", []ent{symlink("app/up", "../.."), file("app/up/outside/evil", "x")}, layercheck.RuleThroughSymlink},
-	{"through a symlink of a lower layer", []ent{file("app/lnk/outside/evil", "x")}, layercheck.RuleThroughSymlink},
-	{"through an absolute symlink", []ent{file("app/abs/evil", "x")}, layercheck.RuleThroughSymlink},
-	{"hardlink with dot-dot", []ent{hardlink("app/hl", "../outside/target")}, layercheck.RuleHardlinkEscape},
-	{"hardlink absolute", []ent{hardlink("app/hl", "/etc/passwd")}, layercheck.RuleHardlinkEscape},
-	{"hardlink through a symlink", []ent{hardlink("app/hl", "app/lnk/outside/target")}, layercheck.RuleThroughSymlink},
-	{"hardlink to nothing", []ent{hardlink("app/hl", "app/missing")}, layercheck.RuleHardlinkTarget},
-	{"character device", []ent{special("app/tty", tar.TypeChar)}, layercheck.RuleDevice},
-	{"block device", []ent{special("app/sda", tar.TypeBlock)}, layercheck.RuleDevice},
-	{"fifo", []ent{special("app/pipe", tar.TypeFifo)}, layercheck.RuleFifo},
-	{"whiteout of the parent", []ent{file("app/.wh...", "")}, layercheck.RuleWhiteout},
-	{"whiteout of nothing", []ent{file("app/.wh.", "")}, layercheck.RuleWhiteout},
-	{"whiteout with dot-dot", []ent{file("app/../.wh.outside", "")}, layercheck.RuleDotDot},
-	{"whiteout through a symlink", []ent{file("app/lnk/outside/.wh.target", "")}, layercheck.RuleThroughSymlink},
-	{"opaque whiteout through a symlink", []ent{file("app/lnk/outside/.wh..wh..opq", "")}, layercheck.RuleThroughSymlink},
-	{"nested whiteout marker", []ent{file("app/.wh..wh.plnk", "")}, layercheck.RuleWhiteout},
+	{"absolute path", []ent{file("/outside/evil", "x")}, tarfs.RuleAbsolute},
+	{"dot-dot component", []ent{file("app/../../outside/evil", "x")}, tarfs.RuleDotDot},
+	{"dot-dot in the middle", []ent{file("app/a/../../../outside/evil", "x")}, tarfs.RuleDotDot},
+	{"through a symlink of the same layer", []ent{symlink("app/up", "../.."), file("app/up/outside/evil", "x")}, tarfs.RuleThroughSymlink},
+	{"through a symlink of a lower layer", []ent{file("app/lnk/outside/evil", "x")}, tarfs.RuleThroughSymlink},
+	{"through an absolute symlink", []ent{file("app/abs/evil", "x")}, tarfs.RuleThroughSymlink},
+	{"hardlink with dot-dot", []ent{hardlink("app/hl", "../outside/target")}, tarfs.RuleHardlinkEscape},
+	{"hardlink absolute", []ent{hardlink("app/hl", "/etc/passwd")}, tarfs.RuleHardlinkEscape},
+	{"hardlink through a symlink", []ent{hardlink("app/hl", "app/lnk/outside/target")}, tarfs.RuleThroughSymlink},
+	{"hardlink to nothing", []ent{hardlink("app/hl", "app/missing")}, tarfs.RuleHardlinkTarget},
+	{"character device", []ent{special("app/tty", tar.TypeChar)}, tarfs.RuleDevice},
+	{"block device", []ent{special("app/sda", tar.TypeBlock)}, tarfs.RuleDevice},
+	{"fifo", []ent{special("app/pipe", tar.TypeFifo)}, tarfs.RuleFifo},
+	{"whiteout of the parent", []ent{file("app/.wh...", "")}, tarfs.RuleWhiteout},
+	{"whiteout of nothing", []ent{file("app/.wh.", "")}, tarfs.RuleWhiteout},
+	{"whiteout with dot-dot", []ent{file("app/../.wh.outside", "")}, tarfs.RuleDotDot},
+	{"whiteout through a symlink", []ent{file("app/lnk/outside/.wh.target", "")}, tarfs.RuleThroughSymlink},
+	{"opaque whiteout through a symlink", []ent{file("app/lnk/outside/.wh..wh..opq", "")}, tarfs.RuleThroughSymlink},
+	{"nested whiteout marker", []ent{file("app/.wh..wh.plnk", "")}, tarfs.RuleWhiteout},
+	{"through a hardlink to a symlink", []ent{hardlink("app/hl", "app/lnk"), file("app/hl/outside/evil", "x")}, tarfs.RuleThroughSymlink},
+	{"hardlink through a hardlink to a symlink", []ent{hardlink("app/hl", "app/abs"), hardlink("app/h2", "app/hl/outside/target")}, tarfs.RuleThroughSymlink},
+	{"kept symlink on the selected path", []ent{symlink("usr", "../outside")}, tarfs.RuleSelectedDir},
+	{"kept symlink deeper on the selected path", []ent{dir("usr/"), dir("usr/local/"), symlink("usr/local/bin", "/")}, tarfs.RuleSelectedDir},
+	{"selected directory replaced by a symlink", []ent{symlink("app", "../outside")}, tarfs.RuleSelectedDir},
+	{"selected directory made a hardlink to a symlink", []ent{dir("usr/"), hardlink("usr/local", "app/lnk")}, tarfs.RuleSelectedDir},
 }
 
 func TestMaliciousLayerCorpus(t *testing.T) {
@@ -105,7 +112,7 @@ func TestMaliciousLayerCorpus(t *testing.T) {
 			}
 			before := treeSnapshot(t, top, dest)
 			err := Extract(t.Context(), layout, descs, dest, ExtractOptions{UID: -1, GID: -1})
-			var refused *layercheck.RefusedError
+			var refused *tarfs.RefusedError
 			if !errors.As(err, &refused) || refused.Rule != tt.rule || refused.Layer != 2 {
 				t.Fatalf("got %v, want layer 2 refused for %q", err, tt.rule)
 			}
@@ -116,8 +123,46 @@ func TestMaliciousLayerCorpus(t *testing.T) {
 	}
 }
 
+// TestExtractMatchesGNUTar compares the unpack of a small image shaped
+// like Executor's (every path selected) with GNU tar's extraction of the
+// same layers, whiteouts applied: paths, types, modes, times, contents,
+// symlink targets and hard links.
+func TestExtractMatchesGNUTar(t *testing.T) {
+	tarBin, err := exec.LookPath("tar")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("GNU tar not found")
+		}
+		t.Skip("GNU tar not found")
+	}
+	top := t.TempDir()
+	ls, err := tarfstest.Scaled(top, 0.03)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := tarfstest.Blobs(ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	descs := writeLayout(t, filepath.Join(top, "layout"), blobs...)
+	got := filepath.Join(top, "agent")
+	if err := Extract(t.Context(), filepath.Join(top, "layout"), descs, got, ExtractOptions{Keep: tarfs.SelectAll, UID: -1, GID: -1}); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(top, "tar")
+	if err := os.Mkdir(want, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := tarfstest.TarReference(t.Context(), tarBin, tarfstest.Layers(ls), want); err != nil {
+		t.Fatal(err)
+	}
+	if err := tarfstest.CompareTrees(want, got); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestExtractRootless runs the extraction test again as an unprivileged
-// user (umoci's rootless mode with the explicit one-entry id map).
+// user (files given to the unprivileged user, as umoci's rootless mode did).
 func TestExtractRootless(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("already unprivileged: every extraction test here runs rootless")
@@ -147,7 +192,7 @@ func TestExtractRootless(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(t.Context(), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", "^(TestExtractAppliesWhiteoutsAndSelection|TestMaliciousLayerCorpus)$", "-test.count=1", "-test.v")
+		"-test.run", "^(TestExtractAppliesWhiteoutsAndSelection|TestMaliciousLayerCorpus|TestExtractMatchesGNUTar)$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestExtractAppliesWhiteoutsAndSelection") {

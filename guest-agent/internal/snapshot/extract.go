@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/layercheck"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/klauspost/pgzip"
 	"golang.org/x/sys/unix"
 )
@@ -26,9 +26,9 @@ var ErrUnsafeEntry = errors.New("unsafe archive entry")
 
 // CleanName turns an archive entry name into a slash path relative to the
 // destination ("" for the top), rejecting names that leave it: the rules of
-// layercheck.CleanParts (empty, NUL, absolute, any "..").
+// tarfs.CleanParts (empty, NUL, absolute, any "..").
 func CleanName(name string) (string, error) {
-	parts, rule := layercheck.CleanParts(name)
+	parts, rule := tarfs.CleanParts(name)
 	if rule != "" {
 		return "", fmt.Errorf("%w: %q", ErrUnsafeEntry, name)
 	}

@@ -1,4 +1,4 @@
-package layercheck
+package tarfs
 
 import (
 	"archive/tar"
@@ -95,13 +95,16 @@ func TestCheckerModelsReplacedSymlinks(t *testing.T) {
 
 // FuzzCheckLayer feeds arbitrary tar streams to the pre-check: it must never
 // panic, and whatever it accepts has no absolute or ".." names, no device
-// or fifo entries, and hardlinks that stay inside the root.
+// or fifo entries, hardlinks that stay inside the root, and no entry below
+// a symlink or a hard link to one (a hard link to a symlink is a symlink).
 func FuzzCheckLayer(f *testing.F) {
 	f.Add(tarBytes(f, []ent{dir("app/"), file("app/a", "x"), symlink("app/l", "/"), hardlink("app/h", "app/a")}))
 	for _, layer := range [][]ent{
 		{file("/outside/evil", "x")}, {file("app/../../evil", "x")},
 		{symlink("app/up", "../.."), file("app/up/evil", "x")}, {hardlink("app/hl", "../outside")},
 		{special("app/tty", tar.TypeChar)}, {special("app/p", tar.TypeFifo)}, {file("app/.wh...", "")},
+		{symlink("app/l", "/"), hardlink("app/h", "app/l"), file("app/h/evil", "x")},
+		{symlink("app/l", "/"), hardlink("app/h", "app/l"), hardlink("app/h2", "app/h"), dir("app/h2/x/")},
 	} {
 		f.Add(tarBytes(f, layer))
 	}
@@ -111,10 +114,28 @@ func FuzzCheckLayer(f *testing.F) {
 			return
 		}
 		tr := tar.NewReader(bytes.NewReader(data))
+		links := map[string]bool{} // paths that are symlinks now
 		for {
 			hdr, err := tr.Next()
 			if err != nil {
 				return
+			}
+			parts, _ := CleanParts(hdr.Name)
+			for i := 1; i < len(parts); i++ {
+				if links[strings.Join(parts[:i], "/")] {
+					t.Fatalf("accepted %q below the symlink %q", hdr.Name, strings.Join(parts[:i], "/"))
+				}
+			}
+			if p := strings.Join(parts, "/"); len(parts) > 0 && !strings.HasPrefix(parts[len(parts)-1], ".wh.") {
+				target, _ := CleanParts(hdr.Linkname)
+				links[p] = hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink && links[strings.Join(target, "/")]
+				if hdr.Typeflag != tar.TypeDir {
+					for k := range links {
+						if strings.HasPrefix(k, p+"/") {
+							delete(links, k) // a non-directory replaced the tree
+						}
+					}
+				}
 			}
 			for _, n := range []string{hdr.Name, hdr.Linkname} {
 				if n == hdr.Linkname && hdr.Typeflag != tar.TypeLink {

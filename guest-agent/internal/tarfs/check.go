@@ -1,10 +1,11 @@
-// Package layercheck is the pre-check of OCI layer tar entries: it refuses
-// (never contains or rewrites) absolute paths, ".." components, entries
-// through a symlink, hardlinks outside the root, device nodes, fifos and
-// whiteouts that point outside, modelling the merged tree across layers so
-// symlinks and whiteouts of earlier entries and layers count. It depends on
-// the standard library only, so it fuzzes fast.
-package layercheck
+package tarfs
+
+// The pre-check of OCI layer tar entries refuses (never contains or
+// rewrites) absolute paths, ".." components, entries through a symlink,
+// hardlinks outside the root, device nodes, fifos and whiteouts that point
+// outside, modelling the merged tree across layers so symlinks and whiteouts
+// of earlier entries and layers count. A hard link to a symlink is that
+// symlink (linkat does not follow it), so entries through it are refused.
 
 import (
 	"archive/tar"
@@ -30,6 +31,7 @@ const (
 	RuleWhiteout       Rule = "whiteout pointing outside"
 	RuleType           Rule = "unsupported entry type"
 	RuleName           Rule = "empty name"
+	RuleSelectedDir    Rule = "selected directory that is not a directory"
 )
 
 // RefusedError says which entry of which layer broke which rule.
@@ -75,6 +77,8 @@ type Entry struct {
 	Target   []string
 	// LinkParts is the cleaned hardlink target.
 	LinkParts []string
+	// LinkToSymlink is set for a hardlink whose target is a symlink.
+	LinkToSymlink bool
 }
 
 // Path is the entry's cleaned slash-separated path.
@@ -124,10 +128,17 @@ func (c *Checker) Check(hdr *tar.Header) (Entry, error) {
 		if r := c.throughSymlink(link); r != "" {
 			return refuse(r)
 		}
-		if k, ok := c.paths[strings.Join(link, "/")]; !ok || k.kind == kindDir {
+		k, ok := c.paths[strings.Join(link, "/")]
+		if !ok || k.kind == kindDir {
 			return refuse(RuleHardlinkTarget)
 		}
 		e.LinkParts = link
+		if k.kind == kindSymlink {
+			// linkat links the symlink itself: the new name is a symlink.
+			e.LinkToSymlink = true
+			c.record(e.Path(), tar.TypeSymlink)
+			return e, nil
+		}
 	case tar.TypeChar, tar.TypeBlock:
 		return refuse(RuleDevice)
 	case tar.TypeFifo:
