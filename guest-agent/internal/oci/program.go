@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
 // GuestPort is the port Executor listens on inside the box.
@@ -15,37 +17,28 @@ const DefaultDataDir = "/workspace/executor/data"
 // RuntimeUser runs Executor.
 const RuntimeUser = "hermes"
 
-// ProgramSpec is how the supervisor runs Executor, as plain data.
-type ProgramSpec struct {
-	Name    string   `json:"name"`
-	Command []string `json:"command"`
-	// Env is added to the supervisor's base environment for RuntimeUser.
-	Env  []string `json:"env"`
-	User string   `json:"user"`
-	Dir  string   `json:"dir"`
-}
-
 // Program returns the supervisor program for the active release under
 // runtimeRoot. It resolves `current` now, so a later activation takes
 // effect at the next (re)start and never swaps files under a running
 // process. hostPort is the port published on the host's loopback, which
-// the web UI's origin must name.
-func Program(runtimeRoot, dataDir string, hostPort int) (ProgramSpec, error) {
+// the web UI's origin must name. Its Env is added to the base environment
+// of RuntimeUser; the launcher (`executor run`) execs it.
+func Program(runtimeRoot, dataDir string, hostPort int) (supervise.Program, error) {
 	if hostPort < 1 || hostPort > 65535 {
-		return ProgramSpec{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
+		return supervise.Program{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
 	}
 	s := &Store{Root: runtimeRoot}
 	r, err := s.Current()
 	if err != nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+		return supervise.Program{}, fmt.Errorf("executor program: %w", err)
 	}
 	if r == nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
+		return supervise.Program{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
 	}
 	if err := CheckPayload(r.Dir); err != nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+		return supervise.Program{}, fmt.Errorf("executor program: %w", err)
 	}
-	return ProgramSpec{
+	return supervise.Program{
 		Name:    "executor",
 		Command: []string{filepath.Join(r.Dir, bunPath), "run", "src/serve.ts"},
 		Env: []string{

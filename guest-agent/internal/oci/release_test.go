@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
 func TestValidationFailureInstallsNothing(t *testing.T) {
@@ -72,7 +73,7 @@ func TestProgramSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := filepath.Join(s.Root, "releases", strings.TrimPrefix(ocitest.ImageDigest(t, imgs["arm64"]), "sha256:"))
-	want := ProgramSpec{
+	want := supervise.Program{
 		Name:    "executor",
 		Command: []string{rel + "/usr/local/bin/bun", "run", "src/serve.ts"},
 		Env: []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788",
