@@ -310,6 +310,7 @@ func TestLoadSettingValues(t *testing.T) {
 		{name: "executor port 65536 when enabled", conf: "HERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_PORT=65536",
 			wantErr: "HERMES_BOX_EXECUTOR_PORT must be a port from 1 to 65535, got 65536"},
 		{name: "image without digest when disabled", conf: "HERMES_BOX_EXECUTOR_IMAGE=executor:v1"},
+		{name: "image in upstream's current namespace", conf: "HERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_IMAGE=ghcr.io/usefulsoftwareco/executor-selfhost:v1.5.35@sha256:" + testDigest},
 		{name: "image without digest when enabled", conf: "HERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_IMAGE=executor:v1",
 			wantErr: `HERMES_BOX_EXECUTOR_IMAGE must be pinned as NAME:TAG@sha256:<64 lowercase hex>, got "executor:v1"`},
 		{name: "image with short digest", conf: "HERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_IMAGE=executor:v1@sha256:" + testDigest[:63],

@@ -39,6 +39,14 @@ const NodeMajor = 24
 const DefaultHermesCommit = "81eaedd0f5c471c7ee748990066135a684f3c962"
 
 // DefaultExecutorImage is the Executor image a new box pulls when enabled.
+//
+// It stays at v1.5.12 because no newer release's digest can be shown from
+// upstream: UsefulSoftwareCo/executor's publish workflow
+// (.github/workflows/publish-selfhost-docker.yml) pushes each architecture by
+// digest and keeps the digests only as short-lived run artifacts, and no
+// release note or file in the repository names one. Images from v1.5.17 on
+// (the packaged layout) are published to ghcr.io/usefulsoftwareco/executor-selfhost
+// and work when pinned by the user; see the README.
 const DefaultExecutorImage = "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b"
 
 // HermesRelease is one Hermes Agent commit hermes-box knows how to install

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,10 +76,19 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 // run runs hermes-box with args, bounded by timeout.
 func (b *box) run(timeout time.Duration, args ...string) Result {
 	b.t.Helper()
+	return b.runWith(nil, nil, timeout, args...)
+}
+
+// runWith is run with extra environment and stdin (both may be nil).
+func (b *box) runWith(env []string, stdin []byte, timeout time.Duration, args ...string) Result {
+	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.t.Context(), timeout)
 	defer cancel()
 	cmd := b.e.Command(ctx, "hermes-box", args...)
-	cmd.Env, cmd.Dir = b.env, b.Project
+	cmd.Env, cmd.Dir = append(slices.Clone(b.env), env...), b.Project
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -132,6 +142,7 @@ func TestBoxLifecycle(t *testing.T) {
 	phase(t, "remapped pack repaired", b.checkRepairs)
 	phase(t, "supervisorctl restart hermes", b.checkSupervisorctl)
 	phase(t, "logs", b.checkLogs)
+	phase(t, "executor connect-hermes", b.checkConnectHermes)
 	phase(t, "write workspace file", func() { b.writeNote("before the snapshot") })
 	var backup string
 	phase(t, "snapshot", func() { backup = b.snapshot() })

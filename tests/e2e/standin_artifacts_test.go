@@ -106,15 +106,20 @@ func newArtifactServer(t *testing.T, e *Env) *artifactServer {
 	return a
 }
 
-// build makes every artifact from the stand-in files.
+// build makes every artifact from the stand-in files. The installer's
+// `hermes mcp test` is the agent tests' stand-in, the same file.
 func (a *artifactServer) build(t *testing.T, dir string) {
+	mcpTest, err := os.ReadFile(filepath.Join(dir, "..", "..", "..", "..", "guest-agent", "internal", "executor", "hermeslink", "testdata", "hermes-standin.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := strings.NewReplacer("@UV_VERSION@", pins.UV.Version, "@CODEX_VERSION@", pins.Codex.Version,
-			"@NODE_VERSION@", fmt.Sprintf("%d.0.0", pins.NodeMajor))
+			"@NODE_VERSION@", fmt.Sprintf("%d.0.0", pins.NodeMajor), "@HERMES_MCP_TEST_STANDIN@", strings.TrimSpace(string(mcpTest)))
 		return []byte(r.Replace(string(b)))
 	}
 	a.served["/hermes/install.sh"] = read("install.sh")

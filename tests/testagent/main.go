@@ -1,6 +1,7 @@
 // The testagent command stands in for the hermes-box-agent verbs that cannot
-// run outside a real guest: netcheck (the real network) and provision (apt
-// and the installers). It speaks the same protocol (a request line on stdin
+// run outside a real guest: netcheck (the real network), provision (apt
+// and the installers) and executor refresh-discovery (Executor's port and
+// the boot id inside the guest). It speaks the same protocol (a request line on stdin
 // for relay, data on stdout, JSON Lines events on stderr, the verb's exit
 // status) and hands every other verb (boot, services, logs, hostkeys,
 // health, snapshot, …) to the real agent, whose path is linked in with
@@ -11,7 +12,8 @@
 // Its behaviour is steered by files under <root>/.testagent/ (the fake
 // smolvm copies a seed image into a machine's root): netcheck-fail holds how
 // many netchecks still fail; provision-fail makes provision fail with status
-// 3. It records what it was asked in calls.log.
+// 3; executor refresh-discovery answers restarted once per machine
+// (discovery-refreshed marks it). It records what it was asked in calls.log.
 package main
 
 import (
@@ -95,6 +97,9 @@ func (t *agent) relay() int {
 		t.in = br
 		return fn(t, req.Argv[1:])
 	}
+	if strings.Join(req.Argv, " ") == "executor refresh-discovery" {
+		return t.refreshDiscovery()
+	}
 	var line bytes.Buffer
 	if err := protocol.WriteRequest(&line, req); err != nil {
 		t.fail("relay: %v", err)
@@ -115,6 +120,21 @@ func (t *agent) delegate(argv []string, stdin io.Reader) int {
 	}
 	if err != nil {
 		t.fail("running the real agent: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// refreshDiscovery answers as the agent's verb does, restarting nothing:
+// restarted the first time, then already done.
+func (t *agent) refreshDiscovery() int {
+	_, err := os.Stat(t.path("discovery-refreshed"))
+	res := protocol.DiscoveryRefresh{Restarted: errors.Is(err, os.ErrNotExist), BootID: "testagent-boot"}
+	if err := os.WriteFile(t.path("discovery-refreshed"), []byte(res.BootID+"\n"), 0o600); err != nil {
+		t.fail("refresh-discovery: %v", err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return 1
 	}
 	return 0

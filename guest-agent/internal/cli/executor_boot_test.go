@@ -130,6 +130,21 @@ func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image stri
 	if err := os.WriteFile(agent, script, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return launchExecutorBox(t, ns, reg, root, image)
+}
+
+// restartExecutorBox boots the stopped box old again, for image.
+func restartExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, old *executorBox, image string) *executorBox {
+	t.Helper()
+	return launchExecutorBox(t, ns, reg, old.root, image)
+}
+
+func launchExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, root, image string) *executorBox {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	b := &executorBox{root: root, stderr: &bytes.Buffer{}}
 	b.cmd = exec.Command(exe, "--root", root, "boot") // see startBoot
 	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
@@ -160,10 +175,12 @@ func waitHealth(t *testing.T, root, what string, cond func(*health.Report) bool)
 	}
 }
 
-// executorRegistry serves a stand-in Executor image from a registry inside
-// a fresh network namespace, where boot's fixed ports are free, and returns
-// the namespace, the registry and the image's pinned reference.
-func executorRegistry(t *testing.T) (*netns, *ocitest.Registry, string) {
+// executorRegistry serves stand-in Executor images of both layouts from a
+// registry inside a fresh network namespace, where boot's fixed ports are
+// free, and returns the namespace, the registry and each image's pinned
+// reference: the workspace layout under the legacy namespace, the packaged
+// one under the current one.
+func executorRegistry(t *testing.T) (*netns, *ocitest.Registry, map[oci.Layout]string) {
 	t.Helper()
 	ns := newNetns(t)
 	var ln net.Listener
@@ -173,16 +190,36 @@ func executorRegistry(t *testing.T) (*netns, *ocitest.Registry, string) {
 		t.Fatal(err)
 	}
 	reg := ocitest.NewRegistry(t, ln)
-	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
-	return ns, reg, ref
+	bun := readStandinBun(t)
+	refs := map[oci.Layout]string{
+		oci.LayoutWorkspace: reg.Push(t, "rhyssullivan/executor-selfhost:v1.5.12", ocitest.ExecutorImage(t, runtime.GOARCH, bun), nil),
+		oci.LayoutPackaged:  reg.Push(t, "usefulsoftwareco/executor-selfhost:v1.5.35", ocitest.PackagedExecutorImage(t, runtime.GOARCH, bun), nil),
+	}
+	return ns, reg, refs
 }
 
-func TestBootRunsExecutor(t *testing.T) {
-	ns, reg, ref := executorRegistry(t)
-	b := startExecutorBox(t, ns, reg, ref)
+// standinRecord is what the stand-in bun recorded when it started.
+type standinRecord struct {
+	PID  int
+	Argv []string
+	Cwd  string
+	Env  []string
+}
 
-	svcs := waitServices(t, b.root, "every program RUNNING", func(m map[string]health.Service) bool {
-		return len(m) == 3 && m["sshd"].State == health.ServiceRunning && m["hermes"].State == health.ServiceRunning && m["executor"].State == health.ServiceRunning
+// checkExecutorRuns waits for every program to run and the executor-api
+// check to pass, then checks that the supervised process is the active
+// release's own bun running layout's entry, in its selfhost dir, with
+// exactly the program's environment.
+func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layout) (*oci.Release, standinRecord) {
+	t.Helper()
+	data := filepath.Join(b.root, oci.DefaultDataDir)
+	var got standinRecord
+	svcs := waitServices(t, b.root, "every program RUNNING with a fresh stand-in record", func(m map[string]health.Service) bool {
+		if len(m) != 3 || m["sshd"].State != health.ServiceRunning || m["hermes"].State != health.ServiceRunning || m["executor"].State != health.ServiceRunning {
+			return false
+		}
+		raw, err := os.ReadFile(filepath.Join(data, "standin.json"))
+		return err == nil && json.Unmarshal(raw, &got) == nil && got.PID == m["executor"].PID
 	})
 	r := waitHealth(t, b.root, "the executor-api check healthy", func(r *health.Report) bool {
 		return r.Checks[health.CheckExecutor].Status == health.StatusHealthy
@@ -202,46 +239,83 @@ func TestBootRunsExecutor(t *testing.T) {
 	if c := r.Checks[health.CheckExecutorImage]; c.Status != health.StatusHealthy || !strings.Contains(c.Message, ref) {
 		t.Errorf("executor-image check: %+v (image %s)", c, ref)
 	}
-
-	// The program's process is bun itself (the launcher replaced itself),
-	// in the release's selfhost dir, with exactly the program's environment.
-	var got struct {
-		PID int
-		Cwd string
-		Env []string
-	}
-	data := filepath.Join(b.root, oci.DefaultDataDir)
-	raw, err := os.ReadFile(filepath.Join(data, "standin.json"))
-	if err != nil || json.Unmarshal(raw, &got) != nil {
-		t.Fatalf("the stand-in bun left no record: %v %s", err, raw)
-	}
 	cur, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Current()
-	if err != nil || cur == nil || cur.ImageReference != ref {
-		t.Fatalf("current release %+v (%v)", cur, err)
+	if err != nil || cur == nil || cur.ImageReference != ref || cur.Layout != layout {
+		t.Fatalf("current release %+v (%v), want %s in the %s layout", cur, err, ref, layout)
 	}
 	wantEnv := []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_DATA_DIR=" + data,
 		"EXECUTOR_HOST=0.0.0.0", "EXECUTOR_WEB_BASE_URL=http://localhost:14788", "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin", "PORT=4788"}
-	if got.PID != svcs["executor"].PID || got.Cwd != filepath.Join(cur.Dir, "app/apps/host-selfhost") || !slices.Equal(got.Env, wantEnv) {
-		t.Fatalf("bun ran as pid %d (supervised pid %d) in %s with\n%v\nwant\n%v", got.PID, svcs["executor"].PID, got.Cwd, got.Env, wantEnv)
+	wantArgv := []string{filepath.Join(cur.Dir, "usr/local/bin/bun"), "run", layout.Entry()}
+	if got.PID != svcs["executor"].PID || got.Cwd != filepath.Join(cur.Dir, "app/apps/host-selfhost") || !slices.Equal(got.Env, wantEnv) ||
+		!slices.Equal(got.Argv, wantArgv) {
+		t.Fatalf("bun ran as pid %d (supervised pid %d) in %s as %v with\n%v\nwant %v with\n%v", got.PID, svcs["executor"].PID, got.Cwd, got.Argv, got.Env, wantArgv, wantEnv)
 	}
-	if code, out, errs := run(t, request("logs", "executor", "-n", "50"), "--root", b.root, "relay"); code != 0 || !strings.Contains(out, "standin bun: serving on port 4788") {
-		t.Fatalf("logs executor: exit %d %q %s", code, out, errs)
-	}
+	return cur, got
+}
 
+// stopBox ends boot and checks Executor went with it.
+func stopBox(t *testing.T, b *executorBox, pid int) {
+	t.Helper()
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.cmd.Wait(); err != nil {
 		t.Fatalf("boot: %v\n%s", err, b.stderr)
 	}
-	if alive(got.PID) {
+	if alive(pid) {
 		t.Fatal("Executor outlived boot")
 	}
 }
 
+// TestBootRunsExecutor pulls, verifies, installs and runs each layout's
+// image under the supervisor.
+func TestBootRunsExecutor(t *testing.T) {
+	ns, reg, refs := executorRegistry(t)
+	for _, layout := range []oci.Layout{oci.LayoutWorkspace, oci.LayoutPackaged} {
+		t.Run(string(layout), func(t *testing.T) {
+			b := startExecutorBox(t, ns, reg, refs[layout])
+			_, got := checkExecutorRuns(t, b, refs[layout], layout)
+			if code, out, errs := run(t, request("logs", "executor", "-n", "50"), "--root", b.root, "relay"); code != 0 || !strings.Contains(out, "standin bun: serving on port 4788") {
+				t.Fatalf("logs executor: exit %d %q %s", code, out, errs)
+			}
+			stopBox(t, b, got.PID)
+		})
+	}
+}
+
+// TestBootSwitchesExecutorLayout boots a box on the workspace-layout
+// image, then again on the packaged one, then back: each boot activates
+// its image by one rename of `current` (the other release stays for a
+// rollback) and runs that release's bun with its layout's entry.
+func TestBootSwitchesExecutorLayout(t *testing.T) {
+	ns, reg, refs := executorRegistry(t)
+	b := startExecutorBox(t, ns, reg, refs[oci.LayoutWorkspace])
+	first, got := checkExecutorRuns(t, b, refs[oci.LayoutWorkspace], oci.LayoutWorkspace)
+	stopBox(t, b, got.PID)
+
+	b = restartExecutorBox(t, ns, reg, b, refs[oci.LayoutPackaged])
+	second, got := checkExecutorRuns(t, b, refs[oci.LayoutPackaged], oci.LayoutPackaged)
+	if second.Name == first.Name {
+		t.Fatal("the packaged image did not get a release of its own")
+	}
+	rs, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Releases()
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("releases after the switch: %+v %v; want both (the previous one kept for a rollback)", rs, err)
+	}
+	stopBox(t, b, got.PID)
+
+	gets := reg.AllBlobGets()
+	b = restartExecutorBox(t, ns, reg, b, refs[oci.LayoutWorkspace])
+	back, got := checkExecutorRuns(t, b, refs[oci.LayoutWorkspace], oci.LayoutWorkspace)
+	if back.Name != first.Name || reg.AllBlobGets() != gets {
+		t.Fatalf("switching back: release %s (first %s), %d blob GETs (before %d); want the kept release, no download", back.Name, first.Name, reg.AllBlobGets(), gets)
+	}
+	stopBox(t, b, got.PID)
+}
+
 func TestBootExecutorBadDigest(t *testing.T) {
-	ns, reg, ref := executorRegistry(t)
-	b := startExecutorBox(t, ns, reg, badDigest(ref))
+	ns, reg, refs := executorRegistry(t)
+	b := startExecutorBox(t, ns, reg, badDigest(refs[oci.LayoutPackaged]))
 
 	waitServices(t, b.root, "executor backing off after a failed pull", func(m map[string]health.Service) bool {
 		st := m["executor"]

@@ -22,15 +22,21 @@ const OCIHelperName = "hermes-box-agent-oci"
 
 var executorVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + ")",
+	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery",
 	run:     runExecutorDelegate,
 }
 
-// runExecutorDelegate runs the helper with the same arguments: `run`
+// runExecutorDelegate runs connect-hermes and refresh-discovery itself and
+// hands anything else to the helper with the same arguments: `run`
 // replaces this process (the supervisor's pid becomes bun's), anything else
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 {
+		if f, ok := executorHermesSubs[args[0]]; ok {
+			return f(ctx, e, args[1:])
+		}
+	}
 	helper, err := ociHelperPath()
 	if err != nil {
 		return err

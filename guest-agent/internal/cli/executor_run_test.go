@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,12 +11,13 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 )
 
-// execCall is one recorded execProgram.
+// execCall is one recorded executor.Exec.
 type execCall struct {
 	argv []string
 	dir  string
@@ -25,37 +25,17 @@ type execCall struct {
 	user string
 }
 
-// stubExec records execProgram instead of replacing the test process.
+// stubExec records executor.Exec instead of replacing the test process.
 func stubExec(t *testing.T) *[]execCall {
 	t.Helper()
 	var calls []execCall
-	orig := execProgram
-	execProgram = func(argv []string, dir string, env []string, u passwd.User) error {
+	orig := executor.Exec
+	executor.Exec = func(argv []string, dir string, env []string, u passwd.User) error {
 		calls = append(calls, execCall{argv, dir, env, u.Name})
 		return nil
 	}
-	t.Cleanup(func() { execProgram = orig })
+	t.Cleanup(func() { executor.Exec = orig })
 	return &calls
-}
-
-// accountsRoot is a box root whose hermes account is the test's own user.
-func accountsRoot(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	uid, gid := os.Getuid(), os.Getgid()
-	for name, body := range map[string]string{
-		"etc/passwd": fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
-		"etc/group":  fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
-	} {
-		p := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
 }
 
 func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {

@@ -74,10 +74,13 @@ func SetEnv(path, name, value string) error {
 
 // ExecutorServer is the mcp_servers.executor entry; the key stays in .env
 // and Hermes expands ${MCP_EXECUTOR_API_KEY} when it loads the config.
-func ExecutorServer() *yaml.Node {
+func ExecutorServer() *yaml.Node { return ExecutorServerAt(ExecutorURL) }
+
+// ExecutorServerAt is ExecutorServer for Executor's MCP endpoint at url.
+func ExecutorServerAt(url string) *yaml.Node {
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 	return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
-		str("url"), str(ExecutorURL),
+		str("url"), str(url),
 		str("headers"), {Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
 			str("Authorization"), str("Bearer ${" + ExecutorKeyVar + "}"),
 		}},

@@ -18,7 +18,8 @@ const DefaultDataDir = "/workspace/executor/data"
 const RuntimeUser = "hermes"
 
 // Program returns the supervisor program for the active release under
-// runtimeRoot. It resolves `current` now, so a later activation takes
+// runtimeRoot, for the layout the release holds (the same environment for
+// both). It resolves `current` now, so a later activation takes
 // effect at the next (re)start and never swaps files under a running
 // process. hostPort is the port published on the host's loopback, which
 // the web UI's origin must name. Its Env is added to the base environment
@@ -35,12 +36,14 @@ func Program(runtimeRoot, dataDir string, hostPort int) (supervise.Program, erro
 	if r == nil {
 		return supervise.Program{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
 	}
-	if err := CheckPayload(r.Dir); err != nil {
+	layout, err := checkPayload(r.Dir)
+	if err != nil {
 		return supervise.Program{}, fmt.Errorf("executor program: %w", err)
 	}
 	return supervise.Program{
-		Name:    "executor",
-		Command: []string{filepath.Join(r.Dir, bunPath), "run", "src/serve.ts"},
+		Name: "executor",
+		// bun is the release's own, by absolute path: never looked up on PATH.
+		Command: []string{filepath.Join(r.Dir, bunPath), "run", layout.Entry()},
 		Env: []string{
 			"BUN_FEATURE_FLAG_DISABLE_IPV6=1",
 			"EXECUTOR_HOST=0.0.0.0",

@@ -53,6 +53,8 @@ type Release struct {
 	ImageReference   string `json:"imageReference"`
 	RepositoryDigest string `json:"repositoryDigest"`
 	ManifestDigest   string `json:"manifestDigest"`
+	// Layout is the layout the release holds ("" when it holds neither).
+	Layout Layout `json:"layout,omitempty"`
 }
 
 func (s *Store) releasesDir() string { return filepath.Join(s.Root, "releases") }
@@ -242,6 +244,7 @@ func (s *Store) load(name string) (*Release, error) {
 	if r.ManifestDigest != "sha256:"+name {
 		return nil, fmt.Errorf("release %s: %s says %q", name, metaManifestDigest, r.ManifestDigest)
 	}
+	r.Layout, _ = DetectLayout(dir)
 	return r, nil
 }
 

@@ -96,6 +96,7 @@ func TestParseReference(t *testing.T) {
 		in, canonical, err string
 	}{
 		{"ghcr.io/o/executor-selfhost:v1.5.12@sha256:" + d, "ghcr.io/o/executor-selfhost@sha256:" + d, ""},
+		{"ghcr.io/usefulsoftwareco/executor-selfhost:v1.5.35@sha256:" + d, "ghcr.io/usefulsoftwareco/executor-selfhost@sha256:" + d, ""},
 		{"127.0.0.1:5000/a/b:t@sha256:" + d, "127.0.0.1:5000/a/b@sha256:" + d, ""},
 		{"ghcr.io/o/x@sha256:" + d, "", "REGISTRY/REPOSITORY:TAG"},
 		{"ghcr.io/o/x:v1", "", "@sha256"},

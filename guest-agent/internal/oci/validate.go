@@ -30,7 +30,14 @@ type Runner interface {
 type ExecRunner struct{}
 
 // Run starts c and waits for it; ctx ending kills it.
-func (ExecRunner) Run(ctx context.Context, c Cmd) error {
+func (r ExecRunner) Run(ctx context.Context, c Cmd) error {
+	_, err := r.Output(ctx, c)
+	return err
+}
+
+// Output is Run that also returns the last 4 KiB of the command's stdout
+// and stderr together.
+func (ExecRunner) Output(ctx context.Context, c Cmd) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Env, cmd.Dir = c.Env, c.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
@@ -39,9 +46,9 @@ func (ExecRunner) Run(ctx context.Context, c Cmd) error {
 	out := &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, out.String())
+		return out.String(), fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, out.String())
 	}
-	return nil
+	return out.String(), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
@@ -63,10 +70,17 @@ func (t *tailBuffer) String() string { return string(t.b) }
 // ValidateTimeout bounds the validation build.
 const ValidateTimeout = 60 * time.Second
 
-// validateRelease proves the release's import graph resolves: bun builds
-// the selfhost entry for the bun target into a private temp dir, with an
-// isolated home, caches and data dir, without running it.
+// validateRelease proves the release's import graph resolves: the
+// release's own bun builds the layout's entry (the workspace's
+// src/serve.ts, or the packaged dist-server/serve.js, whose external
+// packages must resolve from app/node_modules) for the bun target into a
+// private temp dir, with an isolated home, caches and data dir, without
+// running it, within ValidateTimeout.
 func validateRelease(ctx context.Context, run Runner, runtimeRoot, release string, cred *syscall.Credential) error {
+	layout, err := checkPayload(release)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(runtimeRoot, ".validation-")
 	if err != nil {
 		return fmt.Errorf("creating validation dir: %w", err)
@@ -81,8 +95,8 @@ func validateRelease(ctx context.Context, run Runner, runtimeRoot, release strin
 	defer cancel()
 	out := filepath.Join(tmp, "build")
 	c := Cmd{
-		Path: filepath.Join(release, "usr/local/bin/bun"),
-		Args: []string{"build", filepath.Join(release, entryPath), "--target=bun", "--outdir=" + out},
+		Path: filepath.Join(release, bunPath),
+		Args: []string{"build", filepath.Join(release, selfhostDir, layout.Entry()), "--target=bun", "--outdir=" + out},
 		Dir:  tmp,
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -97,13 +111,13 @@ func validateRelease(ctx context.Context, run Runner, runtimeRoot, release strin
 	}
 	if err := run.Run(ctx, c); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("validating release %s: bun build did not finish within %s", release, ValidateTimeout)
+			return fmt.Errorf("validating release %s (%s layout): bun build did not finish within %s", release, layout, ValidateTimeout)
 		}
-		return fmt.Errorf("validating release %s: %w", release, err)
+		return fmt.Errorf("validating release %s (%s layout): %w", release, layout, err)
 	}
 	fi, err := os.Stat(filepath.Join(out, "serve.js"))
 	if err != nil || fi.Size() == 0 {
-		return fmt.Errorf("validating release %s: bun build wrote no %s", release, filepath.Join("build", "serve.js"))
+		return fmt.Errorf("validating release %s (%s layout): bun build wrote no %s", release, layout, filepath.Join("build", "serve.js"))
 	}
 	return nil
 }

@@ -90,7 +90,10 @@ func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
 	done = b.ui.Step("health", "waiting for the agent")
 	err = b.waitHealthy(ctx, tr)
 	done(err)
-	return err
+	if err != nil || !b.cfg.ExecutorEnabled || name != b.cfg.MachineName {
+		return err
+	}
+	return b.refreshDiscovery(ctx, tr)
 }
 
 // checkListeners waits for the published ports and checks their binding.

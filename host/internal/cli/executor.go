@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +19,8 @@ import (
 	"github.com/zalando/go-keyring"
 	"golang.org/x/term"
 
-	"github.com/hermes-box/hermes-box/host/internal/mcp"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/mcp"
 )
 
 // executorAgent runs one agent verb in the box through the relay: argv is
@@ -546,19 +545,7 @@ func (x *executorCmd) checkSurface(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools, err := c.ListTools(ctx)
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, t := range tools {
-		names = append(names, t.Name)
-	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"execute", "resume"}) {
-		return fmt.Errorf("unexpected Executor MCP surface %v: want exactly [execute resume]", names)
-	}
-	return nil
+	return c.CheckExecutorSurface(ctx)
 }
 
 func (x *executorCmd) mcpTestCmd() *cobra.Command {
@@ -580,18 +567,20 @@ func (x *executorCmd) mcpTestCmd() *cobra.Command {
 }
 
 func (x *executorCmd) connectHermesCmd() *cobra.Command {
-	return &cobra.Command{
+	var keyStdin bool
+	cmd := &cobra.Command{
 		Use:   "connect-hermes",
 		Short: "Register Executor as an MCP server of Hermes",
-		Args:  cobra.NoArgs,
+		Long: "connect-hermes hands the API key (from the keyring, or stdin with --api-key-stdin) to the agent in\n" +
+			"the box, which checks Executor's MCP surface at the address Hermes uses, writes Hermes' .env and\n" +
+			"config.yaml, runs `hermes mcp test executor` as the hermes user (putting both files back if it\n" +
+			"fails) and restarts the gateway.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := x.load(cmd, true); err != nil {
 				return err
 			}
-			if err := x.checkSurface(cmd.Context()); err != nil {
-				return fmt.Errorf("refusing to connect Hermes: %w", err)
-			}
-			key, err := x.apiKey()
+			key, err := x.connectKey(cmd, keyStdin)
 			if err != nil {
 				return err
 			}
@@ -603,6 +592,20 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&keyStdin, "api-key-stdin", false, "read the API key from stdin instead of the keyring (hosts without one)")
+	return cmd
+}
+
+// connectKey is the stored key, or the first line of stdin.
+func (x *executorCmd) connectKey(cmd *cobra.Command, fromStdin bool) (string, error) {
+	if !fromStdin {
+		return x.apiKey()
+	}
+	raw, err := x.deps.readSecret(cmd.InOrStdin(), cmd.ErrOrStderr())
+	if err != nil {
+		return "", fmt.Errorf("reading the API key: %w", err)
+	}
+	return normalizeKey(raw)
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {

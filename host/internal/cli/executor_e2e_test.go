@@ -229,4 +229,9 @@ func TestInitWithExecutor(t *testing.T) {
 	if !strings.Contains(calls, "relay: executor status") {
 		t.Errorf("executor status did not reach the box's agent:\n%s", calls)
 	}
+	// Once healthy, the start asked the agent to restart the gateway so it
+	// discovers Executor's tools, after health passed.
+	if i, j := strings.Index(calls, "relay: health --json"), strings.Index(calls, "relay: executor refresh-discovery"); j < 0 || i > j {
+		t.Errorf("init's start did not refresh Hermes' discovery after health:\n%s", calls)
+	}
 }

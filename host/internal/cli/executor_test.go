@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,7 +23,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/hermes-box/hermes-box/host/internal/listener"
-	"github.com/hermes-box/hermes-box/host/internal/mcp/mcptest"
+	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -47,10 +49,13 @@ func (f *fakeAgent) RunAgent(_ context.Context, argv []string, stdin io.Reader, 
 type execAgent struct {
 	bin, root string
 	argvs     [][]string
+	// extra adds arguments to the verb it is keyed by ("executor connect-hermes").
+	extra map[string][]string
 }
 
 func (a *execAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
 	a.argvs = append(a.argvs, argv)
+	argv = append(slices.Clone(argv), a.extra[strings.Join(argv, " ")]...)
 	var req bytes.Buffer
 	if err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version, Argv: argv,
 		Options: protocol.Options{Stdin: stdin != nil}}); err != nil {
@@ -243,7 +248,10 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: gpt-5 # keep me\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	agent := &execAgent{bin: buildAgent(t), root: root}
+	hermesStandin(t, root)
+	// The agent checks Executor at the address Hermes uses, in the box;
+	// here that is the stand-in's.
+	agent := &execAgent{bin: buildAgent(t), root: root, extra: map[string][]string{"executor connect-hermes": {"--mcp-url", srv.MCPURL()}}}
 	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent}
 	if code, _, errs := runExecutor(t, box, "exk_connect-1\n", "auth", "set"); code != 0 {
 		t.Fatal(errs)
@@ -262,14 +270,63 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 		t.Fatalf(".env = %q", env)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
-	want := "model:\n  default: gpt-5 # keep me\nmcp_servers:\n  executor:\n    url: http://127.0.0.1:4788/mcp\n    headers:\n      Authorization: Bearer ${MCP_EXECUTOR_API_KEY}\n    enabled: true\n"
+	want := "model:\n  default: gpt-5 # keep me\nmcp_servers:\n  executor:\n    url: " + srv.MCPURL() + "\n    headers:\n      Authorization: Bearer ${MCP_EXECUTOR_API_KEY}\n    enabled: true\n"
 	if string(cfg) != want {
 		t.Fatalf("config.yaml:\n%s\nwant:\n%s", cfg, want)
 	}
 }
 
+// TestExecutorConnectHermesKeyFromStdin: with --api-key-stdin the key
+// comes from stdin (no keyring needed), normalised, and goes to the agent
+// on its stdin only; the host does not touch Executor's port.
+func TestExecutorConnectHermesKeyFromStdin(t *testing.T) {
+	keyring.MockInit()
+	agent := &fakeAgent{}
+	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: agent,
+		CheckListener: func(context.Context) error { return errors.New("the host must not check Executor's port") }}
+	code, out, errs := runExecutor(t, box, "Bearer exk_stdin-1\n", "connect-hermes", "--api-key-stdin")
+	if code != 0 || !strings.Contains(out, "connected to Executor") {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+	if len(agent.argvs) != 1 || strings.Join(agent.argvs[0], " ") != "executor connect-hermes" || agent.stdins[0] != "exk_stdin-1\n" {
+		t.Fatalf("agent got %q with stdin %q", agent.argvs, agent.stdins)
+	}
+	if code, _, errs := runExecutor(t, box, "\n", "connect-hermes", "--api-key-stdin"); code == 0 || len(agent.argvs) != 1 {
+		t.Fatalf("an empty key: exit %d, %d agent calls: %s", code, len(agent.argvs), errs)
+	}
+	if code, _, errs := runExecutor(t, box, "", "connect-hermes"); code == 0 || !strings.Contains(errs, "auth set") {
+		t.Fatalf("no stored key: exit %d: %s", code, errs)
+	}
+}
+
+// hermesStandin gives the box under root a hermes account (this test's
+// user) and the agent's stand-in `hermes`, whose `mcp test` probes the
+// configured server as Hermes does.
+func hermesStandin(t *testing.T, root string) {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join("..", "..", "..", "guest-agent", "internal", "executor", "hermeslink", "testdata", "hermes-standin.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	for name, body := range map[string]string{
+		"etc/passwd":           fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
+		"etc/group":            fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
+		"usr/local/bin/hermes": string(script),
+	} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestExecutorChecksTheListenerFirst: with Executor's port bound beyond
-// loopback, no command talks to it.
+// loopback, no command talks to it. (connect-hermes never talks to it: the
+// agent checks Executor inside the box.)
 func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	keyring.MockInit()
 	var hits atomic.Int32
@@ -282,7 +339,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	agent := &fakeAgent{}
 	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent,
 		CheckListener: func(context.Context) error { return wide }}
-	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}, {"connect-hermes"}} {
+	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}} {
 		if code, _, errs := runExecutor(t, box, "", args...); code == 0 || !strings.Contains(errs, "not loopback-only") {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}

@@ -2,9 +2,10 @@
 """Stand-in for bun inside the test Executor images.
 
 `bun build ENTRY --target=bun --outdir=DIR` (the release validation) writes
-DIR/serve.js. `bun run src/serve.ts` (Executor itself) records its pid,
-working directory and environment in $EXECUTOR_DATA_DIR/standin.json, then
-answers GET /api/health on $EXECUTOR_HOST:$PORT until it is terminated.
+DIR/serve.js. `bun run src/serve.ts` (Executor in the workspace layout) or
+`bun run dist-server/serve.js` (the packaged layout) records its pid,
+argv, working directory and environment in $EXECUTOR_DATA_DIR/standin.json,
+then answers GET /api/health on $EXECUTOR_HOST:$PORT until it is terminated.
 """
 import http.server
 import json
@@ -38,13 +39,13 @@ def build(args):
 
 
 def run(args):
-    if args != ["src/serve.ts"]:
-        sys.exit("standin bun: want run src/serve.ts")
+    if args not in (["src/serve.ts"], ["dist-server/serve.js"]) or not os.path.isfile(args[0]):
+        sys.exit("standin bun: want run src/serve.ts or dist-server/serve.js, in the selfhost dir")
     # /proc/self/environ is the environment bun was started with, before
     # Python's own locale coercion adds LC_CTYPE.
     with open("/proc/self/environ", "rb") as f:
         env = sorted(e.decode() for e in f.read().split(b"\0") if e)
-    record = {"pid": os.getpid(), "cwd": os.getcwd(), "env": env}
+    record = {"pid": os.getpid(), "argv": sys.argv, "cwd": os.getcwd(), "env": env}
     with open(os.path.join(os.environ["EXECUTOR_DATA_DIR"], "standin.json"), "w") as f:
         json.dump(record, f)
     server = http.server.HTTPServer((os.environ["EXECUTOR_HOST"], int(os.environ["PORT"])), Health)

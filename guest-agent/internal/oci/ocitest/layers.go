@@ -15,7 +15,8 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 )
 
-// ExecutorLayers is a small image shaped like Executor's, as gzipped layers:
+// ExecutorLayers is a small image shaped like Executor's before v1.5.17
+// (the bun workspace layout), as gzipped layers:
 // a base layer with paths outside the kept set (bun among them, with the
 // given body), the app layer (arch.txt holds arch), and a layer with
 // whiteouts.
@@ -49,6 +50,35 @@ func ExecutorLayers(t testing.TB, arch, bun string) [][]byte {
 		tartest.File("etc/.wh.os-release", ""),
 	}
 	return [][]byte{tartest.Gzip(t, tartest.Tar(t, base)), tartest.Gzip(t, tartest.Tar(t, app)), tartest.Gzip(t, tartest.Tar(t, wh))}
+}
+
+// PackagedExecutorLayers is a small image shaped like Executor's from
+// v1.5.17 on (the packaged dist-server layout on a distroless base), as
+// gzipped layers: a base layer with bun (with the given body) and paths
+// outside the kept set, and the packaged runtime.
+func PackagedExecutorLayers(t testing.TB, arch, bun string) [][]byte {
+	t.Helper()
+	base := []tartest.Entry{
+		tartest.Dir("etc/"), tartest.File("etc/os-release", "PRETTY_NAME=\"Distroless\"\n"),
+		tartest.Dir("usr/"), tartest.Dir("usr/local/"), tartest.Dir("usr/local/bin/"),
+		{Name: "usr/local/bin/bun", Type: tar.TypeReg, Body: bun, Mode: 0o755},
+	}
+	app := []tartest.Entry{
+		tartest.Dir("app/"), tartest.File("app/arch.txt", arch),
+		tartest.Dir("app/node_modules/"), tartest.Dir("app/node_modules/quickjs-emscripten/"),
+		tartest.File("app/node_modules/quickjs-emscripten/package.json", `{"name":"quickjs-emscripten"}`),
+		tartest.Dir("app/apps/"), tartest.Dir("app/apps/host-selfhost/"),
+		tartest.Dir("app/apps/host-selfhost/dist-server/"),
+		tartest.File("app/apps/host-selfhost/dist-server/serve.js", "import 'quickjs-emscripten';\nconsole.log('serve')\n"),
+		tartest.Dir("app/apps/host-selfhost/dist/"), tartest.File("app/apps/host-selfhost/dist/index.html", "<html></html>\n"),
+	}
+	return [][]byte{tartest.Gzip(t, tartest.Tar(t, base)), tartest.Gzip(t, tartest.Tar(t, app))}
+}
+
+// PackagedExecutorImage is PackagedExecutorLayers as a linux image for arch.
+func PackagedExecutorImage(t testing.TB, arch, bun string) v1.Image {
+	t.Helper()
+	return Image(t, "linux", arch, PackagedExecutorLayers(t, arch, bun))
 }
 
 // Image builds a single-platform OCI image from gzipped layers.

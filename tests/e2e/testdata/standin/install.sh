@@ -44,8 +44,8 @@ python-deps)
 path)
 	cat >"$src/venv/bin/hermes" <<'SH'
 #!/bin/bash
-# Stand-in for the Hermes CLI: --version, and `gateway run --replace`, which
-# runs until SIGTERM and logs a heartbeat.
+# Stand-in for the Hermes CLI: --version, `mcp test NAME`, and
+# `gateway run --replace`, which runs until SIGTERM and logs a heartbeat.
 set -u
 case "${1:-} ${2:-}" in
 "--version "*) echo "Hermes Agent stand-in (commit $(cat /usr/local/lib/hermes-agent/COMMIT))" ;;
@@ -58,10 +58,16 @@ case "${1:-} ${2:-}" in
 		echo "hermes stand-in gateway: heartbeat"
 	done
 	;;
+"mcp test") exec /usr/bin/python3 /usr/local/lib/hermes-agent/mcp_test_standin.py "$@" ;;
 *) echo "hermes stand-in: unsupported command: $*" >&2; exit 2 ;;
 esac
 SH
 	chmod 0755 "$src/venv/bin/hermes"
+	# `hermes mcp test NAME`: the agent's own stand-in, which probes the
+	# configured server as Hermes does (filled in by the test).
+	cat >"$src/mcp_test_standin.py" <<'MCPTESTSTANDIN'
+@HERMES_MCP_TEST_STANDIN@
+MCPTESTSTANDIN
 	ln -sfn "$src/venv/bin/hermes" /usr/local/bin/hermes
 	;;
 config)

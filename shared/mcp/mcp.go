@@ -15,6 +15,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -297,4 +298,26 @@ func readSSE(r io.Reader, id int) (*rpcResponse, error) {
 		return resp, nil
 	}
 	return nil, fmt.Errorf("event stream ended without the response to request %d", id)
+}
+
+// ExecutorTools is the MCP surface Executor exposes, sorted: hermes-box
+// connects to nothing else.
+var ExecutorTools = []string{"execute", "resume"}
+
+// CheckExecutorSurface lists the server's tools and insists on exactly
+// ExecutorTools.
+func (c *Client) CheckExecutorSurface(ctx context.Context) error {
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, ExecutorTools) {
+		return fmt.Errorf("unexpected Executor MCP surface %q: want exactly %q", names, ExecutorTools)
+	}
+	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/hermes-box/host/internal/mcp/mcptest"
+	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 )
 
 func TestClientJSONAndSSE(t *testing.T) {
