@@ -6,14 +6,10 @@ LDFLAGS  := -s -w -X $(MOD)/shared/buildinfo.Version=$(VERSION)
 GO       ?= go
 BIN      := bin
 ARCHES   := arm64 amd64
-# containers/image (the Executor's image pull) needs this tag to build
-# without cgo gpgme. The pull lives in a helper binary built from the same
-# sources with the `oci` tag, so the agent that supervises the box and answers
-# every relay call stays lean. vet, test, bench, fuzz and lint see both tags
-# (through GOFLAGS), so the Executor's code is checked too; the builds below
-# name their tags explicitly.
-GOTAGS   := containers_image_openpgp
-export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GOTAGS),oci)
+# Plain go commands build, vet and test everything: no build tags. The
+# Executor's image pull lives in its own main package,
+# guest-agent/cmd/hermes-box-agent-oci, so the agent that supervises the box
+# and answers every relay call stays lean.
 
 SHARED_SRC := $(shell find shared go.mod go.sum -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null)
 HOST_SRC   := $(shell find host -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null) $(SHARED_SRC)
@@ -39,10 +35,10 @@ $(BIN)/hermes-box: $(HOST_SRC) $(BIN)/.version
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
 
 $(BIN)/hermes-box-agent-linux-%: $(AGENT_SRC) $(BIN)/.version
-	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags '$(GOTAGS)' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
 
 $(BIN)/hermes-box-agent-oci-linux-%: $(AGENT_SRC) $(BIN)/.version
-	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags '$(GOTAGS),oci' -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent/cmd/hermes-box-agent-oci
 
 .PHONY: init
 init: build ## Build, then create the box (hermes-box init)

@@ -9,35 +9,41 @@ import (
 	"testing"
 )
 
-// buildAgent builds ./guest-agent with the given build tags into out;
-// extra are more `go build` flags.
-func buildAgent(tb testing.TB, out, tags string, extra ...string) {
+// The two mains: the lean agent and its Executor helper.
+const (
+	leanMain   = "./guest-agent"
+	helperMain = "./guest-agent/cmd/hermes-box-agent-oci"
+)
+
+// buildAgent builds the main package pkg into out; extra are more `go
+// build` flags.
+func buildAgent(tb testing.TB, out, pkg string, extra ...string) {
 	tb.Helper()
-	args := append([]string{"build", "-tags", tags, "-o", out}, extra...)
-	cmd := exec.CommandContext(tb.Context(), "go", append(args, "./guest-agent")...)
+	args := append([]string{"build", "-o", out}, extra...)
+	cmd := exec.CommandContext(tb.Context(), "go", append(args, pkg)...)
 	cmd.Dir = moduleRoot(tb)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build -tags %s: %v\n%s", tags, err, b)
+		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 }
 
 // BenchmarkAgentSize reports the size of the lean agent and of its
-// Executor helper for linux/amd64, built as `make build` builds them
+// Executor helper for linux/arm64 (the target), built as `make build` builds them
 // (static, -trimpath, stripped): the README's size figures.
 func BenchmarkAgentSize(b *testing.B) {
 	b.Setenv("CGO_ENABLED", "0")
 	b.Setenv("GOOS", "linux")
-	b.Setenv("GOARCH", "amd64")
+	b.Setenv("GOARCH", "arm64")
 	dir := b.TempDir()
-	for _, a := range []struct{ name, tags string }{
-		{"agent", "containers_image_openpgp"},
-		{"oci-helper", "containers_image_openpgp,oci"},
+	for _, a := range []struct{ name, pkg string }{
+		{"agent", leanMain},
+		{"oci-helper", helperMain},
 	} {
 		b.Run(a.name, func(b *testing.B) {
 			out := filepath.Join(dir, a.name)
 			var size int64
 			for b.Loop() {
-				buildAgent(b, out, a.tags, "-trimpath", "-ldflags", "-s -w")
+				buildAgent(b, out, a.pkg, "-trimpath", "-ldflags", "-s -w")
 				fi, err := os.Stat(out)
 				if err != nil {
 					b.Fatal(err)
@@ -49,16 +55,17 @@ func BenchmarkAgentSize(b *testing.B) {
 	}
 }
 
-// TestLeanAgentLinksNoImageLibraries keeps containers/image and umoci out
-// of the agent that supervises the box and answers every relay call.
+// TestLeanAgentLinksNoImageLibraries keeps the image pull libraries out of
+// the agent that supervises the box and answers every relay call.
 func TestLeanAgentLinksNoImageLibraries(t *testing.T) {
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", "-tags", "containers_image_openpgp", "./guest-agent")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", leanMain)
 	cmd.Dir = moduleRoot(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, forbidden := range []string{"go.podman.io/", "github.com/opencontainers/umoci", "github.com/google/go-containerregistry"} {
+	for _, forbidden := range []string{"go.podman.io/", "github.com/opencontainers/umoci", "github.com/google/go-containerregistry",
+		"github.com/hermes-box/hermes-box/guest-agent/internal/oci", "github.com/hermes-box/hermes-box/guest-agent/internal/ociverb"} {
 		if strings.Contains(string(out), forbidden) {
 			t.Errorf("the lean agent links %s", forbidden)
 		}
@@ -71,8 +78,8 @@ func TestLeanAgentLinksNoImageLibraries(t *testing.T) {
 func TestLeanAgentHandsExecutorToItsHelper(t *testing.T) {
 	bin := t.TempDir()
 	lean, helper := filepath.Join(bin, "hermes-box-agent"), filepath.Join(bin, "hermes-box-agent-oci")
-	buildAgent(t, lean, "containers_image_openpgp")
-	buildAgent(t, helper, "containers_image_openpgp,oci")
+	buildAgent(t, lean, leanMain)
+	buildAgent(t, helper, helperMain)
 	root := t.TempDir()
 	run := func(exe string, args ...string) (int, string, string) {
 		var out, errb bytes.Buffer

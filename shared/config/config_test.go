@@ -56,7 +56,7 @@ func TestDefault(t *testing.T) {
 		StorageGB:       15,
 		OverlayGB:       6,
 		NetworkMode:     NetworkFull,
-		HermesCommit:    "81eaedd0f5c471c7ee748990066135a684f3c962",
+		HermesCommit:    "3ef6bbd201263d354fd83ec55b3c306ded2eb72a",
 		ExecutorEnabled: false,
 		ExecutorPort:    4788,
 		ExecutorImage:   "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b",

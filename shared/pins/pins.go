@@ -1,6 +1,6 @@
 // Package pins is the one table of every artifact hermes-box pins: Hermes
-// commits with their installer digest and patch anchor set, uv, Node, Codex,
-// the Executor image, the guest Ubuntu image and the smolvm version.
+// commits with their installer digest and approval-gate mechanism, uv, Node,
+// Codex, the Executor image, the guest Ubuntu image and the smolvm version.
 //
 // A digest that is not known is recorded as unknown, never guessed: anything
 // that would download such an artifact must refuse through Digest, whose
@@ -35,8 +35,8 @@ const UbuntuImage = "ubuntu:24.04"
 // verified against the release's SHASUMS256 list.
 const NodeMajor = 24
 
-// DefaultHermesCommit is the Hermes commit a new box installs.
-const DefaultHermesCommit = "81eaedd0f5c471c7ee748990066135a684f3c962"
+// DefaultHermesCommit is the Hermes commit a new box installs (0.19.0).
+const DefaultHermesCommit = "3ef6bbd201263d354fd83ec55b3c306ded2eb72a"
 
 // DefaultExecutorImage is the Executor image a new box pulls when enabled.
 //
@@ -49,14 +49,52 @@ const DefaultHermesCommit = "81eaedd0f5c471c7ee748990066135a684f3c962"
 // and work when pinned by the user; see the README.
 const DefaultExecutorImage = "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b"
 
+// GateMechanism is how hermes-box puts its approval gate into one Hermes
+// release. Code asks the release for its mechanism; it never compares
+// version strings.
+type GateMechanism string
+
+// The gate mechanisms.
+const (
+	// GateSourcePatch adds approvals.mode "gated" to the tree with anchored
+	// source edits and installs the reviewer module (guest-agent/internal/patch).
+	GateSourcePatch GateMechanism = "source-patch"
+	// GateSmartPlugin configures Hermes' own smart approvals (one command per
+	// approval, the reviewer model from auxiliary.approval) and installs the
+	// hermes-box-gate plugin on the approval hooks for the verdict floors, the
+	// reason shown to the human and the audit record; the one thing neither
+	// reaches, the Codex service tier of the reviewer call, is an anchored
+	// source edit.
+	GateSmartPlugin GateMechanism = "smart-plugin"
+)
+
+// IntendedMode is approvals.mode as the installed Hermes must resolve it
+// for the mechanism to be active.
+func (m GateMechanism) IntendedMode() string {
+	if m == GateSmartPlugin {
+		return "smart"
+	}
+	return "gated"
+}
+
 // HermesRelease is one Hermes Agent commit hermes-box knows how to install
-// and patch.
+// and gate.
 type HermesRelease struct {
 	Commit          string
 	Version         string
 	InstallerSHA256 string
-	// AnchorSet names the gated-approval anchor set that matches this tree.
+	// Mechanism is how the approval gate is put into this release.
+	Mechanism GateMechanism
+	// AnchorSet names the anchor set (guest-agent/internal/patch) of the
+	// source edits the mechanism makes in this tree.
 	AnchorSet string
+	// ExternalSupervisor is true when `hermes gateway run` accepts
+	// --external-supervisor (in-chat /restart and /update then exit back to
+	// the box's supervisor instead of starting a detached gateway).
+	ExternalSupervisor bool
+	// PythonVersion is the CPython the installer has uv provision (its
+	// PYTHON_VERSION); uv is the pinned UV below for every release.
+	PythonVersion string
 }
 
 // InstallerURL is the immutable address of the installer at this commit.
@@ -65,19 +103,69 @@ func (h HermesRelease) InstallerURL() string {
 }
 
 // HermesReleases lists the supported Hermes commits, the default first.
+// Adding a release is one row here, its anchor set or requirement list in
+// guest-agent/internal/gate, and its check on the real tree (README,
+// "Adding a Hermes release").
 var HermesReleases = []HermesRelease{
 	{
-		Commit:          DefaultHermesCommit,
+		Commit:             DefaultHermesCommit,
+		Version:            "0.19.0",
+		InstallerSHA256:    "c5ba7e89627577fab914514736ecfb3359b66956ca00199bfef616ca35953cb9",
+		Mechanism:          GateSmartPlugin,
+		AnchorSet:          "hermes-0.19.0",
+		ExternalSupervisor: true,
+		PythonVersion:      "3.11",
+	},
+	{
+		Commit:          "81eaedd0f5c471c7ee748990066135a684f3c962",
 		Version:         "0.16.0",
 		InstallerSHA256: "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa",
+		Mechanism:       GateSourcePatch,
 		AnchorSet:       "hermes-0.16.0",
+		PythonVersion:   "3.11",
 	},
 	{
 		Commit:          "2bd1977d8fad185c9b4be47884f7e87f1add0ce3",
 		Version:         "0.17.0",
 		InstallerSHA256: "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa",
+		Mechanism:       GateSourcePatch,
 		AnchorSet:       "hermes-0.17.0",
+		PythonVersion:   "3.11",
 	},
+}
+
+// RefusedHermes is a line of Hermes releases known not to take the gate.
+type RefusedHermes struct {
+	// VersionPrefix matches pyproject versions ("0.18." matches 0.18.x).
+	VersionPrefix string
+	Reason        string
+}
+
+// RefusedHermesReleases are refused by name, with the reason, so a tree
+// whose anchors happen to match is still never gated.
+var RefusedHermesReleases = []RefusedHermes{
+	{VersionPrefix: "0.18.", Reason: "from 0.18.0 Hermes normalises approvals.mode to manual, smart or off, so the patched " +
+		"\"gated\" mode silently becomes manual and the reviewer never runs; and 0.18's own smart mode approves a " +
+		"pattern for the whole session (one-command approvals arrived in 0.19.0)"},
+}
+
+// ErrRefusedRelease is returned for a Hermes version the table refuses.
+var ErrRefusedRelease = errors.New("refused Hermes release")
+
+// HermesByVersion returns the supported release with version v, or an
+// error naming why v is refused or which versions are supported.
+func HermesByVersion(v string) (HermesRelease, error) {
+	for _, r := range RefusedHermesReleases {
+		if strings.HasPrefix(v, r.VersionPrefix) {
+			return HermesRelease{}, fmt.Errorf("%w: Hermes %s: %s", ErrRefusedRelease, v, r.Reason)
+		}
+	}
+	for _, h := range HermesReleases {
+		if h.Version == v {
+			return h, nil
+		}
+	}
+	return HermesRelease{}, fmt.Errorf("%w version %q: supported releases are %s", ErrUnsupportedCommit, v, strings.Join(hermesCommits(), ", "))
 }
 
 // ErrUnsupportedCommit is returned for a Hermes commit not in the table.

@@ -14,7 +14,8 @@ func TestTableIsWellFormed(t *testing.T) {
 		t.Errorf("the default Hermes commit must come first")
 	}
 	for _, h := range HermesReleases {
-		if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(h.Commit) || !hex64.MatchString(h.InstallerSHA256) || h.AnchorSet == "" {
+		if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(h.Commit) || !hex64.MatchString(h.InstallerSHA256) || h.AnchorSet == "" ||
+			(h.Mechanism != GateSourcePatch && h.Mechanism != GateSmartPlugin) || h.PythonVersion == "" {
 			t.Errorf("malformed Hermes pin %+v", h)
 		}
 		if !strings.HasPrefix(h.InstallerURL(), "https://") || !strings.Contains(h.InstallerURL(), h.Commit) {
@@ -87,5 +88,41 @@ func TestDigest(t *testing.T) {
 	}
 	if _, err := Codex.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), Codex.URL(AMD64)) {
 		t.Fatalf("codex amd64: got %v", err)
+	}
+}
+
+func TestHermesByVersion(t *testing.T) {
+	tests := []struct {
+		version string
+		want    GateMechanism
+		err     error
+		errText string
+	}{
+		{version: "0.19.0", want: GateSmartPlugin},
+		{version: "0.16.0", want: GateSourcePatch},
+		{version: "0.17.0", want: GateSourcePatch},
+		{version: "0.18.2", err: ErrRefusedRelease, errText: `silently becomes manual`},
+		{version: "0.18.0", err: ErrRefusedRelease, errText: "Hermes 0.18.0"},
+		{version: "0.21.3", err: ErrUnsupportedCommit, errText: "0.19.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			h, err := HermesByVersion(tt.version)
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.errText) {
+					t.Fatalf("err = %v, want %v containing %q", err, tt.err, tt.errText)
+				}
+				return
+			}
+			if err != nil || h.Mechanism != tt.want || h.Version != tt.version {
+				t.Fatalf("got %+v, %v", h, err)
+			}
+		})
+	}
+	if m := GateSmartPlugin.IntendedMode(); m != "smart" {
+		t.Errorf("smart-plugin intends %q", m)
+	}
+	if m := GateSourcePatch.IntendedMode(); m != "gated" {
+		t.Errorf("source-patch intends %q", m)
 	}
 }

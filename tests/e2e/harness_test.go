@@ -111,8 +111,7 @@ func (e *Env) buildBinaries() {
 		{"hermes-box-agent", "./guest-agent", true},
 	}
 	for _, b := range builds {
-		// The Makefile's tag: the agent's image pull builds without cgo gpgme.
-		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-tags", "containers_image_openpgp", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
+		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
 		cmd.Dir = e.Root
 		cmd.Env = os.Environ()
 		if b.static {

@@ -150,10 +150,10 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 	}{
 		{"bad id", "../x\n", "", nil, `bad seed id "../x\n"`, true},
 		{"two newlines", "s1\n\n", "", nil, "bad seed id", true},
-		{"escaping name", "s1\n", "../evil", nil, `unsafe path "../evil"`, true},
-		{"absolute name", "s1\n", "/evil", nil, `unsafe path "/evil"`, true},
-		{"through a symlink", "s1\n", "link/evil", nil, "path escapes", true},
-		{"device node", "s1\n", "dev", nil, "unsupported entry type", true},
+		{"escaping name", "s1\n", "../evil", nil, `entry "../evil": unsafe archive entry`, true},
+		{"absolute name", "s1\n", "/evil", nil, `entry "/evil": unsafe archive entry`, true},
+		{"through a symlink", "s1\n", "link/evil", nil, "a symlink or non-directory on the way", true},
+		{"device node", "s1\n", "dev", nil, "device or fifo", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

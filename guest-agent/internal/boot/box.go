@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +55,34 @@ type BoxOptions struct {
 	ExecutorHostPort int `json:"executorHostPort,omitempty"`
 	// ExecutorImage is the pinned image reference; "" means the default pin.
 	ExecutorImage string `json:"executorImage,omitempty"`
+	// GatewayExternalSupervisor runs `hermes gateway run` with
+	// --external-supervisor, for Hermes releases that have it: an in-chat
+	// /restart or /update then exits back to this supervisor (status 75,
+	// EX_TEMPFAIL, which autorestart "unexpected" restarts) instead of
+	// starting a detached gateway outside it.
+	GatewayExternalSupervisor bool `json:"gatewayExternalSupervisor,omitempty"`
+}
+
+// HermesSourceMarker records the commit of the installed Hermes tree; the
+// approval-gate step writes it (guest-agent/internal/patch.SourceMarker).
+const HermesSourceMarker = "/usr/local/lib/hermes-agent/.hermes-box-source"
+
+// GatewayOptions sets o.GatewayExternalSupervisor from the pins row of the
+// Hermes commit recorded under root; an unknown or missing record leaves it
+// off (the flag is refused by releases that lack it).
+func GatewayOptions(root string, o BoxOptions) BoxOptions {
+	b, err := os.ReadFile(filepath.Join(root, HermesSourceMarker))
+	if err != nil {
+		return o
+	}
+	commit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "commit=")
+	if !ok {
+		return o
+	}
+	if rel, err := pins.Hermes(commit); err == nil {
+		o.GatewayExternalSupervisor = rel.ExternalSupervisor
+	}
+	return o
 }
 
 // BoxOptionsFile is where a running boot records its options (relative to
@@ -93,6 +122,10 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
+	gateway := []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"}
+	if o.GatewayExternalSupervisor {
+		gateway = append(gateway, "--external-supervisor")
+	}
 	t := Table{Programs: []supervise.Program{{
 		Name: "sshd", Command: []string{"/usr/sbin/sshd", "-D", "-e"},
 		Priority: 10, AutoStart: true, AutoRestart: supervise.RestartUnexpected, StartTime: time.Second,
@@ -102,7 +135,7 @@ func BoxTable(o BoxOptions) Table {
 		// part archives: a log line written mid-stream cannot fail it.
 		Log: supervise.Log{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: "hermes", Command: []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"},
+		Name: "hermes", Command: gateway,
 		User: ServiceUser, Dir: WorkDir,
 		Env:      []string{"HERMES_HOME=" + HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
 		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected, StartTime: 3 * time.Second, StartRetries: 20,

@@ -44,7 +44,7 @@ func Run(ctx context.Context, c Config) error {
 		if err != nil {
 			return err
 		}
-		t := BoxTable(bo)
+		t := BoxTable(GatewayOptions(c.Root, bo))
 		table = &t
 		if err := WriteBoxOptions(c.Root, bo); err != nil {
 			return fmt.Errorf("recording the box's options: %w", err)

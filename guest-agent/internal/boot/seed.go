@@ -1,7 +1,6 @@
 package boot
 
 import (
-	"archive/tar"
 	"bufio"
 	"compress/gzip"
 	"context"
@@ -10,12 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
@@ -180,115 +178,13 @@ func maybeGunzip(r io.Reader) (io.Reader, error) {
 	return br, nil
 }
 
-// untar extracts a tar stream into dir through an os.Root, so no entry can
+// untar extracts a tar stream into dir with tarfs.Extract, so no entry can
 // land outside it, and refuses names that try. Owners are kept when running
 // as root; directory modes are applied last.
 func untar(ctx context.Context, r io.Reader, dir string) (int, error) {
-	root, err := os.OpenRoot(dir)
+	res, err := tarfs.Extract(ctx, r, dir, tarfs.Options{HeaderOwners: os.Geteuid() == 0, UID: -1, GID: -1})
 	if err != nil {
-		return 0, err
+		return res.Entries, fmt.Errorf("the seed archive: %w", err)
 	}
-	defer root.Close()
-	type dirMode struct {
-		name  string
-		mode  fs.FileMode
-		mtime time.Time
-	}
-	var dirs []dirMode
-	tr := tar.NewReader(r)
-	n := 0
-	for ; ; n++ {
-		if err := ctx.Err(); err != nil {
-			return n, err
-		}
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return n, err
-		}
-		name, err := entryName(h.Name)
-		if err != nil || name == "." {
-			if err != nil {
-				return n, err
-			}
-			continue
-		}
-		if err := extractEntry(root, tr, h, name); err != nil {
-			return n, fmt.Errorf("extracting %q: %w", h.Name, err)
-		}
-		if h.Typeflag == tar.TypeDir {
-			dirs = append(dirs, dirMode{name, h.FileInfo().Mode().Perm() | h.FileInfo().Mode()&(fs.ModeSetgid|fs.ModeSticky), h.ModTime})
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		d := dirs[i]
-		if err := root.Chmod(d.name, d.mode); err != nil {
-			return n, err
-		}
-		_ = root.Chtimes(d.name, d.mtime, d.mtime)
-	}
-	return n, nil
-}
-
-// entryName cleans a tar name and refuses absolute names and "..".
-func entryName(s string) (string, error) {
-	c := path.Clean(strings.TrimPrefix(s, "./"))
-	if path.IsAbs(s) || c == ".." || strings.HasPrefix(c, "../") {
-		return "", fmt.Errorf("unsafe path %q in the seed archive", s)
-	}
-	return c, nil
-}
-
-func extractEntry(root *os.Root, tr io.Reader, h *tar.Header, name string) error {
-	mode := h.FileInfo().Mode()
-	switch h.Typeflag {
-	case tar.TypeDir:
-		if err := root.MkdirAll(name, 0o700); err != nil {
-			return err
-		}
-	case tar.TypeReg:
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return err
-		}
-		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-	case tar.TypeSymlink:
-		if err := root.Symlink(h.Linkname, name); err != nil {
-			return err
-		}
-	case tar.TypeLink:
-		target, err := entryName(h.Linkname)
-		if err != nil {
-			return err
-		}
-		if err := root.Link(target, name); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unsupported entry type %q", h.Typeflag)
-	}
-	if os.Geteuid() == 0 {
-		if err := root.Lchown(name, h.Uid, h.Gid); err != nil {
-			return err
-		}
-	}
-	if h.Typeflag != tar.TypeReg {
-		return nil
-	}
-	// After the chown, which clears setuid and setgid bits.
-	if err := root.Chmod(name, mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-		return err
-	}
-	return root.Chtimes(name, h.ModTime, h.ModTime)
+	return res.Entries, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -168,5 +169,37 @@ func TestTableRoundTrips(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Programs, tbl.Programs) {
 		t.Fatalf("round trip:\n%+v\nwant\n%+v", got.Programs, tbl.Programs)
+	}
+}
+
+func TestGatewayExternalSupervisorFromTheInstalledRelease(t *testing.T) {
+	if HermesSourceMarker != "/usr/local/lib/hermes-agent/"+patch.SourceMarker {
+		t.Fatalf("HermesSourceMarker %q is not the gate step's %q", HermesSourceMarker, patch.SourceMarker)
+	}
+	gateway := func(o BoxOptions) string {
+		for _, p := range BoxTable(o).Programs {
+			if p.Name == "hermes" {
+				return strings.Join(p.Command, " ")
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		name, record, want string
+	}{
+		{"0.19.0 has the flag", "commit=" + pins.DefaultHermesCommit + "\n", "/usr/local/bin/hermes gateway run --replace --external-supervisor"},
+		{"0.16.0 lacks it", "commit=81eaedd0f5c471c7ee748990066135a684f3c962\n", "/usr/local/bin/hermes gateway run --replace"},
+		{"no record", "", "/usr/local/bin/hermes gateway run --replace"},
+		{"unknown commit", "commit=" + strings.Repeat("0", 40) + "\n", "/usr/local/bin/hermes gateway run --replace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tt.record != "" {
+				write(t, root, strings.TrimPrefix(HermesSourceMarker, "/"), tt.record, 0o644)
+			}
+			if got := gateway(GatewayOptions(root, BoxOptions{})); got != tt.want {
+				t.Fatalf("gateway %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

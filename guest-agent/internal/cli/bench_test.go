@@ -98,7 +98,7 @@ func (f *benchFixture) start() error {
 // buildAgent builds the real static agent, as the box runs it.
 func (f *benchFixture) buildAgent(ctx context.Context) error {
 	f.agent = filepath.Join(f.dir, "hermes-box-agent")
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "containers_image_openpgp", "-trimpath", "-ldflags", "-s -w", "-o", f.agent, "github.com/hermes-box/hermes-box/guest-agent")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", f.agent, "github.com/hermes-box/hermes-box/guest-agent")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the agent: %v: %s", err, out)

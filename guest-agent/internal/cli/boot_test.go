@@ -102,35 +102,29 @@ func freeAddr(t *testing.T) string {
 func startBoot(t *testing.T, root, table string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	exe, _ := os.Executable()
-	// Not CommandContext(t.Context()): that context ends before the
-	// cleanup runs and would SIGKILL boot, orphaning its programs.
-	cmd := exec.Command(exe, "--root", root, "boot", "--table", table)
+	cmd := exec.CommandContext(t.Context(), exe, "--root", root, "boot", "--table", table)
 	cmd.Env = append(os.Environ(), agentMainEnv+"=1")
+	stopGently(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopBoot(cmd) })
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+	})
 	return cmd, &stderr
 }
 
-// stopBoot ends a boot the test left running the way the box does, with
-// SIGTERM, so that it stops every program it supervises; SIGKILL only if
-// it has not exited 60 s later.
-func stopBoot(cmd *exec.Cmd) {
-	if cmd.ProcessState != nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
-	}
+// stopGently makes the end of the test's context stop a booted agent with
+// SIGTERM, as the supervisor expects, so that it stops its services: a SIGKILL
+// would leave them running as orphans after the test.
+func stopGently(cmd *exec.Cmd) {
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
 }
 
 // relayJSON runs argv through the relay in-process and decodes stdout.

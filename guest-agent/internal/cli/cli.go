@@ -114,11 +114,15 @@ func exitCode(e *env, err error) int {
 	}
 	code := 1
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var coded interface{ ExitCode() int }
+	switch {
+	case errors.As(err, &ee):
 		code = ee.code
 		if ee.quiet {
 			return code
 		}
+	case errors.As(err, &coded):
+		code = coded.ExitCode()
 	}
 	_ = e.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelError, Message: err.Error()})
 	return code

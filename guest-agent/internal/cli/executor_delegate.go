@@ -1,5 +1,3 @@
-//go:build !oci
-
 package cli
 
 import (
@@ -11,14 +9,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/verbenv"
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
-// image pull links containers/image, which would triple the
-// agent's size, memory and start-up time for every relay call and for the
-// supervisor; so the lean agent hands `executor` to the helper, built from
-// the same sources with the `oci` tag.
+// image pull (go-containerregistry) is kept out of the agent that answers
+// every relay call and supervises the box, so the lean agent hands
+// `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci), whose
+// main sets ExecutorInProcess.
 const OCIHelperName = "hermes-box-agent-oci"
+
+// ExecutorInProcess runs the image subcommands of the executor verb in this
+// process when set (by the helper's main, and by tests); nil hands them to
+// the helper.
+var ExecutorInProcess verbenv.Func
 
 var executorVerb = verb{
 	name:    "executor",
@@ -36,6 +41,10 @@ func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
 		if f, ok := executorHermesSubs[args[0]]; ok {
 			return f(ctx, e, args[1:])
 		}
+	}
+	if ExecutorInProcess != nil {
+		return ExecutorInProcess(ctx, verbenv.Env{Root: e.root, Relayed: e.relayed, Events: e.events, Log: e.log,
+			In: e.In, Out: e.Out, Err: e.Err}, args)
 	}
 	helper, err := ociHelperPath()
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor/hermeslink"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -32,7 +32,7 @@ var executorHealthURL = "http://127.0.0.1:" + strconv.Itoa(boot.ExecutorGuestPor
 // hands it to hermeslink.Connector.
 func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "executor connect-hermes", "[--mcp-url URL] (API key on stdin)")
-	mcpURL := fs.String("mcp-url", hermescfg.ExecutorURL, "Executor's MCP endpoint as Hermes reaches it (loopback http only)")
+	mcpURL := fs.String("mcp-url", hermesconfig.ExecutorURL, "Executor's MCP endpoint as Hermes reaches it (loopback http only)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("executor connect-hermes: reading the API key from stdin: %w", err)
 	}
 	key := strings.TrimSpace(line)
-	if err := hermescfg.ValidateSecret(key); err != nil {
+	if err := hermesconfig.ValidateSecret(key); err != nil {
 		return usageError("executor connect-hermes: stdin: %w", err)
 	}
 	c := &hermeslink.Connector{Root: e.root, URL: *mcpURL, HTTP: &http.Client{Timeout: 30 * time.Second}}

@@ -1,5 +1,3 @@
-//go:build oci
-
 package cli
 
 import (

@@ -15,12 +15,16 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// hermesFixture copies the patch package's fixture tree and adds the
-// version and commit of the default pin.
-func hermesFixture(t *testing.T) string {
+// hermesFixture copies a fixture tree for version (the gate package's
+// excerpt for 0.19.0, the patch package's for 0.16/0.17) and adds that
+// release's version and commit.
+func hermesFixture(t *testing.T, version string) string {
 	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join("..", "patch", "testdata", "tree")
+	if version == "0.19.0" {
+		src = filepath.Join("..", "gate", "testdata", "hermes-0.19.0")
+	}
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -39,7 +43,8 @@ func hermesFixture(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := pins.HermesReleases[0]
+	rel, err := pins.HermesByVersion(version)
+	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nversion = \""+rel.Version+"\"\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, ".hermes-box-source"), []byte("commit="+rel.Commit+"\n"), 0o644))
 	return dir
@@ -53,21 +58,32 @@ func must(t *testing.T, err error) {
 }
 
 func TestPatchCheckVerb(t *testing.T) {
-	dir := hermesFixture(t)
+	for _, tt := range []struct{ version, mechanism string }{{"0.16.0", "source-patch"}, {"0.19.0", "smart-plugin"}} {
+		dir := hermesFixture(t, tt.version)
+		code, out, errs := run(t, "", "patch", "--check", dir)
+		if code != 0 || !strings.Contains(out, "Hermes "+tt.version) || !strings.Contains(out, "mechanism "+tt.mechanism+": accepted") {
+			t.Fatalf("%s: exit %d\n%s%s", tt.version, code, out, errs)
+		}
+		aux := filepath.Join(dir, "agent", "auxiliary_client.py")
+		must(t, os.Remove(aux))
+		code, out, _ = run(t, "", "patch", "hermes", "--check", "--root", dir)
+		if code != 1 || !strings.Contains(out, "DRIFT anchor Codex service tier forwarding") || !strings.Contains(out, "(file missing)") {
+			t.Fatalf("%s: exit %d\n%s", tt.version, code, out)
+		}
+		code, out, _ = run(t, "", "patch", "--check", "--json", dir)
+		var rep struct {
+			Accepted  bool
+			Mechanism string
+		}
+		if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Accepted || rep.Mechanism != tt.mechanism {
+			t.Fatalf("%s: exit %d: %s", tt.version, code, out)
+		}
+	}
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nversion = \"0.18.2\"\n"), 0o644))
 	code, out, errs := run(t, "", "patch", "--check", dir)
-	if code != 0 || !strings.Contains(out, "match: hermes-0.16.0, hermes-0.17.0") {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
-	aux := filepath.Join(dir, "agent", "auxiliary_client.py")
-	must(t, os.Remove(aux))
-	code, out, _ = run(t, "", "patch", "hermes", "--check", "--root", dir)
-	if code != 1 || !strings.Contains(out, "DRIFT Codex service tier forwarding") || !strings.Contains(out, "(file missing)") {
-		t.Fatalf("exit %d\n%s", code, out)
-	}
-	code, out, _ = run(t, "", "patch", "--check", "--json", dir)
-	var rep struct{ Matching []string }
-	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Matching) != 0 {
-		t.Fatalf("exit %d: %s", code, out)
+	if code != 1 || !strings.Contains(out, "Hermes 0.18.2: refused") || !strings.Contains(errs, "silently becomes manual") {
+		t.Fatalf("0.18.2: exit %d\n%s%s", code, out, errs)
 	}
 }
 
@@ -79,11 +95,13 @@ func TestPatchHermesVerb(t *testing.T) {
 		t.Skip("python3 not installed")
 	}
 	root := t.TempDir()
-	dir := hermesFixture(t)
+	dir := hermesFixture(t, "0.16.0")
+	v16, err := pins.HermesByVersion("0.16.0")
+	must(t, err)
 	config := filepath.Join(root, "workspace", "hermes-home", "config.yaml")
 	must(t, os.MkdirAll(filepath.Dir(config), 0o755))
 	must(t, os.WriteFile(config, []byte("# mine\nmodel: x\n"), 0o600))
-	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--no-integration", "--root", dir)
+	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--no-integration", "--commit", v16.Commit, "--root", dir)
 	if code != 0 || !strings.Contains(out, "patched Hermes 0.16.0 with hermes-0.16.0") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
@@ -91,11 +109,11 @@ func TestPatchHermesVerb(t *testing.T) {
 	if !strings.Contains(string(b), "# mine") || !strings.Contains(string(b), "mode: gated") {
 		t.Fatalf("config not seeded:\n%s", b)
 	}
-	code, out, _ = run(t, "", "--root", root, "patch", "hermes", "--root", dir)
+	code, out, _ = run(t, "", "--root", root, "patch", "hermes", "--commit", v16.Commit, "--root", dir)
 	if code != 0 || !strings.Contains(out, "already patched") {
 		t.Fatalf("rerun exit %d: %s", code, out)
 	}
-	code, _, errs = run(t, "", "patch", "hermes", "--commit", pins.HermesReleases[1].Commit, "--root", hermesFixture(t))
+	code, _, errs = run(t, "", "patch", "hermes", "--commit", pins.HermesReleases[2].Commit, "--root", hermesFixture(t, "0.16.0"))
 	if code != 1 || !strings.Contains(errs, "refusing to patch") {
 		t.Fatalf("wrong commit: exit %d: %s", code, errs)
 	}
@@ -168,5 +186,32 @@ func TestAuditVerb(t *testing.T) {
 	}
 	if code, _, _ := run(t, "", "audit", "frob"); code != 2 {
 		t.Fatalf("bad subcommand exit %d", code)
+	}
+}
+
+// TestPatchHermesVerb019 patches the 0.19.0 excerpt with the default pin:
+// the service-tier edit, the plugin beside the config, the smart settings.
+func TestPatchHermesVerb019(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("python3 not installed")
+	}
+	root := t.TempDir()
+	dir := hermesFixture(t, "0.19.0")
+	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--root", dir)
+	if code != 0 || !strings.Contains(out, "patched Hermes 0.19.0 with hermes-0.19.0: agent/auxiliary_client.py") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	home := filepath.Join(root, "workspace", "hermes-home")
+	b, err := os.ReadFile(filepath.Join(home, "config.yaml"))
+	if err != nil || !strings.Contains(string(b), "mode: smart") || !strings.Contains(string(b), "- hermes-box-gate") {
+		t.Fatalf("config %v:\n%s", err, b)
+	}
+	for _, f := range []string{"__init__.py", "plugin.yaml", "gated_approval.py"} {
+		if _, err := os.Stat(filepath.Join(home, "plugins", "hermes-box-gate", f)); err != nil {
+			t.Errorf("plugin: %v", err)
+		}
 	}
 }

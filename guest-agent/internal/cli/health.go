@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/gate"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -34,6 +37,7 @@ func runHealth(ctx context.Context, e *env, args []string) error {
 	}
 	report := probe.Collect(probe.Options{Workspace: *workspace, Version: buildinfo.Version, Started: started})
 	addServiceHealth(ctx, e, report)
+	addGateHealth(ctx, e, report)
 	addToolHealth(ctx, e, report, *deep)
 	if *asJSON {
 		enc := json.NewEncoder(e.Out)
@@ -57,4 +61,18 @@ func printHealth(e *env, r *health.Report) error {
 		fmt.Fprintf(e.Out, "  %-16s %-9s pid %d restarts %d\n", s.Name, s.State, s.PID, s.Restarts)
 	}
 	return nil
+}
+
+// addGateHealth adds the "gate" check: the approval gate of the installed
+// Hermes, with the effective mode read from Hermes itself.
+func addGateHealth(ctx context.Context, e *env, r *health.Report) {
+	src := filepath.Join(e.root, hermesSourceDir)
+	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
+		Home: filepath.Dir(filepath.Join(e.root, hermesconfig.DefaultPath)), Runner: command.ExecRunner{}}
+	if e.root == "/" {
+		t.User = "hermes"
+	}
+	c, g := gate.Health(ctx, t, time.Now().UTC())
+	r.Checks[health.CheckGate], r.Gate = c, g
+	r.Summarize()
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/gate"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -17,7 +19,7 @@ const hermesSourceDir = "usr/local/lib/hermes-agent"
 
 var patchVerb = verb{
 	name:    "patch",
-	summary: "add gated approval to the Hermes tree (hermes [--root DIR] [--commit SHA]), or --check DIR",
+	summary: "put the approval gate into the Hermes tree (hermes [--root DIR] [--commit SHA]), or --check DIR: the version, its gate mechanism, and everything that mechanism relies on",
 	run:     runPatch,
 }
 
@@ -29,7 +31,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "patch", "hermes [--root DIR] [--commit SHA] [--config FILE] [--no-seed] [--check] [--json] [DIR]")
 	dir := fs.String("root", "", "Hermes source tree (default <root>/"+hermesSourceDir+")")
 	commit := fs.String("commit", pins.DefaultHermesCommit, "the pinned Hermes commit the tree must hold")
-	check := fs.Bool("check", false, "only count every supported anchor set's anchors in DIR; write nothing")
+	check := fs.Bool("check", false, "only check DIR: name its version and gate mechanism and count every anchor, hook, config key and flag the mechanism relies on; write nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	config := fs.String("config", "", "Hermes config to seed afterwards (default <root>/"+hermesconfig.DefaultPath+")")
 	noSeed := fs.Bool("no-seed", false, "do not seed the Hermes config")
@@ -47,7 +49,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	if *check {
 		return runPatchCheck(e, *dir, *asJSON)
 	}
-	p := &patch.Patcher{Python: *python, Integration: !*noIntegration}
+	p := &patch.Patcher{Runner: command.ExecRunner{}, Python: *python, Integration: !*noIntegration}
 	res, err := p.Patch(ctx, *dir, *commit)
 	if err != nil {
 		return err
@@ -56,7 +58,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		if *config == "" {
 			*config = filepath.Join(e.root, hermesconfig.DefaultPath)
 		}
-		if _, err := hermesconfig.SeedFile(*config); err != nil {
+		if err := seedGate(*commit, *config); err != nil {
 			return err
 		}
 	}
@@ -71,8 +73,24 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
+// seedGate installs the release's plugin, if its mechanism has one, beside
+// config and seeds config for the mechanism.
+func seedGate(commit, config string) error {
+	rel, err := pins.Hermes(commit)
+	if err != nil {
+		return err
+	}
+	if rel.Mechanism == pins.GateSmartPlugin {
+		if err := gate.InstallPlugin(filepath.Dir(config)); err != nil {
+			return err
+		}
+	}
+	_, err = hermesconfig.SeedFileWith(config, hermesconfig.SettingsFor(rel.Mechanism))
+	return err
+}
+
 func runPatchCheck(e *env, dir string, asJSON bool) error {
-	rep, err := patch.Check(dir)
+	rep, err := gate.Check(dir)
 	if err != nil {
 		return err
 	}
@@ -83,32 +101,34 @@ func runPatchCheck(e *env, dir string, asJSON bool) error {
 	} else {
 		printCheck(e, rep)
 	}
-	if len(rep.Matching) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%s: no supported anchor set matches (see the counts above)", dir)}
+	if !rep.Accepted {
+		return &exitError{code: 1, err: fmt.Errorf("%s: refused: %s", dir, rep.Reason)}
 	}
 	return nil
 }
 
-func printCheck(e *env, rep patch.Report) {
-	for _, s := range rep.Sets {
-		state := "drifted"
-		if s.Match {
-			state = "matches"
-		}
-		fmt.Fprintf(e.Out, "%s (Hermes %s, %s): %s\n", s.ID, s.Version, s.Commit[:12], state)
-		for _, a := range s.Anchors {
-			mark := "ok"
-			if a.Count != 1 {
-				mark = "DRIFT"
-			}
-			note := ""
-			if a.Missing {
-				note = " (file missing)"
-			}
-			fmt.Fprintf(e.Out, "  %-5s %-32s %-26s %d%s\n", mark, a.Label, a.File, a.Count, note)
-		}
+func printCheck(e *env, rep gate.Report) {
+	if rep.Mechanism == "" {
+		fmt.Fprintf(e.Out, "Hermes %s: refused: %s\n", rep.Version, rep.Reason)
+		return
 	}
-	if len(rep.Matching) > 0 {
-		fmt.Fprintf(e.Out, "match: %s\n", strings.Join(rep.Matching, ", "))
+	state := "accepted"
+	if !rep.Accepted {
+		state = "refused"
+	}
+	fmt.Fprintf(e.Out, "Hermes %s (%s): mechanism %s: %s\n", rep.Version, rep.Commit[:12], rep.Mechanism, state)
+	for _, f := range rep.Found {
+		mark := "ok"
+		if f.Count != 1 {
+			mark = "DRIFT"
+		}
+		note := ""
+		if f.Missing {
+			note = " (file missing)"
+		}
+		fmt.Fprintf(e.Out, "  %-5s %-6s %-44s %-34s %d%s\n", mark, f.Kind, f.Label, f.File, f.Count, note)
+	}
+	if !rep.Accepted {
+		fmt.Fprintf(e.Out, "refused: %s\n", rep.Reason)
 	}
 }

@@ -22,7 +22,8 @@ func TestGatePatcherPendingOnFreshRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 2 || !strings.Contains(pending[0], "patch") || !strings.Contains(pending[1], "seed") {
+	if len(pending) != 3 || !strings.Contains(pending[0], "edit the Hermes 0.19.0 source") ||
+		!strings.Contains(pending[1], "gate plugin") || !strings.Contains(pending[2], "seed") {
 		t.Fatalf("pending %q", pending)
 	}
 }

@@ -6,24 +6,30 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 var seedConfigVerb = verb{
 	name:    "seed-config",
-	summary: "set Hermes' approvals (gated), security and terminal backend in config.yaml, keeping the rest",
+	summary: "set the approval gate's settings (for the pinned Hermes's mechanism), security and terminal backend in Hermes' config.yaml, keeping the rest",
 	run:     runSeedConfig,
 }
 
 func runSeedConfig(_ context.Context, e *env, args []string) error {
-	fs := newFlags(e, "seed-config", "[--file PATH]")
+	fs := newFlags(e, "seed-config", "[--file PATH] [--commit SHA]")
 	file := fs.String("file", "", "Hermes config file (default <root>/"+hermesconfig.DefaultPath+")")
+	commit := fs.String("commit", pins.DefaultHermesCommit, "the pinned Hermes commit whose gate mechanism the settings are for")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	if *file == "" {
 		*file = filepath.Join(e.root, hermesconfig.DefaultPath)
 	}
-	changed, err := hermesconfig.SeedFile(*file)
+	rel, err := pins.Hermes(*commit)
+	if err != nil {
+		return err
+	}
+	changed, err := hermesconfig.SeedFileWith(*file, hermesconfig.SettingsFor(rel.Mechanism))
 	if err != nil {
 		return err
 	}

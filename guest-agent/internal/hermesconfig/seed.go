@@ -1,37 +1,43 @@
-// Package hermesconfig seeds Hermes' config.yaml with the settings Hermes
-// Box depends on: the gated approval mode and its gate block, the security
-// switches, and the local terminal backend (container backends skip
-// approvals entirely). It edits the YAML at the node level, so every other
-// key, its comments and its order survive; a file that already holds the
-// settings is returned byte for byte.
+// Package hermesconfig is the one place that edits Hermes' own
+// configuration in HERMES_HOME, under one rule set (files.go): UTF-8 only,
+// one YAML document, owner and mode kept, atomic replacement.
+//
+// It seeds config.yaml with the settings Hermes Box depends on: the approval gate of the installed release's mechanism
+// (the patched "gated" mode and its gate block, or Hermes' own smart mode,
+// its reviewer model and the gate plugin), the security switches, and the
+// local terminal backend (container backends skip approvals entirely). It
+// edits the YAML at the node level, so every other key, its comments and its
+// order survive; a file that already holds the settings is returned byte for
+// byte. It also sets one variable of the .env file and one entry of
+// mcp_servers (Executor).
 package hermesconfig
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"reflect"
 	"strconv"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // DefaultPath is where the box keeps Hermes' config, relative to the root.
 const DefaultPath = "workspace/hermes-home/config.yaml"
 
-// Setting is one scalar Hermes Box pins, by its key path.
+// Setting is one value Hermes Box pins, by its key path.
 type Setting struct {
 	Path  []string
-	Value any // string, int, float64 or bool
+	Value any // string, int, float64, bool, or Member
 }
 
-// Settings are applied in this order; new keys are appended in this order.
+// Member as a Setting's value means: the list at Path holds this string
+// (added at its end when missing; the list's other items stay).
+type Member string
+
+// Settings (the source-patch mechanism's, Hermes 0.16/0.17) are applied in
+// this order; new keys are appended in this order.
 var Settings = []Setting{
 	{[]string{"approvals", "mode"}, "gated"},
 	{[]string{"approvals", "timeout"}, 60},
@@ -54,72 +60,65 @@ var Settings = []Setting{
 	{[]string{"terminal", "backend"}, "local"},
 }
 
-// Seed returns data with every Setting applied; name is used in errors.
+// PluginName is the hermes-box-gate plugin's name in plugins.enabled.
+const PluginName = "hermes-box-gate"
+
+// SmartPluginSettings are the smart-plugin mechanism's (Hermes 0.19): Hermes'
+// own smart mode with the seed's reviewer (openai-codex, the model, low
+// reasoning, the priority tier, 30 s), cron denied, and the gate plugin
+// enabled. Hermes 0.19 waits approvals.timeout at the gateway (it no longer
+// reads gateway_timeout), so that is 300 s there; the plugin keeps the CLI
+// prompt at 60 s.
+var SmartPluginSettings = []Setting{
+	{[]string{"approvals", "mode"}, "smart"},
+	{[]string{"approvals", "timeout"}, 300},
+	{[]string{"approvals", "cron_mode"}, "deny"},
+	{[]string{"auxiliary", "approval", "provider"}, "openai-codex"},
+	{[]string{"auxiliary", "approval", "model"}, "gpt-5.5"},
+	{[]string{"auxiliary", "approval", "reasoning_effort"}, "low"},
+	{[]string{"auxiliary", "approval", "timeout"}, 30},
+	{[]string{"auxiliary", "approval", "extra_body", "service_tier"}, "priority"},
+	{[]string{"plugins", "enabled"}, Member(PluginName)},
+	{[]string{"security", "redact_secrets"}, true},
+	{[]string{"security", "tirith_enabled"}, true},
+	{[]string{"terminal", "backend"}, "local"},
+}
+
+// SettingsFor returns the settings of a gate mechanism.
+func SettingsFor(m pins.GateMechanism) []Setting {
+	if m == pins.GateSmartPlugin {
+		return SmartPluginSettings
+	}
+	return Settings
+}
+
+// Seed returns data with the source-patch Settings applied.
+func Seed(name string, data []byte) ([]byte, error) { return SeedWith(name, data, Settings) }
+
+// SeedWith returns data with every setting applied; name is used in errors.
 // When nothing needs to change it returns data itself.
-func Seed(name string, data []byte) ([]byte, error) {
-	// yaml.v3 reads a UTF-16 byte-order mark as an encoding switch, so
-	// bytes kept verbatim (comments above a new mapping) could turn the
-	// written file into something else on the next read: only UTF-8 text
-	// is edited.
-	if !utf8.Valid(data) {
-		return nil, fmt.Errorf("%s: not UTF-8 text; refusing to edit it", name)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: holds more than one YAML document; refusing to edit it", name)
-	}
-	var prefix []byte
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		// Empty, or comments only: keep them above a new mapping.
-		prefix = bytes.TrimRight(data, " \t\r\n")
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
+func SeedWith(name string, data []byte, settings []Setting) ([]byte, error) {
+	doc, prefix, err := loadDoc(name, data)
+	if err != nil {
+		return nil, err
 	}
 	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: the top level is a %s, want a mapping; refusing to edit it", name, kindName(root))
-	}
 	changed := false
-	for _, s := range Settings {
+	for _, s := range settings {
 		m := root
 		for _, key := range s.Path[:len(s.Path)-1] {
 			m = childMapping(m, key, &changed)
+		}
+		if item, ok := s.Value.(Member); ok {
+			addMember(m, s.Path[len(s.Path)-1], string(item), &changed)
+			continue
 		}
 		setScalar(m, s.Path[len(s.Path)-1], s.Value, &changed)
 	}
 	if !changed {
 		return data, nil
 	}
-	var buf bytes.Buffer
-	if len(prefix) > 0 {
-		buf.Write(prefix)
-		buf.WriteString("\n")
-	}
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", name, err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("%s: encoding: %w", name, err)
-	}
-	return buf.Bytes(), nil
-}
-
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.ScalarNode:
-		return "scalar"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "node of kind " + strconv.Itoa(int(n.Kind))
+	return encodeDoc(name, doc, prefix)
 }
 
 // lookup returns the index of key's value in mapping m, or -1.
@@ -169,6 +168,37 @@ func setScalar(m *yaml.Node, key string, value any, changed *bool) {
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, n)
 }
 
+// addMember makes the list under key hold item, creating the list when
+// needed; a single scalar there becomes the list's first item.
+func addMember(m *yaml.Node, key, item string, changed *bool) {
+	i := lookup(m, key)
+	if i >= 0 && m.Content[i].Kind == yaml.SequenceNode {
+		for _, n := range m.Content[i].Content {
+			if n.Kind == yaml.ScalarNode && n.Value == item {
+				return
+			}
+		}
+		m.Content[i].Content = append(m.Content[i].Content, scalar(item))
+		*changed = true
+		return
+	}
+	list := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{scalar(item)}}
+	*changed = true
+	if i >= 0 {
+		if old := m.Content[i]; old.Kind == yaml.ScalarNode && old.Tag != "!!null" && old.Value != "" {
+			if old.Value == item {
+				list.Content = nil
+			}
+			list.Content = append([]*yaml.Node{old}, list.Content...)
+		} else {
+			list.LineComment = old.LineComment
+		}
+		m.Content[i] = list
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, list)
+}
+
 func scalar(v any) *yaml.Node {
 	switch v := v.(type) {
 	case bool:
@@ -182,27 +212,24 @@ func scalar(v any) *yaml.Node {
 	}
 }
 
-// SeedFile applies Seed to the file at path, atomically and keeping its
-// mode; a missing file is created (0600). It reports whether it wrote.
-func SeedFile(path string) (bool, error) {
-	data, err := os.ReadFile(path)
-	var like fs.FileInfo
-	switch {
-	case err == nil:
-		like, _ = os.Stat(path)
-	case errors.Is(err, fs.ErrNotExist):
-		data = nil
-	default:
+// SeedFile applies Seed to the file at path.
+func SeedFile(path string) (bool, error) { return SeedFileWith(path, Settings) }
+
+// SeedFileWith applies SeedWith to the file at path, atomically and keeping
+// its mode; a missing file is created (0600). It reports whether it wrote.
+func SeedFileWith(path string, settings []Setting) (bool, error) {
+	data, like, err := readOptional(path)
+	if err != nil {
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
-	out, err := Seed(path, data)
+	out, err := SeedWith(path, data, settings)
 	if err != nil {
 		return false, err
 	}
 	if data != nil && bytes.Equal(out, data) {
 		return false, nil
 	}
-	if err := atomicfile.WriteLike(path, out, like, 0o600); err != nil {
+	if err := replace(path, out, like, 0); err != nil {
 		return false, fmt.Errorf("seeding Hermes config: %w", err)
 	}
 	return true, nil

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 )
 
@@ -164,11 +166,11 @@ type recordingRunner struct {
 	cmds []Cmd
 }
 
-func (r *recordingRunner) Run(ctx context.Context, c Cmd) error {
+func (r *recordingRunner) Run(ctx context.Context, c Cmd) (command.Output, error) {
 	r.mu.Lock()
 	r.cmds = append(r.cmds, c)
 	r.mu.Unlock()
-	return ExecRunner{}.Run(ctx, c)
+	return ExecRunner.Run(ctx, c)
 }
 
 func TestValidationBuildsEachLayoutsEntry(t *testing.T) {
@@ -219,7 +221,7 @@ func TestSwitchBetweenLayoutsIsAtomic(t *testing.T) {
 
 	var stop atomic.Bool
 	var reads atomic.Int64
-	seen := map[Layout]bool{}
+	seen := map[Layout]*atomic.Int64{LayoutWorkspace: {}, LayoutPackaged: {}}
 	fail := make(chan error, 1)
 	done := make(chan struct{})
 	go func() {
@@ -231,8 +233,8 @@ func TestSwitchBetweenLayoutsIsAtomic(t *testing.T) {
 			}
 			if err == nil {
 				var l Layout
-				if l, err = checkPayload(r.Dir); err == nil {
-					seen[l] = true
+				if l, err = checkPayload(r.Dir); err == nil && seen[l] != nil {
+					seen[l].Add(1)
 				}
 			}
 			if err != nil {
@@ -243,13 +245,22 @@ func TestSwitchBetweenLayoutsIsAtomic(t *testing.T) {
 		}
 	}()
 	for i, ref := range []Reference{cur, old, cur} {
+		want := map[bool]Layout{true: LayoutPackaged, false: LayoutWorkspace}[i%2 == 0]
+		before := seen[want].Load()
 		r, err := s.Install(t.Context(), ref)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[bool]Layout{true: LayoutPackaged, false: LayoutWorkspace}[i%2 == 0]
 		if got, _ := s.Current(); got == nil || got.Name != r.Name || got.Layout != want {
 			t.Fatalf("switch %d: current %+v, want %s", i, got, want)
+		}
+		// Let the reader resolve the new release at least once before the
+		// next switch, however the goroutines are scheduled.
+		for deadline := time.Now().Add(10 * time.Second); seen[want].Load() == before && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if seen[want].Load() == before {
+			t.Fatalf("switch %d: the reader never resolved the %s release", i, want)
 		}
 	}
 	stop.Store(true)
@@ -259,7 +270,7 @@ func TestSwitchBetweenLayoutsIsAtomic(t *testing.T) {
 		t.Fatalf("a reader saw no complete release during a switch: %v", err)
 	default:
 	}
-	if !seen[LayoutWorkspace] || !seen[LayoutPackaged] || reads.Load() < 10 {
-		t.Fatalf("the reader saw %v in %d reads", seen, reads.Load())
+	if seen[LayoutWorkspace].Load() == 0 || seen[LayoutPackaged].Load() == 0 || reads.Load() < 3 {
+		t.Fatalf("the reader saw workspace %d, packaged %d times in %d reads", seen[LayoutWorkspace].Load(), seen[LayoutPackaged].Load(), reads.Load())
 	}
 }

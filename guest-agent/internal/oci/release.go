@@ -199,7 +199,7 @@ func (s *Store) install(ctx context.Context, ref Reference, img *Image) (*Releas
 
 func (s *Store) runner() Runner {
 	if s.Runner == nil {
-		return ExecRunner{}
+		return ExecRunner
 	}
 	return s.Runner
 }

@@ -12,21 +12,30 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
+// TestValidationFailureInstallsNothing: in either layout, a release whose
+// bun build fails is neither installed nor activated.
 func TestValidationFailureInstallsNothing(t *testing.T) {
 	reg := ocitest.NewRegistry(t, nil)
-	img := ocitest.Image(t, "linux", "arm64", ocitest.ExecutorLayers(t, "arm64", readTestdata(t, "broken-bun.sh")))
-	ref := push(t, reg, "executor/selfhost:broken", img, nil)
-	s, _ := newStore(t, reg, "arm64")
-	_, err := s.Install(t.Context(), ref)
-	if err == nil || !strings.Contains(err.Error(), "Could not resolve") {
-		t.Fatalf("got %v, want the bun build failure", err)
-	}
-	ents, _ := os.ReadDir(filepath.Join(s.Root, "releases"))
-	if len(ents) != 0 {
-		t.Fatalf("releases/ holds %v after a failed validation", ents)
-	}
-	if _, err := os.Lstat(filepath.Join(s.Root, "current")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("current exists")
+	broken := readTestdata(t, "broken-bun.sh")
+	for name, layers := range map[string][][]byte{
+		"workspace": ocitest.ExecutorLayers(t, "arm64", broken),
+		"packaged":  ocitest.PackagedExecutorLayers(t, "arm64", broken),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ref := push(t, reg, "executor/selfhost:broken-"+name, ocitest.Image(t, "linux", "arm64", layers), nil)
+			s, _ := newStore(t, reg, "arm64")
+			_, err := s.Install(t.Context(), ref)
+			if err == nil || !strings.Contains(err.Error(), "Could not resolve") || !strings.Contains(err.Error(), name+" layout") {
+				t.Fatalf("got %v, want the bun build failure of the %s layout", err, name)
+			}
+			ents, _ := os.ReadDir(filepath.Join(s.Root, "releases"))
+			if len(ents) != 0 {
+				t.Fatalf("releases/ holds %v after a failed validation", ents)
+			}
+			if _, err := os.Lstat(filepath.Join(s.Root, "current")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatal("current exists")
+			}
+		})
 	}
 }
 

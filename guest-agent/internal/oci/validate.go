@@ -5,67 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 )
 
-// Cmd is one command the release validation runs.
-type Cmd struct {
-	Path string
-	Args []string
-	Env  []string
-	Dir  string
-	// Credential, when set, runs the command as that user.
-	Credential *syscall.Credential
-}
+// The release validation runs bun through the agent's one command runner
+// and its environment policy (a fixed base plus the entries named here).
+type (
+	// Cmd is one command the release validation runs.
+	Cmd = command.Command
+	// Runner runs commands; tests substitute a stand-in.
+	Runner = command.Runner
+)
 
-// Runner runs commands; tests substitute a stand-in.
-type Runner interface {
-	Run(ctx context.Context, c Cmd) error
-}
-
-// ExecRunner runs commands as child processes with bounded output.
-type ExecRunner struct{}
-
-// Run starts c and waits for it; ctx ending kills it.
-func (r ExecRunner) Run(ctx context.Context, c Cmd) error {
-	_, err := r.Output(ctx, c)
-	return err
-}
-
-// Output is Run that also returns the last 4 KiB of the command's stdout
-// and stderr together.
-func (ExecRunner) Output(ctx context.Context, c Cmd) (string, error) {
-	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	cmd.Env, cmd.Dir = c.Env, c.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out := &tailBuffer{max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, out.String())
-	}
-	return out.String(), nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
+// ExecRunner runs the validation as a child process in its own process
+// group, killed 5 s after SIGTERM at the deadline.
+var ExecRunner = command.ExecRunner{KillAfter: 5 * time.Second}
 
 // ValidateTimeout bounds the validation build.
 const ValidateTimeout = 60 * time.Second
@@ -91,8 +49,6 @@ func validateRelease(ctx context.Context, run Runner, runtimeRoot, release strin
 			return fmt.Errorf("handing %s to the runtime user: %w", tmp, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, ValidateTimeout)
-	defer cancel()
 	out := filepath.Join(tmp, "build")
 	c := Cmd{
 		Path: filepath.Join(release, bunPath),
@@ -108,9 +64,10 @@ func validateRelease(ctx context.Context, run Runner, runtimeRoot, release strin
 			"BUN_FEATURE_FLAG_DISABLE_IPV6=1",
 		},
 		Credential: cred,
+		Timeout:    ValidateTimeout,
 	}
-	if err := run.Run(ctx, c); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if _, err := run.Run(ctx, c); err != nil {
+		if ce := (*command.CommandError)(nil); errors.As(err, &ce) && ce.TimedOut {
 			return fmt.Errorf("validating release %s (%s layout): bun build did not finish within %s", release, layout, ValidateTimeout)
 		}
 		return fmt.Errorf("validating release %s (%s layout): %w", release, layout, err)

@@ -9,13 +9,23 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 var (
-	v16 = pins.HermesReleases[0]
-	v17 = pins.HermesReleases[1]
+	v16 = release("0.16.0")
+	v17 = release("0.17.0")
+	v19 = release("0.19.0")
 )
+
+func release(version string) pins.HermesRelease {
+	h, err := pins.HermesByVersion(version)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
 
 // fixtureTree writes a small Hermes-shaped tree for rel into a temp dir:
 // the fixture files, pyproject.toml and a detached .git/HEAD.
@@ -108,11 +118,11 @@ type fakeRunner struct {
 	err  error
 }
 
-func (f *fakeRunner) Run(_ context.Context, c Command) ([]byte, error) {
+func (f *fakeRunner) Run(_ context.Context, c Command) (command.Output, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cmds = append(f.cmds, c)
-	return nil, f.err
+	return command.Output{}, f.err
 }
 
 func (f *fakeRunner) count() int {

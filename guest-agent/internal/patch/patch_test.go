@@ -299,3 +299,34 @@ func TestPatchWithRealPython(t *testing.T) {
 		t.Fatal("a tree that does not compile was marked")
 	}
 }
+
+// TestPatch019EditsOnlyTheServiceTier: the 0.19.0 set has no reviewer
+// module and no suite (the gate plugin carries the reviewer there).
+func TestPatch019EditsOnlyTheServiceTier(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"pyproject.toml", auxClientFile} {
+		b, err := os.ReadFile(filepath.Join("..", "gate", "testdata", "hermes-0.19.0", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, f, string(b))
+	}
+	writeFile(t, dir, ".git/HEAD", v19.Commit+"\n")
+	run := &fakeRunner{}
+	res, err := (&Patcher{Runner: run}).Patch(context.Background(), dir, v19.Commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Written, ",") != auxClientFile+","+MarkerFile || res.Set != "hermes-0.19.0" {
+		t.Fatalf("wrote %v with %s", res.Written, res.Set)
+	}
+	if run.count() != 1 || run.cmds[0].Args[1] != "py_compile" {
+		t.Fatalf("ran %+v", run.cmds)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ModulePath)); err == nil {
+		t.Fatal("reviewer module installed")
+	}
+	if res, err := (&Patcher{Runner: run}).Patch(context.Background(), dir, v19.Commit); err != nil || !res.AlreadyPatched {
+		t.Fatalf("re-run: %+v %v", res, err)
+	}
+}

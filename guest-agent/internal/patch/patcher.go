@@ -123,12 +123,14 @@ func verifyPatched(dir string, set Set, have, want []byte) error {
 	if !bytes.Equal(have, want) {
 		return fmt.Errorf("%s: marker is %q, want %q: the tree was patched by a different hermes-box; reinstall Hermes", filepath.Join(dir, MarkerFile), have, want)
 	}
-	mod, err := os.ReadFile(filepath.Join(dir, ModulePath))
-	if err != nil {
-		return fmt.Errorf("verifying patched tree: %w", err)
-	}
-	if !bytes.Equal(mod, module) {
-		return fmt.Errorf("%s: installed reviewer module differs from this agent's (sha256 %s)", ModulePath, ModuleSHA256())
+	if set.Reviewer {
+		mod, err := os.ReadFile(filepath.Join(dir, ModulePath))
+		if err != nil {
+			return fmt.Errorf("verifying patched tree: %w", err)
+		}
+		if !bytes.Equal(mod, module) {
+			return fmt.Errorf("%s: installed reviewer module differs from this agent's (sha256 %s)", ModulePath, ModuleSHA256())
+		}
 	}
 	for _, file := range set.Files() {
 		src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))

@@ -50,7 +50,7 @@ func fileState(file string, src []byte, anchors []Anchor) (state, error) {
 func planTree(dir string, set Set) ([]plannedFile, error) {
 	var plan []plannedFile
 	modPath := filepath.Join(dir, filepath.FromSlash(ModulePath))
-	if cur, err := os.ReadFile(modPath); err != nil || !bytes.Equal(cur, module) {
+	if cur, err := os.ReadFile(modPath); set.Reviewer && (err != nil || !bytes.Equal(cur, module)) {
 		like, _ := os.Stat(filepath.Dir(modPath))
 		plan = append(plan, plannedFile{rel: ModulePath, data: module, like: moduleLike(like)})
 	}
@@ -118,7 +118,10 @@ func (p *Patcher) validate(ctx context.Context, dir string, set Set) error {
 		return fmt.Errorf("validating patched tree: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	files := []string{filepath.Join(dir, filepath.FromSlash(ModulePath))}
+	var files []string
+	if set.Reviewer {
+		files = append(files, filepath.Join(dir, filepath.FromSlash(ModulePath)))
+	}
 	for _, f := range set.Files() {
 		files = append(files, filepath.Join(dir, filepath.FromSlash(f)))
 	}
@@ -128,10 +131,13 @@ func (p *Patcher) validate(ctx context.Context, dir string, set Set) error {
 	}
 	python := p.python(dir)
 	// The byte code goes to the scratch dir, so the tree holds only our edits.
-	compile := Command{Name: python, Args: append([]string{"-m", "py_compile"}, files...), Dir: dir,
+	compile := Command{Path: python, Args: append([]string{"-m", "py_compile"}, files...), Dir: dir, Timeout: timeout,
 		Env: []string{"PYTHONPYCACHEPREFIX=" + filepath.Join(scratch, "pycache")}}
 	if _, err := run.Run(ctx, compile); err != nil {
 		return fmt.Errorf("byte-compiling patched files: %w", err)
+	}
+	if !set.Reviewer {
+		return nil
 	}
 	suiteDir := filepath.Join(scratch, "suite")
 	if err := os.Mkdir(suiteDir, 0o700); err != nil {
@@ -144,7 +150,7 @@ func (p *Patcher) validate(ctx context.Context, dir string, set Set) error {
 	if p.Integration {
 		integration = "1"
 	}
-	test := Command{Name: python, Args: []string{"-m", "unittest", "discover", "-s", suiteDir, "-p", "test_gated_approval.py"}, Dir: suiteDir,
+	test := Command{Path: python, Timeout: timeout, Args: []string{"-m", "unittest", "discover", "-s", suiteDir, "-p", "test_gated_approval.py"}, Dir: suiteDir,
 		Env: []string{"HERMES_GATE_MODULE=" + files[0], "HERMES_GATE_SOURCE=" + dir, "HERMES_GATE_INTEGRATION=" + integration,
 			"HERMES_HOME=" + filepath.Join(scratch, "home"), "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}}
 	if _, err := run.Run(ctx, test); err != nil {

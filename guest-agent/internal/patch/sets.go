@@ -23,6 +23,10 @@ const (
 type Set struct {
 	ID      string
 	Anchors []Anchor
+	// Reviewer is true when the set adds approvals.mode "gated": the
+	// reviewer module is installed in the tree and its suite runs against
+	// it. Sets without it (Hermes 0.19's service-tier edit) only edit.
+	Reviewer bool
 }
 
 // Files lists the files the set edits, in the order of its anchors.
@@ -103,9 +107,22 @@ func gatedAnchors() []Anchor {
 	}
 }
 
+// serviceTierAnchor is the one source edit on Hermes 0.19.0, whose
+// auxiliary Codex adapter still drops extra_body.service_tier: the anchor
+// text is unchanged from 0.16.0 (verified on 3ef6bbd2).
+func serviceTierAnchor() Anchor {
+	for _, a := range gatedAnchors() {
+		if a.File == auxClientFile {
+			return a
+		}
+	}
+	panic("patch: no service-tier anchor")
+}
+
 var sets = map[string]Set{
-	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors()},
-	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors()},
+	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
+	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: []Anchor{serviceTierAnchor()}},
 }
 
 // SetByID returns the anchor set with the given id.

@@ -384,12 +384,19 @@ class TestPatchedHermes(GateTestCase):
         super().setUp()
         if SOURCE not in sys.path:
             sys.path.insert(0, SOURCE)
+        # The mode comes from a real config.yaml read by Hermes' own code, not
+        # a stub: a Hermes that normalises "gated" away (0.18+) fails here.
+        home = os.environ.get("HERMES_HOME")
+        if not home:
+            self.skipTest("HERMES_HOME is unset")
+        os.makedirs(home, exist_ok=True)
+        with open(os.path.join(home, "config.yaml"), "w") as f:
+            f.write("approvals:\n  mode: gated\n  gate:\n    enabled: true\n")
         import tools.approval as approval
         import tools.gated_approval as installed
         self.approval, self.installed = approval, installed
-        for name, value in (("_get_approval_config", lambda: {"mode": "gated", "gate": {}}),
-                            ("_get_approval_mode", lambda: "gated"),
-                            ("prompt_dangerous_approval", lambda *a, **k: "deny")):
+        self.assertEqual(approval._get_approval_mode(), "gated")
+        for name, value in (("prompt_dangerous_approval", lambda *a, **k: "deny"),):
             saved = getattr(approval, name)
             setattr(approval, name, value)
             self.addCleanup(setattr, approval, name, saved)

@@ -1,8 +1,6 @@
 package patch
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,45 +54,5 @@ func TestWriteSourceMarker(t *testing.T) {
 	}
 	if got, err := TreeCommit(dir); err != nil || got != v17.Commit {
 		t.Fatalf("got %q, %v", got, err)
-	}
-}
-
-func TestCheck(t *testing.T) {
-	dir := fixtureTree(t, v17)
-	os.RemoveAll(filepath.Join(dir, ".git"))
-	rep, err := Check(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(rep.Matching, ",") != "hermes-0.17.0,hermes-0.16.0" || rep.Version != "0.17.0" {
-		t.Fatalf("matching %v, version %q", rep.Matching, rep.Version)
-	}
-	// Drift: one anchor twice, one file gone.
-	writeFile(t, dir, approvalFile, string(readFile(t, dir, approvalFile))+"    combined_desc = \"; \".join(desc for _, desc, _ in warnings)\n")
-	os.Remove(filepath.Join(dir, auxClientFile))
-	rep, err = Check(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Matching) != 0 {
-		t.Fatalf("drifted tree matches %v", rep.Matching)
-	}
-	for _, a := range rep.Sets[0].Anchors {
-		want := 1
-		switch a.Label {
-		case "human escalation reason":
-			want = 2
-		case "Codex service tier forwarding":
-			want = 0
-			if !a.Missing {
-				t.Error("missing file not reported")
-			}
-		}
-		if a.Count != want {
-			t.Errorf("%s: count %d, want %d", a.Label, a.Count, want)
-		}
-	}
-	if _, err := Check(filepath.Join(dir, "nope")); err == nil {
-		t.Fatal("missing dir accepted")
 	}
 }

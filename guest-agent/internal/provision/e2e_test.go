@@ -256,7 +256,7 @@ func checkEvents(t *testing.T, f *fixture, steps int) {
 func checkProductionPins(t *testing.T) {
 	if pins.UV.SHA256[pins.ARM64] != "88e800834007cc5efd4675f166eb2a51e7e3ad19876d85fa8805a6fb5c922397" ||
 		pins.Codex.SHA256[pins.ARM64] != "b70030338592de3e361f3cde83d624f88061df300abe31b62075a5c5a058a6fc" ||
-		pins.HermesReleases[0].InstallerSHA256 != "dbd9d555ed4ac67bd1fc71ba6a39b410cf2af0ebcfd8f4889e086af78c9ddcaa" ||
+		pins.HermesReleases[0].InstallerSHA256 != "c5ba7e89627577fab914514736ecfb3359b66956ca00199bfef616ca35953cb9" ||
 		!strings.HasPrefix(pins.UV.URL(pins.ARM64), "https://github.com/astral-sh/uv/") {
 		t.Fatal("a test run changed shared/pins")
 	}

@@ -81,18 +81,20 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 
 // --- gated approval --------------------------------------------------------
 
-// GateTarget is the installed Hermes the gated-approval patch applies to.
-// Paths are guest paths; join them to Root.
+// GateTarget is the installed Hermes the approval gate applies to. Paths
+// are guest paths; join them to Root. User, when set, is the account
+// Hermes' own code runs as when the gate asks it for its settings.
 type GateTarget struct {
 	Root   string
 	Source string
 	Python string
 	Config string
 	Commit string
+	User   string
 	Runner Runner
 }
 
-// GatePatcher applies the gated-approval patch (guest-agent/internal/patch).
+// GatePatcher puts the approval gate in (guest-agent/internal/gate).
 type GatePatcher interface {
 	// Pending lists what Apply would change; empty when patched.
 	Pending(ctx context.Context, t GateTarget) ([]string, error)
@@ -100,6 +102,8 @@ type GatePatcher interface {
 }
 
 func (p *Provisioner) gateTarget() GateTarget {
+	// Hermes is asked as root here: its home still belongs to root until the
+	// cleanup step hands it (and anything the probe wrote) to hermes.
 	return GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
 		Config: hermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
 }

@@ -11,20 +11,16 @@ package snapshot
 import (
 	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/klauspost/pgzip"
-	"golang.org/x/sys/unix"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 )
 
 // The parts of a backup.
@@ -80,20 +76,7 @@ func Write(ctx context.Context, w io.Writer, spec Spec) error {
 		return fmt.Errorf("configuring gzip: %w", err)
 	}
 	tw := tar.NewWriter(zw)
-	wr := &walker{ctx: ctx, tw: tw, top: spec.Dir, links: map[fileID]string{}, buf: make([]byte, 256<<10)}
-	wr.exclude = map[string]bool{}
-	for _, x := range spec.Exclude {
-		wr.exclude[x] = true
-	}
-	st, err := lstat(spec.Dir)
-	if err != nil {
-		return fmt.Errorf("archiving %s: %w", spec.Dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("archiving %s: not a directory", spec.Dir)
-	}
-	wr.dev = statOf(st).Dev
-	if err := wr.walk("", st); err != nil {
+	if err := tarfs.Write(ctx, tw, spec.Dir, spec.Exclude); err != nil {
 		_ = zw.Close()
 		return err
 	}
@@ -106,206 +89,9 @@ func Write(ctx context.Context, w io.Writer, spec Spec) error {
 	return nil
 }
 
-type fileID struct{ dev, ino uint64 }
-
-type walker struct {
-	ctx     context.Context
-	tw      *tar.Writer
-	top     string
-	dev     uint64
-	exclude map[string]bool
-	links   map[fileID]string
-	buf     []byte
-}
-
-// walk writes the entry rel (slash path below top, "" for top) and, for a
-// directory on the same file system, everything below it in name order.
-func (wr *walker) walk(rel string, fi os.FileInfo) error {
-	if err := wr.ctx.Err(); err != nil {
-		return err
-	}
-	full := filepath.Join(wr.top, filepath.FromSlash(rel))
-	st := statOf(fi)
-	if fi.Mode()&os.ModeSocket != 0 {
-		return nil // sockets cannot be archived; they are recreated by their servers
-	}
-	hdr, err := wr.header(full, rel, fi, st)
-	if err != nil {
-		return err
-	}
-	if err := wr.tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("writing header of %s: %w", full, err)
-	}
-	switch {
-	case hdr.Typeflag == tar.TypeReg && hdr.Size > 0:
-		return wr.copyFile(full, hdr.Size)
-	case hdr.Typeflag == tar.TypeDir && uint64(st.Dev) == wr.dev:
-		return wr.walkDir(rel, full)
-	}
-	return nil
-}
-
-func (wr *walker) walkDir(rel, full string) error {
-	d, err := os.Open(full)
-	if err != nil {
-		return fmt.Errorf("reading directory %s: %w", full, err)
-	}
-	names, err := d.Readdirnames(-1)
-	_ = d.Close()
-	if err != nil {
-		return fmt.Errorf("reading directory %s: %w", full, err)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		child := path.Join(rel, n)
-		if wr.exclude[child] {
-			continue
-		}
-		cfi, err := lstat(filepath.Join(full, n))
-		if err != nil {
-			return fmt.Errorf("archiving %s: %w", filepath.Join(full, n), err)
-		}
-		if err := wr.walk(child, cfi); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // EntryName is the archive name of rel: "./" for the top, a trailing slash
-// for directories.
-func EntryName(rel string, dir bool) string {
-	if rel == "" {
-		return "./"
-	}
-	if dir {
-		return "./" + rel + "/"
-	}
-	return "./" + rel
-}
-
-func (wr *walker) header(full, rel string, fi os.FileInfo, st *syscall.Stat_t) (*tar.Header, error) {
-	hdr := &tar.Header{
-		Name:    EntryName(rel, fi.IsDir()),
-		Mode:    int64(st.Mode & 0o7777),
-		Uid:     int(st.Uid),
-		Gid:     int(st.Gid),
-		ModTime: time.Unix(fi.ModTime().Unix(), 0),
-	}
-	mode := fi.Mode()
-	switch {
-	case mode.IsRegular():
-		id := fileID{uint64(st.Dev), uint64(st.Ino)}
-		if first, ok := wr.links[id]; ok && st.Nlink > 1 {
-			hdr.Typeflag, hdr.Linkname = tar.TypeLink, first
-			return hdr, nil
-		}
-		if st.Nlink > 1 {
-			wr.links[id] = hdr.Name
-		}
-		hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
-	case mode.IsDir():
-		hdr.Typeflag = tar.TypeDir
-	case mode&os.ModeSymlink != 0:
-		target, err := os.Readlink(full)
-		if err != nil {
-			return nil, fmt.Errorf("reading symlink %s: %w", full, err)
-		}
-		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, target
-	case mode&os.ModeNamedPipe != 0:
-		hdr.Typeflag = tar.TypeFifo
-	case mode&os.ModeDevice != 0:
-		hdr.Typeflag = tar.TypeBlock
-		if mode&os.ModeCharDevice != 0 {
-			hdr.Typeflag = tar.TypeChar
-		}
-		hdr.Devmajor, hdr.Devminor = int64(unix.Major(uint64(st.Rdev))), int64(unix.Minor(uint64(st.Rdev)))
-	default:
-		return nil, fmt.Errorf("archiving %s: unsupported file type %v", full, mode.Type())
-	}
-	xattrs, err := readXattrs(full)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range xattrs {
-		if hdr.PAXRecords == nil {
-			hdr.PAXRecords = map[string]string{}
-		}
-		hdr.PAXRecords[paxXattr+k] = v
-	}
-	return hdr, nil
-}
-
-// copyFile copies exactly size bytes of full into the archive, failing when
-// the file changed size while it was read.
-func (wr *walker) copyFile(full string, size int64) error {
-	f, err := os.Open(full)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", full, err)
-	}
-	defer f.Close()
-	n, err := io.CopyBuffer(onlyWriter{wr.tw}, io.LimitReader(f, size), wr.buf)
-	if err != nil {
-		return fmt.Errorf("archiving %s: %w", full, err)
-	}
-	if n != size {
-		return fmt.Errorf("archiving %s: file shrank while it was read (%d of %d bytes)", full, n, size)
-	}
-	if m, _ := f.Read(wr.buf[:1]); m > 0 {
-		return fmt.Errorf("archiving %s: file grew while it was read", full)
-	}
-	return nil
-}
-
-// onlyWriter hides ReadFrom so io.CopyBuffer uses our large buffer.
-type onlyWriter struct{ w io.Writer }
-
-func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
-
-// paxXattr prefixes extended attributes in PAX records, as GNU tar and
-// star write them.
-const paxXattr = "SCHILY.xattr."
-
-// readXattrs returns the extended attributes of full (not following
-// symlinks); none when the file system has no support for them.
-func readXattrs(full string) (map[string]string, error) {
-	size, err := unix.Llistxattr(full, nil)
-	if errors.Is(err, unix.ENOTSUP) {
-		return nil, nil
-	}
-	if err != nil || size == 0 {
-		return readXattrValues(full, nil, err)
-	}
-	list := make([]byte, size)
-	n, err := unix.Llistxattr(full, list)
-	return readXattrValues(full, list[:max(n, 0)], err)
-}
-
-func readXattrValues(full string, list []byte, err error) (map[string]string, error) {
-	if err != nil {
-		return nil, fmt.Errorf("listing extended attributes of %s: %w", full, err)
-	}
-	if len(list) == 0 {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, name := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
-		size, err := unix.Lgetxattr(full, name, nil)
-		if err != nil {
-			return nil, fmt.Errorf("reading extended attribute %s of %s: %w", name, full, err)
-		}
-		val := make([]byte, size)
-		if size > 0 {
-			if size, err = unix.Lgetxattr(full, name, val); err != nil {
-				return nil, fmt.Errorf("reading extended attribute %s of %s: %w", name, full, err)
-			}
-		}
-		out[name] = string(val[:size])
-	}
-	return out, nil
-}
-
-func lstat(p string) (os.FileInfo, error) { return os.Lstat(p) }
+// for directories (tarfs.Write's names).
+func EntryName(rel string, dir bool) string { return tarfs.EntryName(rel, dir) }
 
 func statOf(fi os.FileInfo) *syscall.Stat_t {
 	st, ok := fi.Sys().(*syscall.Stat_t)

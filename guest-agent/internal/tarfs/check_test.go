@@ -152,3 +152,26 @@ func FuzzCheckLayer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEntryName checks the names Extract writes: after CleanParts and a
+// strip, no name is absolute or climbs out with "..".
+func FuzzEntryName(f *testing.F) {
+	for _, s := range []string{"a/b", "./a/../b", "/abs", "a//b/", "..", "a/./b"} {
+		f.Add(s, 1)
+	}
+	f.Fuzz(func(t *testing.T, raw string, strip int) {
+		if strip < 0 || strip > 4 {
+			return
+		}
+		x := &extraction{opt: Options{Strip: strip}}
+		parts, ok, err := x.clean(raw)
+		if err != nil || !ok {
+			return
+		}
+		for _, p := range parts {
+			if p == "" || p == "." || p == ".." || strings.Contains(p, "/") {
+				t.Fatalf("clean(%q, %d) = %q", raw, strip, parts)
+			}
+		}
+	})
+}

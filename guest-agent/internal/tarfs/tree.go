@@ -17,7 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// paxXattr prefixes an extended attribute in a PAX header.
+// paxXattr prefixes an extended attribute in a PAX header, as GNU tar and
+// star write them.
 const paxXattr = "SCHILY.xattr."
 
 // treeOpts say how a tree applies entries.
@@ -270,7 +271,7 @@ func (t *tree) setXattrs(fd int, pax map[string]string) error {
 		if !ok {
 			continue
 		}
-		if !t.isRoot && !strings.HasPrefix(name, "user.") && t.opts.lenientXattrs {
+		if !t.isRoot && !strings.HasPrefix(name, "user.") {
 			continue // other namespaces need privilege
 		}
 		err := unix.Fsetxattr(fd, name, []byte(v), 0)

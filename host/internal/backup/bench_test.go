@@ -1,14 +1,21 @@
 package backup
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -140,6 +147,7 @@ func BenchmarkSnapshotStream(b *testing.B) {
 			b.Skipf("%s not installed", tool)
 		}
 	}
+	checkSnapshotStream(b, bin, root, ws)
 	b.Run("agent+sha256", func(b *testing.B) {
 		b.SetBytes(size)
 		for b.Loop() {
@@ -182,4 +190,70 @@ func BenchmarkSnapshotStream(b *testing.B) {
 			}
 		}
 	})
+}
+
+// checkSnapshotStream checks the stream the benchmark measures: gzip -t
+// accepts it, it is one gzip member, and its listing equals the tree.
+func checkSnapshotStream(b *testing.B, bin, root, ws string) {
+	out := filepath.Join(b.TempDir(), "workspace.tar.gz")
+	f, err := os.Create(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := exec.CommandContext(b.Context(), bin, "--root", root, "snapshot", "write", "workspace")
+	c.Stdout = f
+	if err := c.Run(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if msg, err := exec.CommandContext(b.Context(), "gzip", "-t", out).CombinedOutput(); err != nil {
+		b.Fatalf("gzip -t: %v: %s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := bytes.NewReader(data)
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		b.Fatal(err)
+	}
+	zr.Multistream(false)
+	var listed []string
+	tr := tar.NewReader(zr)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		listed = append(listed, strings.TrimSuffix(strings.TrimPrefix(hdr.Name, "./"), "/"))
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		b.Fatal(err)
+	}
+	if br.Len() != 0 {
+		b.Fatalf("the stream has %d bytes after its first gzip member", br.Len())
+	}
+	var tree []string
+	err = filepath.WalkDir(ws, func(p string, _ fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(ws, p)
+		if rel == "." {
+			rel = ""
+		}
+		tree = append(tree, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(listed)
+	slices.Sort(tree)
+	if !slices.Equal(listed, tree) {
+		b.Fatalf("the stream lists %d entries, the tree has %d", len(listed), len(tree))
+	}
 }

@@ -74,7 +74,8 @@ func (a *execAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader
 	return nil
 }
 
-// buildAgent compiles the agent binary for this machine.
+// buildAgent compiles the Executor helper (the agent with the executor verb
+// in-process) for this machine.
 func buildAgent(t *testing.T) string {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
@@ -82,7 +83,7 @@ func buildAgent(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "hermes-box-agent")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-tags", "containers_image_openpgp,oci", "-o", bin, "./guest-agent")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./guest-agent/cmd/hermes-box-agent-oci")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

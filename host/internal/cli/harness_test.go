@@ -24,7 +24,7 @@ import (
 // binaries are built once per test binary.
 var (
 	buildOnce sync.Once
-	bins      struct{ dir, hermesBox, agent, testAgent string }
+	bins      struct{ dir, hermesBox, agent, helper, testAgent string }
 	buildErr  error
 )
 
@@ -41,6 +41,8 @@ func buildBinaries(t *testing.T) {
 		bins.dir = dir
 		bins.hermesBox = sshdtest.GoBuild(t, filepath.Join(dir, "hermes-box"), "./host")
 		bins.agent = sshdtest.GoBuild(t, filepath.Join(dir, "agent", "hermes-box-agent"), "./guest-agent")
+		// The Executor helper beside the agent, where the agent looks for it.
+		bins.helper = sshdtest.GoBuild(t, filepath.Join(dir, "agent", "hermes-box-agent-oci"), "./guest-agent/cmd/hermes-box-agent-oci")
 		bins.testAgent = sshdtest.GoBuild(t, filepath.Join(dir, "testagent"), "./tests/testagent",
 			"-ldflags", "-X main.realAgent="+bins.agent)
 		sshdtest.GoBuild(t, filepath.Join(dir, "path", "smolvm"), "./tests/fakesmolvm")
@@ -111,8 +113,8 @@ func newHarness(t *testing.T, conf ...string) *harness {
 	h.write("Smolfile", h.moduleFile("Smolfile"))
 	h.write("bin/"+h.agentFn, readFile(t, bins.testAgent))
 	must(t, os.Chmod(filepath.Join(h.root, "bin", h.agentFn), 0o755))
-	// The Executor helper: the full agent (built with the oci tag).
-	h.write("bin/hermes-box-agent-oci-linux-"+runtime.GOARCH, readFile(t, bins.agent))
+	// The Executor helper: the agent with the executor verb in-process.
+	h.write("bin/hermes-box-agent-oci-linux-"+runtime.GOARCH, readFile(t, bins.helper))
 	lines := append([]string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(h.port)}, conf...)
 	h.write("hermes-box.conf", strings.Join(lines, "\n")+"\n")
 	table := filepath.Join(t.TempDir(), "boot-table.json")

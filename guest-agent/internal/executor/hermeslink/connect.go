@@ -21,7 +21,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermescfg"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -45,7 +45,7 @@ const (
 type Connector struct {
 	Root string
 	// URL is Executor's MCP endpoint at the address Hermes uses
-	// (hermescfg.ExecutorURL in the box).
+	// (hermesconfig.ExecutorURL in the box).
 	URL  string
 	HTTP *http.Client
 	// Runner runs `hermes mcp test executor`; nil means provision.ExecRunner.
@@ -91,7 +91,7 @@ var ErrGatewayNotRunning = control.ErrNotRunning
 // never appears in an error.
 func (c *Connector) Connect(ctx context.Context, key string) (Connected, error) {
 	res := Connected{MCPServer: "executor", URL: c.URL, Tools: mcp.ExecutorTools}
-	if err := hermescfg.ValidateSecret(key); err != nil {
+	if err := hermesconfig.ValidateSecret(key); err != nil {
 		return res, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, surfaceTimeout)
@@ -129,10 +129,10 @@ func (c *Connector) Connect(ctx context.Context, key string) (Connected, error) 
 // Hermes' own `mcp test`.
 func (c *Connector) configure(ctx context.Context, key string, files []string) error {
 	env, cfg := files[0], files[1]
-	if err := hermescfg.SetEnv(env, hermescfg.ExecutorKeyVar, key); err != nil {
+	if err := hermesconfig.SetEnv(env, hermesconfig.ExecutorKeyVar, key); err != nil {
 		return err
 	}
-	if err := hermescfg.SetMCPServer(cfg, "executor", hermescfg.ExecutorServerAt(c.URL)); err != nil {
+	if err := hermesconfig.SetMCPServer(cfg, "executor", hermesconfig.ExecutorServerAt(c.URL)); err != nil {
 		return err
 	}
 	if err := chownToServiceUser(c.Root, env, cfg); err != nil {

@@ -283,22 +283,25 @@ func (g *gen) packages(lw *layerWriter, root string, from, to, files int) {
 		lw.dir(p, 0o755)
 		lw.file(p+"/package.json", 0o644, g.text(g.size(1200, 0.6, 16<<10)))
 		n := max(1, per-2+g.rng.IntN(5))
-		dirs := []string{p, p + "/dist", p + "/lib"}
-		lw.dir(dirs[1], 0o755)
-		lw.dir(dirs[2], 0o755)
-		for j := range n {
-			name := fmt.Sprintf("%s/m%03d.js", dirs[j%3], j)
-			lw.file(name, 0o644, g.text(g.size(1150, 1.45, 1<<20)))
-		}
 		if i%11 == 0 {
 			lw.file(p+"/native.node", 0o755, g.binary(g.size(60<<10, 1, 6<<20)))
 		}
-		if i%3 == 0 {
-			lw.symlink(fmt.Sprintf("%s/.bin/cmd-%04d", root, i), fmt.Sprintf("../pkg-%04d/dist/m000.js", i))
+		// Files directory by directory, as a build writes them.
+		for k, d := range []string{p, p + "/dist", p + "/lib"} {
+			if k > 0 {
+				lw.dir(d, 0o755)
+			}
+			for j := k; j < n; j += 3 {
+				lw.file(fmt.Sprintf("%s/m%03d.js", d, j), 0o644, g.text(g.size(1150, 1.45, 1<<20)))
+			}
 		}
+
 		if i%40 == 7 {
-			lw.hardlink(p+"/LICENSE", dirs[0]+"/package.json")
+			lw.hardlink(p+"/LICENSE", p+"/package.json")
 		}
+	}
+	for i := from; i < to; i += 3 {
+		lw.symlink(fmt.Sprintf("%s/.bin/cmd-%04d", root, i), fmt.Sprintf("../pkg-%04d/m000.js", i))
 	}
 }
 

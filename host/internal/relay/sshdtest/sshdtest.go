@@ -258,11 +258,11 @@ func (s *Server) Stop(tb testing.TB) {
 	s.cmd = nil
 }
 
-// BuildAgent builds the agent as the box runs it (without the `oci` tag
-// of its Executor helper) into dir.
+// BuildAgent builds the agent as the box runs it (the lean main, not
+// its Executor helper) into dir.
 func BuildAgent(tb testing.TB, dir string) string {
 	tb.Helper()
-	return GoBuild(tb, filepath.Join(dir, "hermes-box-agent"), "./guest-agent", "-tags", "containers_image_openpgp")
+	return GoBuild(tb, filepath.Join(dir, "hermes-box-agent"), "./guest-agent")
 }
 
 // GoBuild builds the package pkg of this module (a path relative to the

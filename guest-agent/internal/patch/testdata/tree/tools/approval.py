@@ -8,6 +8,18 @@ def _get_approval_config():
     return {}
 
 
+def _normalize_approval_mode(mode):
+    if isinstance(mode, str):
+        normalized = mode.strip().lower()
+        return normalized or "manual"
+    return "manual"
+
+
+def _gateway_wait_seconds():
+    timeout = _get_approval_config().get("gateway_timeout", 300)
+    return timeout
+
+
 def check_all_command_guards(command, env_type, approval_mode="manual"):
     warnings = [("k", "flagged", False)]
     if not warnings:

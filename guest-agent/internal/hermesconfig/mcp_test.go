@@ -1,4 +1,4 @@
-package hermescfg
+package hermesconfig
 
 import (
 	"os"

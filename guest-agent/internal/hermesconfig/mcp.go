@@ -1,20 +1,14 @@
-// Package hermescfg edits Hermes Agent's own configuration in HERMES_HOME:
-// one variable of its .env file and one entry of mcp_servers in config.yaml.
-// The YAML is merged node by node, so the user's comments, order and other
-// keys stay as they were; files are replaced atomically.
-package hermescfg
+package hermesconfig
 
 import (
 	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
 // ExecutorKeyVar is the .env variable holding Executor's API key.
@@ -37,15 +31,19 @@ func ValidateSecret(v string) error {
 	return nil
 }
 
-// SetEnv sets name=value in the dotenv file at path (created 0600 if
-// missing), replacing an existing assignment and keeping every other line.
+// SetEnv sets name=value in the dotenv file at path, replacing an existing
+// assignment and keeping every other line. The file keeps its owner (a new
+// one gets its directory's) and is always 0600: it holds secrets.
 func SetEnv(path, name, value string) error {
 	if err := ValidateSecret(value); err != nil {
 		return fmt.Errorf("%s: %s: %w", path, name, err)
 	}
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", path, err)
+	old, like, err := readOptional(path)
+	if err != nil {
+		return err
+	}
+	if !utf8.Valid(old) {
+		return fmt.Errorf("%s: not UTF-8 text; refusing to edit it", path)
 	}
 	var out bytes.Buffer
 	found := false
@@ -69,7 +67,7 @@ func SetEnv(path, name, value string) error {
 	if !found {
 		out.WriteString(name + "=" + value + "\n")
 	}
-	return atomicfile.Write(path, out.Bytes(), 0o600)
+	return replace(path, out.Bytes(), like, 0o600)
 }
 
 // ExecutorServer is the mcp_servers.executor entry; the key stays in .env
@@ -91,50 +89,31 @@ func ExecutorServerAt(url string) *yaml.Node {
 // SetMCPServer sets mcp_servers.<name> in the YAML file at path to server,
 // creating the file or the mapping when missing. Nothing else changes.
 func SetMCPServer(path, name string, server *yaml.Node) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("reading %s: %w", path, err)
+	old, like, err := readOptional(path)
+	if err != nil {
+		return err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(old, &doc); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	doc, prefix, err := loadDoc(path, old)
+	if err != nil {
+		return err
 	}
-	if doc.Kind == 0 {
-		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}}
-	}
-	top := doc.Content[0]
-	if top.Kind == yaml.ScalarNode && top.Tag == "!!null" {
-		*top = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	}
-	if top.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: line %d: the document is not a mapping", path, top.Line)
-	}
-	servers, err := mappingValue(top, "mcp_servers", path)
+	servers, err := mappingValue(doc.Content[0], "mcp_servers", path)
 	if err != nil {
 		return err
 	}
 	setKey(servers, name, server)
-	var out bytes.Buffer
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
+	out, err := encodeDoc(path, doc, prefix)
+	if err != nil {
+		return err
 	}
-	mode := os.FileMode(0o600)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	return atomicfile.Write(path, out.Bytes(), mode)
+	return replace(path, out, like, 0)
 }
 
 // mappingValue returns the mapping under key in m, adding an empty one if
 // the key is missing or null.
 func mappingValue(m *yaml.Node, key, path string) (*yaml.Node, error) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value != key {
-			continue
-		}
-		v := m.Content[i+1]
+	if i := lookup(m, key); i >= 0 {
+		v := m.Content[i]
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			*v = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		}
@@ -150,11 +129,9 @@ func mappingValue(m *yaml.Node, key, path string) (*yaml.Node, error) {
 
 // setKey replaces the value of key in m, or appends key: value.
 func setKey(m *yaml.Node, key string, value *yaml.Node) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content[i+1] = value
-			return
-		}
+	if i := lookup(m, key); i >= 0 {
+		m.Content[i] = value
+		return
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, value)
 }

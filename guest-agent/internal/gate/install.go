@@ -1,0 +1,113 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// Installer puts the gate of the target's release into an installed Hermes:
+// its source edits (verified, marked), its plugin where the mechanism has
+// one, its config settings; then asks Hermes itself whether the gate is
+// active as intended.
+type Installer struct {
+	// Integration also drives the patched tools.approval in the source
+	// patch's suite; it needs Hermes' own interpreter and dependencies.
+	Integration bool
+}
+
+func (in Installer) patcher(t Target) *patch.Patcher {
+	return &patch.Patcher{Runner: t.Runner, Python: t.Python, Integration: in.Integration}
+}
+
+func (t Target) config() string { return filepath.Join(t.Home, "config.yaml") }
+
+// Pending lists what Apply would change; empty when the gate is in place.
+// A marked tree is verified (writing nothing); a failed verification is an
+// error, never a silent re-patch.
+func (in Installer) Pending(ctx context.Context, t Target) ([]string, error) {
+	rel, err := pins.Hermes(t.Commit)
+	if err != nil {
+		return nil, err
+	}
+	var pending []string
+	if _, err := os.Stat(filepath.Join(t.Source, patch.MarkerFile)); errors.Is(err, fs.ErrNotExist) {
+		pending = append(pending, fmt.Sprintf("edit the Hermes %s source for the %s gate (%s)", rel.Version, rel.Mechanism, rel.AnchorSet))
+	} else if err != nil {
+		return nil, fmt.Errorf("checking the gate marker: %w", err)
+	} else if _, err := in.patcher(t).Patch(ctx, t.Source, t.Commit); err != nil {
+		return nil, err
+	}
+	if rel.Mechanism == pins.GateSmartPlugin {
+		if files := pluginPending(t.Home); len(files) > 0 {
+			pending = append(pending, "install the gate plugin: "+strings.Join(files, ", "))
+		}
+	}
+	data, err := os.ReadFile(t.config())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s: %w", t.config(), err)
+	}
+	seeded, err := hermesconfig.SeedWith(t.config(), data, hermesconfig.SettingsFor(rel.Mechanism))
+	if err != nil {
+		return nil, err
+	}
+	if string(seeded) != string(data) {
+		pending = append(pending, fmt.Sprintf("seed %s for approvals.mode %s", t.config(), rel.Mechanism.IntendedMode()))
+	}
+	if len(pending) > 0 {
+		return pending, nil
+	}
+	if problems, err := in.verify(ctx, t, rel); err != nil || len(problems) > 0 {
+		return []string{"the installed Hermes does not resolve the gate as provisioned: " + strings.Join(problems, "; ")}, err
+	}
+	return nil, nil
+}
+
+// Apply edits the tree (recording its commit, so it can be re-verified once
+// cleanup has removed .git), installs the plugin, seeds the config, and
+// fails unless the installed Hermes then resolves the gate as intended.
+func (in Installer) Apply(ctx context.Context, t Target) error {
+	rel, err := pins.Hermes(t.Commit)
+	if err != nil {
+		return err
+	}
+	if _, err := in.patcher(t).Patch(ctx, t.Source, t.Commit); err != nil {
+		return err
+	}
+	if err := patch.WriteSourceMarker(t.Source, t.Commit); err != nil {
+		return err
+	}
+	if rel.Mechanism == pins.GateSmartPlugin {
+		if err := InstallPlugin(t.Home); err != nil {
+			return err
+		}
+	}
+	if _, err := hermesconfig.SeedFileWith(t.config(), hermesconfig.SettingsFor(rel.Mechanism)); err != nil {
+		return err
+	}
+	problems, err := in.verify(ctx, t, rel)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("hermes %s (%s): the installed Hermes does not resolve the gate as provisioned: %s",
+			rel.Version, rel.Mechanism, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (in Installer) verify(ctx context.Context, t Target, rel pins.HermesRelease) ([]string, error) {
+	eff, err := Probe(ctx, t, rel)
+	if err != nil {
+		return nil, err
+	}
+	return Verify(rel, eff), nil
+}

@@ -1,0 +1,256 @@
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// fakeRunner answers the probe with canned JSON and every other command
+// (py_compile, the suite) with success; it records what ran.
+type fakeRunner struct {
+	mu    sync.Mutex
+	probe string
+	cmds  []command.Command
+}
+
+func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cmds = append(f.cmds, c)
+	if strings.Contains(strings.Join(c.Args, " "), "hermes-box-gate-probe-") {
+		return command.Output{Stdout: []byte("noise\n" + f.probe + "\n")}, nil
+	}
+	return command.Output{}, nil
+}
+
+// intended is a probe answer with everything as the mechanism needs it.
+func intended(m pins.GateMechanism) Effective {
+	var e Effective
+	e.Mode, e.CronMode = m.IntendedMode(), "deny"
+	e.Reviewer.Provider, e.Reviewer.Model, e.Reviewer.ReasoningEffort, e.Reviewer.ServiceTier, e.Reviewer.Timeout = "openai-codex", "gpt-5.5", "low", "priority", 30
+	if m == pins.GateSmartPlugin {
+		e.Timeout = 300
+		e.Plugin = &struct {
+			Found   bool     `json:"found"`
+			Enabled bool     `json:"enabled"`
+			Error   string   `json:"error"`
+			Hooks   []string `json:"hooks"`
+			Wrapped bool     `json:"wrapped"`
+		}{Found: true, Enabled: true, Hooks: []string{"post_approval_response", "pre_approval_request"}, Wrapped: true}
+		return e
+	}
+	e.Timeout = 60
+	gw, on, floor := 300.0, true, 0.75
+	e.GatewayTimeout, e.Reviewer.Enabled, e.Reviewer.MinConfidence = &gw, &on, &floor
+	e.Reviewer.Scope, e.Reviewer.MaxRisk = "once", "medium"
+	return e
+}
+
+func TestVerify(t *testing.T) {
+	smart, gated := release(t, "0.19.0"), release(t, "0.16.0")
+	tests := []struct {
+		name string
+		rel  pins.HermesRelease
+		edit func(*Effective)
+		want string
+	}{
+		{"smart as intended", smart, func(*Effective) {}, ""},
+		{"gated as intended", gated, func(*Effective) {}, ""},
+		{"0.18-style manual", gated, func(e *Effective) { e.Mode = "manual" }, `approvals.mode resolves to "manual", want "gated"`},
+		{"smart mode lost", smart, func(e *Effective) { e.Mode = "manual" }, `want "smart"`},
+		{"plugin disabled", smart, func(e *Effective) { e.Plugin.Enabled, e.Plugin.Error = false, "disabled via config" }, "disabled via config"},
+		{"plugin missing", smart, func(e *Effective) { e.Plugin = nil }, "does not find"},
+		{"wraps missing", smart, func(e *Effective) { e.Plugin.Wrapped = false }, "wraps are not in place"},
+		{"hook missing", smart, func(e *Effective) { e.Plugin.Hooks = e.Plugin.Hooks[:1] }, "did not register pre_approval_request"},
+		{"gateway wait 60", smart, func(e *Effective) { e.Timeout = 60 }, "gateway wait"},
+		{"other reviewer model", smart, func(e *Effective) { e.Reviewer.Model = "cheap" }, "reviewer model"},
+		{"no priority tier", gated, func(e *Effective) { e.Reviewer.ServiceTier = "" }, "service tier"},
+		{"cron approves", smart, func(e *Effective) { e.CronMode = "approve" }, "cron_mode"},
+		{"no gateway_timeout", gated, func(e *Effective) { e.GatewayTimeout = nil }, "gateway_timeout"},
+		{"gate disabled", gated, func(e *Effective) { off := false; e.Reviewer.Enabled = &off }, "disabled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := intended(tt.rel.Mechanism)
+			tt.edit(&e)
+			got := strings.Join(Verify(tt.rel, e), "; ")
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Fatalf("problems %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func fixtureTarget(t *testing.T, version string, run command.Runner) Target {
+	t.Helper()
+	src := fixture(t, version)
+	rel := release(t, version)
+	write(t, src, ".git/HEAD", rel.Commit+"\n")
+	return Target{Source: src, Python: "python3", Home: t.TempDir(), Commit: rel.Commit, Runner: run}
+}
+
+func answer(t *testing.T, e Effective) string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestApplySmartPluginOnFixture(t *testing.T) {
+	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
+	tgt := fixtureTarget(t, "0.19.0", run)
+	write(t, tgt.Home, "config.yaml", "# mine\nmodel:\n  default: x # keep\n")
+	ctx := context.Background()
+	pending, err := Installer{}.Pending(ctx, tgt)
+	if err != nil || len(pending) != 3 {
+		t.Fatalf("pending %q %v", pending, err)
+	}
+	if err := (Installer{}).Apply(ctx, tgt); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, tgt.Source, "agent/auxiliary_client.py"); !strings.Contains(got, "hermes-box:gate-service-tier") {
+		t.Errorf("service tier not forwarded:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(tgt.Source, patch.ModulePath)); err == nil {
+		t.Error("the smart-plugin mechanism installed the source-patch reviewer module")
+	}
+	for name, want := range PluginFiles() {
+		if got := read(t, tgt.Home, PluginDir+"/"+name); got != string(want) {
+			t.Errorf("plugin file %s differs", name)
+		}
+	}
+	cfg := read(t, tgt.Home, "config.yaml")
+	for _, want := range []string{"# mine", "default: x # keep", "mode: smart", "- hermes-box-gate", "service_tier: priority", "timeout: 300"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if pending, err := (Installer{}).Pending(ctx, tgt); err != nil || len(pending) != 0 {
+		t.Fatalf("after apply: pending %q %v", pending, err)
+	}
+	c, g := Health(ctx, tgt, time.Unix(0, 0))
+	if c.Status != health.StatusHealthy || g == nil || g.Mechanism != "smart-plugin" || g.EffectiveMode != "smart" {
+		t.Fatalf("health %+v %+v", c, g)
+	}
+}
+
+func TestApplyFailsWhenHermesResolvesAnotherMode(t *testing.T) {
+	bad := intended(pins.GateSmartPlugin)
+	bad.Mode = "manual"
+	run := &fakeRunner{probe: answer(t, bad)}
+	tgt := fixtureTarget(t, "0.19.0", run)
+	err := Installer{}.Apply(context.Background(), tgt)
+	if err == nil || !strings.Contains(err.Error(), `approvals.mode resolves to "manual", want "smart"`) {
+		t.Fatalf("got %v", err)
+	}
+	c, g := Health(context.Background(), tgt, time.Unix(0, 0))
+	if c.Status != health.StatusUnhealthy || c.Severity != health.SeverityCritical || g.EffectiveMode != "manual" || len(g.Problems) != 1 {
+		t.Fatalf("health %+v %+v", c, g)
+	}
+	pending, err := Installer{}.Pending(context.Background(), tgt)
+	if err != nil || len(pending) != 1 || !strings.Contains(pending[0], "does not resolve the gate") {
+		t.Fatalf("pending %q %v", pending, err)
+	}
+}
+
+func TestHealthWithoutAGate(t *testing.T) {
+	tgt := Target{Source: t.TempDir(), Runner: &fakeRunner{}}
+	c, g := Health(context.Background(), tgt, time.Unix(0, 0))
+	if c.Severity != health.SeverityInfo || g != nil {
+		t.Fatalf("untouched tree: %+v", c)
+	}
+	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
+	tgt = fixtureTarget(t, "0.19.0", run)
+	if err := patch.WriteSourceMarker(tgt.Source, tgt.Commit); err != nil {
+		t.Fatal(err)
+	}
+	c, g = Health(context.Background(), tgt, time.Unix(0, 0))
+	if c.Status != health.StatusUnhealthy || g == nil || !strings.Contains(c.Message, "source edits are not in place") {
+		t.Fatalf("recorded but unpatched tree: %+v", c)
+	}
+}
+
+func TestProbeRunsAsTheHermesUser(t *testing.T) {
+	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
+	tgt := fixtureTarget(t, "0.19.0", run)
+	tgt.User = "hermes"
+	if _, err := Probe(context.Background(), tgt, release(t, "0.19.0")); err != nil {
+		t.Fatal(err)
+	}
+	c := run.cmds[0]
+	if c.Path != "runuser" || strings.Join(c.Args[:4], " ") != "-u hermes -- python3" || c.Args[5] != "smart-plugin" || c.Dir != tgt.Source {
+		t.Fatalf("%+v", c)
+	}
+	if !strings.Contains(strings.Join(c.Env, " "), "HERMES_HOME="+tgt.Home) {
+		t.Fatalf("env %q", c.Env)
+	}
+	run.probe = "not json"
+	if _, err := Probe(context.Background(), tgt, release(t, "0.19.0")); err == nil || !strings.Contains(err.Error(), "unreadable answer") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestInstallRealTrees installs the gate into copies of the real 0.16.0,
+// 0.17.0 and 0.19.0 trees (HERMES_BOX_HERMES_TREES) with this machine's
+// python3 as Hermes' interpreter, asks each Hermes for its effective mode,
+// and shows 0.18.2 with the source-patch config seeded resolving to manual.
+func TestInstallRealTrees(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
+		t.Run(version, func(t *testing.T) {
+			rel := release(t, version)
+			src := copyTree(t, realTree(t, version))
+			if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
+				t.Fatal(err)
+			}
+			tgt := Target{Source: src, Python: python, Home: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+			ctx := context.Background()
+			if err := (Installer{Integration: true}).Apply(ctx, tgt); err != nil {
+				t.Fatal(err)
+			}
+			if pending, err := (Installer{}).Pending(ctx, tgt); err != nil || len(pending) != 0 {
+				t.Fatalf("pending after apply: %q %v", pending, err)
+			}
+			c, g := Health(ctx, tgt, time.Now())
+			if c.Status != health.StatusHealthy || g.EffectiveMode != rel.Mechanism.IntendedMode() {
+				t.Fatalf("%+v %+v", c, g)
+			}
+			t.Logf("Hermes %s: %s", version, c.Message)
+			cfg := filepath.Join(tgt.Home, "config.yaml")
+			b, _ := os.ReadFile(cfg)
+			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+rel.Mechanism.IntendedMode(), "mode: manual", 1))
+			if c, g := Health(ctx, tgt, time.Now()); c.Status != health.StatusUnhealthy || g.EffectiveMode != "manual" {
+				t.Fatalf("mode manual: %+v %+v", c, g)
+			}
+		})
+	}
+	t.Run("0.18.2", func(t *testing.T) {
+		home := t.TempDir()
+		gated := release(t, "0.16.0")
+		write(t, home, "config.yaml", "approvals:\n  mode: gated\n  timeout: 60\n  gateway_timeout: 300\n")
+		tgt := Target{Source: realTree(t, "0.18.2"), Python: python, Home: home, Runner: command.ExecRunner{}}
+		eff, err := Probe(context.Background(), tgt, gated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eff.Mode != "manual" || !strings.Contains(strings.Join(Verify(gated, eff), ";"), `resolves to "manual"`) {
+			t.Fatalf("%+v", eff)
+		}
+	})
+}

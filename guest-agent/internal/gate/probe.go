@@ -1,0 +1,176 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+//go:embed probe.py
+var probeScript []byte
+
+// ProbeTimeout bounds one run of the probe (Hermes imports take seconds).
+const ProbeTimeout = 2 * time.Minute
+
+// Target is an installed Hermes: host paths of its source tree, its
+// interpreter and its HERMES_HOME, the commit it holds, and how to run it.
+type Target struct {
+	Source string
+	Python string
+	Home   string
+	Commit string
+	// User, when set, runs the probe as that account (runuser), so Hermes
+	// writes nothing as root into its home.
+	User   string
+	Runner command.Runner
+}
+
+// Effective is the gate as the installed Hermes resolves it (probe.py).
+type Effective struct {
+	Python         string   `json:"python"`
+	Mode           string   `json:"mode"`
+	Timeout        float64  `json:"timeout"`
+	GatewayTimeout *float64 `json:"gatewayTimeout,omitempty"`
+	CronMode       string   `json:"cronMode"`
+	ResolvedBy     string   `json:"resolvedBy,omitempty"`
+	Reviewer       struct {
+		Provider        string   `json:"provider"`
+		Model           string   `json:"model"`
+		ReasoningEffort string   `json:"reasoningEffort"`
+		ServiceTier     string   `json:"serviceTier"`
+		Timeout         float64  `json:"timeout"`
+		Enabled         *bool    `json:"enabled,omitempty"`
+		Scope           string   `json:"scope,omitempty"`
+		MinConfidence   *float64 `json:"minConfidence,omitempty"`
+		MaxRisk         string   `json:"maxRisk,omitempty"`
+	} `json:"reviewer"`
+	Plugin *struct {
+		Found   bool     `json:"found"`
+		Enabled bool     `json:"enabled"`
+		Error   string   `json:"error"`
+		Hooks   []string `json:"hooks"`
+		Wrapped bool     `json:"wrapped"`
+	} `json:"plugin,omitempty"`
+}
+
+// Probe runs Hermes' own code, with its own interpreter, to read how it
+// resolves the approval settings of rel's mechanism. It changes nothing.
+func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, error) {
+	f, err := os.CreateTemp("", "hermes-box-gate-probe-*.py")
+	if err != nil {
+		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(probeScript); err != nil {
+		f.Close()
+		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: ProbeTimeout,
+		Env: []string{"HERMES_HOME=" + t.Home, "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}}
+	if t.User != "" {
+		if err := os.Chmod(f.Name(), 0o644); err != nil {
+			return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
+		}
+		c.Args = append([]string{"-u", t.User, "--", c.Path}, c.Args...)
+		c.Path = "runuser"
+		c.Env = append(c.Env, "HOME="+filepath.Join("/home", t.User))
+	}
+	out, err := t.Runner.Run(ctx, c)
+	if err != nil {
+		return Effective{}, fmt.Errorf("asking the installed Hermes for its approval settings: %w", err)
+	}
+	var eff Effective
+	line := bytes.TrimSpace(out.Stdout)
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if err := json.Unmarshal(line, &eff); err != nil {
+		return Effective{}, fmt.Errorf("asking the installed Hermes for its approval settings: unreadable answer %q: %w", line, err)
+	}
+	return eff, nil
+}
+
+// Verify lists every way eff differs from what rel's mechanism needs;
+// empty means the gate is active as provisioned.
+func Verify(rel pins.HermesRelease, eff Effective) []string {
+	var p problems
+	want := rel.Mechanism.IntendedMode()
+	p.want("approvals.mode", eff.Mode, want)
+	p.want("approvals.cron_mode", eff.CronMode, "deny")
+	r := eff.Reviewer
+	p.want("reviewer provider", r.Provider, "openai-codex")
+	p.want("reviewer model", r.Model, "gpt-5.5")
+	p.want("reviewer reasoning effort", r.ReasoningEffort, "low")
+	p.want("reviewer service tier", r.ServiceTier, "priority")
+	p.wantNum("reviewer timeout", r.Timeout, 30)
+	switch rel.Mechanism {
+	case pins.GateSourcePatch:
+		p.wantNum("approvals.timeout (human wait)", eff.Timeout, 60)
+		gw := math.NaN()
+		if eff.GatewayTimeout != nil {
+			gw = *eff.GatewayTimeout
+		}
+		p.wantNum("approvals.gateway_timeout", gw, 300)
+		if r.Enabled == nil || !*r.Enabled {
+			p.add("the gate reviewer is disabled (approvals.gate.enabled)")
+		}
+		p.want("reviewer scope", r.Scope, "once")
+		if r.MinConfidence == nil || *r.MinConfidence < 0.75 {
+			p.add("reviewer confidence floor below 0.75")
+		}
+		p.want("reviewer risk ceiling", r.MaxRisk, "medium")
+	case pins.GateSmartPlugin:
+		p.wantNum("approvals.timeout (gateway wait)", eff.Timeout, 300)
+		p.plugin(eff)
+	}
+	return p.list
+}
+
+type problems struct{ list []string }
+
+func (p *problems) add(s string) { p.list = append(p.list, s) }
+
+func (p *problems) want(what, got, want string) {
+	if got != want {
+		p.add(fmt.Sprintf("%s resolves to %q, want %q", what, got, want))
+	}
+}
+
+func (p *problems) wantNum(what string, got, want float64) {
+	if got != want {
+		p.add(fmt.Sprintf("%s resolves to %v, want %v", what, got, want))
+	}
+}
+
+func (p *problems) plugin(eff Effective) {
+	pl := eff.Plugin
+	switch {
+	case pl == nil || !pl.Found:
+		p.add("Hermes does not find the " + hermesconfig.PluginName + " plugin")
+	case !pl.Enabled:
+		p.add(fmt.Sprintf("the %s plugin is not loaded: %s", hermesconfig.PluginName, pl.Error))
+	default:
+		for _, h := range []string{"pre_approval_request", "post_approval_response"} {
+			if !slices.Contains(pl.Hooks, h) {
+				p.add("the plugin did not register " + h)
+			}
+		}
+		if !pl.Wrapped {
+			p.add("the plugin's reviewer, gateway-wait and CLI-prompt wraps are not in place")
+		}
+	}
+}

@@ -1,0 +1,94 @@
+"""Ask an installed Hermes how it resolves its approval settings.
+
+hermes-box-agent runs this file with Hermes' own interpreter (its venv), in
+the Hermes source tree, with HERMES_HOME set, after provisioning and for every
+health report.  It imports Hermes' code and prints one JSON object on stdout:
+the approval mode as tools.approval normalises it, the timeouts and cron mode
+as tools.approval reads them, the reviewer settings (auxiliary.approval on
+Hermes 0.19, approvals.gate for the patched 0.16/0.17), and, where Hermes has
+plugins, whether the hermes-box-gate plugin is enabled, registered its hooks
+and has its wraps in place.  It changes nothing on disk.
+"""
+
+import json
+import os
+import sys
+
+PLUGIN = "hermes-box-gate"
+
+
+def approvals(out):
+    from tools import approval
+    out["mode"] = approval._get_approval_mode()
+    out["timeout"] = approval._get_approval_timeout()
+    out["cronMode"] = approval._get_cron_approval_mode()
+    config = approval._get_approval_config()
+    if "gateway_timeout" in config:
+        out["gatewayTimeout"] = config["gateway_timeout"]
+    return approval, config
+
+
+def reviewer_060(out, config):
+    """The patched 0.16/0.17 reviewer's settings (approvals.gate)."""
+    try:
+        from tools import gated_approval
+    except ImportError:
+        return
+    s = gated_approval.settings(config.get("gate"))
+    out["reviewer"] = {"provider": s["provider"], "model": s["model"], "reasoningEffort": s["reasoning_effort"],
+                       "serviceTier": s["service_tier"] or "", "timeout": s["timeout"], "enabled": s["enabled"],
+                       "scope": s["scope"], "minConfidence": s["min_confidence"],
+                       "maxRisk": s["auto_approve_max_risk"]}
+
+
+def reviewer_aux(out):
+    """Hermes' auxiliary.approval as agent.auxiliary_client resolves it, or as
+    hermes_cli.config loads it where the client's dependencies are missing."""
+    try:
+        from agent import auxiliary_client as aux
+        task = aux._get_auxiliary_task_config("approval")
+        extra = aux._get_task_extra_body("approval")
+        timeout = aux._get_task_timeout("approval")
+        out["resolvedBy"] = "agent.auxiliary_client"
+    except ImportError as exc:
+        from hermes_cli.config import load_config
+        task = (load_config().get("auxiliary") or {}).get("approval") or {}
+        extra = dict(task.get("extra_body") or {})
+        timeout = float(task.get("timeout", 30))
+        out["resolvedBy"] = "hermes_cli.config (agent.auxiliary_client needs %s)" % exc.name
+    reasoning = extra.get("reasoning") if isinstance(extra.get("reasoning"), dict) else {}
+    out["reviewer"] = {"provider": str(task.get("provider") or ""), "model": str(task.get("model") or ""),
+                       "reasoningEffort": str(reasoning.get("effort") or task.get("reasoning_effort") or ""),
+                       "serviceTier": str(extra.get("service_tier") or ""), "timeout": float(timeout)}
+
+
+def plugin(out, approval):
+    from hermes_cli import plugins
+    plugins.discover_plugins()
+    loaded = plugins.get_plugin_manager()._plugins.get(PLUGIN)
+    info = {"found": loaded is not None}
+    if loaded is not None:
+        info["enabled"] = bool(loaded.enabled)
+        info["error"] = str(loaded.error or "")
+        info["hooks"] = sorted(loaded.hooks_registered or [])
+        module = loaded.module
+        info["wrapped"] = bool(module is not None and module.installed(approval))
+    out["plugin"] = info
+
+
+def main():
+    mechanism = sys.argv[1] if len(sys.argv) > 1 else ""
+    out = {"python": sys.version.split()[0], "mechanism": mechanism}
+    approval, config = approvals(out)
+    if mechanism == "smart-plugin":
+        reviewer_aux(out)
+        plugin(out, approval)
+    else:
+        reviewer_060(out, config)
+    json.dump(out, sys.stdout, sort_keys=True)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.getcwd())
+    main()

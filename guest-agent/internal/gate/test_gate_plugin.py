@@ -1,0 +1,344 @@
+"""Tests of the hermes-box-gate plugin (Hermes 0.19 smart approvals).
+
+The first part drives the plugin against a stand-in tools.approval with the
+three names it wraps.  The second part (TestHermes019) imports the real
+Hermes 0.19.0 tree named by HERMES_GATE_TREE_0190 (a `git archive` export;
+never committed) with this interpreter and runs Hermes' own
+check_all_command_guards with the box's config: it skips with a reason when
+the variable is unset, which CI cannot provide.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLUGIN_DIR = os.path.join(HERE, "plugin")
+REVIEWER = os.path.join(HERE, "..", "patch", "gated_approval.py")
+TREE = os.environ.get("HERMES_GATE_TREE_0190", "")
+
+BOX_CONFIG = """\
+approvals:
+  mode: smart
+  timeout: 300
+  cron_mode: deny
+auxiliary:
+  approval:
+    provider: openai-codex
+    model: gpt-5.5
+    reasoning_effort: low
+    timeout: 30
+    extra_body:
+      service_tier: priority
+plugins:
+  enabled:
+  - hermes-box-gate
+security:
+  tirith_enabled: false
+terminal:
+  backend: local
+"""
+
+
+def load_plugin(tmp):
+    """Import the plugin as a package, the way Hermes' loader does."""
+    pkg = os.path.join(tmp, "hermes_box_gate_under_test")
+    os.makedirs(pkg)
+    shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(pkg, "__init__.py"))
+    shutil.copy(REVIEWER, pkg)
+    sys.path.insert(0, tmp)
+    for name in list(sys.modules):
+        if name.startswith("hermes_box_gate_under_test"):
+            del sys.modules[name]
+    import hermes_box_gate_under_test as plugin
+    return plugin
+
+
+def reply(decision="approve", risk="low", confidence=0.9, reason="builds the project", **extra):
+    body = {"decision": decision, "scope": "once", "risk": risk, "confidence": confidence, "reason": reason}
+    body.update(extra)
+    return {"choices": [{"message": {"content": json.dumps(body)}}]}
+
+
+class Stub:
+    def __init__(self, response=None, error=None):
+        self.response, self.error, self.calls = response, error, []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        if self.error:
+            raise self.error
+        return self.response
+
+
+def read_chain(path):
+    """Verify the audit chain; returns the entries."""
+    prev, entries = "0" * 64, []
+    with open(path, "rb") as f:
+        for line in f:
+            record = json.loads(line)
+            body = json.dumps(record["entry"], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+            if hashlib.sha256(body.encode()).hexdigest() != record["hash"] or record["entry"]["prev"] != prev:
+                raise AssertionError("audit chain broken at seq %s" % record["entry"]["seq"])
+            prev = record["hash"]
+            entries.append(record["entry"])
+    return entries
+
+
+class PluginCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.plugin = load_plugin(self.tmp)
+        self.addCleanup(lambda: sys.path.remove(self.tmp) if self.tmp in sys.path else None)
+        self.audit = os.path.join(self.tmp, "audit.jsonl")
+        os.environ["HERMES_GATE_AUDIT_LOG"] = self.audit
+        self.addCleanup(os.environ.pop, "HERMES_GATE_AUDIT_LOG", None)
+
+    def with_reply(self, response=None, error=None):
+        stub = Stub(response, error)
+        saved = self.plugin.hermes_call
+        self.plugin.hermes_call = stub
+        self.addCleanup(setattr, self.plugin, "hermes_call", saved)
+        return stub
+
+
+class FakeApproval(types.SimpleNamespace):
+    pass
+
+
+class TestPluginAlone(PluginCase):
+    def fake(self):
+        asked = []
+
+        def smart(command, description):
+            return "escalate"
+
+        def wait(session_key, notify_cb, approval_data, surface="gateway"):
+            asked.append(dict(approval_data))
+            return {"resolved": True, "choice": "once"}
+
+        def prompt(command, description, timeout_seconds=None, allow_permanent=True, approval_callback=None,
+                   smart_denied=False):
+            asked.append({"command": command, "description": description, "timeout": timeout_seconds})
+            return "once"
+
+        fake = FakeApproval(_smart_approve=smart, _await_gateway_decision=wait, prompt_dangerous_approval=prompt)
+        return fake, asked
+
+    def test_install_wraps_every_name_once(self):
+        fake, _ = self.fake()
+        self.assertFalse(self.plugin.installed(fake))
+        self.plugin.install(fake)
+        first = fake._smart_approve
+        self.plugin.install(fake)
+        self.assertIs(fake._smart_approve, first)
+        self.assertTrue(self.plugin.installed(fake))
+
+    def test_escalation_reason_reaches_the_gateway_prompt(self):
+        fake, asked = self.fake()
+        self.plugin.install(fake)
+        self.with_reply(reply(confidence=0.5))
+        self.assertEqual(fake._smart_approve("rm -r build", "recursive delete"), "escalate")
+        fake._await_gateway_decision("s", None, {"command": "rm -r build", "description": "recursive delete"})
+        self.assertIn("Approval reviewer: escalate", asked[0]["description"])
+        self.assertIn("below the floor 0.75", asked[0]["description"])
+
+    def test_reason_is_used_once(self):
+        fake, asked = self.fake()
+        self.plugin.install(fake)
+        self.with_reply(reply(risk="high"))
+        fake._smart_approve("rm -r build", "recursive delete")
+        fake.prompt_dangerous_approval("rm -r build", "recursive delete")
+        fake.prompt_dangerous_approval("rm -r other", "recursive delete")
+        self.assertIn("exceeds the auto-approve ceiling", asked[0]["description"])
+        self.assertEqual(asked[1]["description"], "recursive delete")
+
+    def test_cli_prompt_waits_the_seeds_60s(self):
+        fake, asked = self.fake()
+        self.plugin.install(fake)
+        fake.prompt_dangerous_approval("rm -r build", "d")
+        fake.prompt_dangerous_approval("rm -r build", "d", timeout_seconds=5)
+        self.assertEqual([a["timeout"] for a in asked], [60, 5])
+
+    def test_denial_never_asks_the_owner(self):
+        fake, asked = self.fake()
+        self.plugin.install(fake)
+        self.with_reply(reply(decision="deny", risk="high", reason="wipes the data"))
+        self.assertEqual(fake._smart_approve("rm -r data", "recursive delete"), "deny")
+        got = fake._await_gateway_decision("s", None, {"command": "rm -r data", "description": "d", "smart_denied": True})
+        self.assertEqual(got["choice"], "deny")
+        self.assertIn("wipes the data", got["reason"])
+        self.assertEqual(fake.prompt_dangerous_approval("rm -r data", "d", smart_denied=True), "deny")
+        self.assertEqual(asked, [])
+
+    def test_hooks_audit_the_human(self):
+        self.plugin.on_pre_approval_request(command="rm -r x", description="d\nApproval reviewer: ...", surface="gateway")
+        self.plugin.on_post_approval_response(command="rm -r x", description="d", surface="gateway", choice="once")
+        self.plugin.on_post_approval_response(command="rm -r x", description="d", surface="smart", choice="smart_approve")
+        entries = read_chain(self.audit)
+        self.assertEqual([e["decision"] for e in entries], ["human-asked:gateway", "human:once"])
+
+    def test_register_wires_both_hooks(self):
+        hooks = {}
+        ctx = types.SimpleNamespace(register_hook=lambda name, cb: hooks.setdefault(name, cb))
+        fake, _ = self.fake()
+        saved = self.plugin.install
+        self.plugin.install = lambda: saved(fake)
+        self.addCleanup(setattr, self.plugin, "install", saved)
+        self.plugin.register(ctx)
+        self.assertEqual(sorted(hooks), ["post_approval_response", "pre_approval_request"])
+        self.assertTrue(self.plugin.installed(fake))
+
+
+@unittest.skipUnless(TREE, "HERMES_GATE_TREE_0190 names no Hermes 0.19.0 tree (export one with git archive)")
+class TestHermes019(PluginCase):
+    """Hermes 0.19.0's own approval flow with the box's config and the plugin."""
+
+    def setUp(self):
+        super().setUp()
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(home)
+        with open(os.path.join(home, "config.yaml"), "w") as f:
+            f.write(BOX_CONFIG)
+        self.env("HERMES_HOME", home)
+        self.env("HERMES_INTERACTIVE", "1")
+        self.env("TIRITH_ENABLED", "0")
+        if TREE not in sys.path:
+            sys.path.insert(0, TREE)
+        import tools.approval as approval
+        self.approval = approval
+        self.asked = []
+
+        def human(command, description, *args, **kwargs):
+            self.asked.append(description)
+            return "deny"
+
+        for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
+            self.addCleanup(setattr, approval, name, getattr(approval, name))
+        approval.prompt_dangerous_approval = human
+        self.plugin.install(approval)
+
+    def env(self, name, value):
+        old = os.environ.get(name)
+        os.environ[name] = value
+        self.addCleanup(lambda: os.environ.__setitem__(name, old) if old is not None else os.environ.pop(name, None))
+
+    def guard(self, command="rm -r ./build"):
+        return self.approval.check_all_command_guards(command, "local")
+
+    def test_mode_is_smart_from_the_config(self):
+        self.assertEqual(self.approval._get_approval_mode(), "smart")
+
+    def test_confident_low_risk_approves_one_command_only(self):
+        stub = self.with_reply(reply())
+        for _ in range(2):
+            result = self.guard()
+            self.assertTrue(result["approved"], result)
+            self.assertTrue(result.get("smart_approved"))
+        self.assertEqual(len(stub.calls), 2, "the second identical command must be reviewed again")
+        self.assertEqual(self.asked, [])
+        entries = read_chain(self.audit)
+        self.assertEqual([e["decision"] for e in entries], ["approve", "approve"])
+        self.assertEqual(entries[1]["seq"], 2)
+
+    def test_denial_blocks_without_asking(self):
+        self.with_reply(reply(decision="deny", risk="critical", reason="erases the disk"))
+        result = self.guard()
+        self.assertFalse(result["approved"])
+        self.assertIn("Do NOT retry", result["message"])
+        self.assertEqual(self.asked, [])
+
+    def test_failures_reach_the_human_with_the_reason(self):
+        cases = [
+            ("malformed", Stub({"choices": [{"message": {"content": "APPROVE"}}]}), "malformed reviewer output"),
+            ("timeout", Stub(error=TimeoutError("slow")), "reviewer error: TimeoutError"),
+            ("low confidence", Stub(reply(confidence=0.6)), "below the floor 0.75"),
+            ("high risk", Stub(reply(risk="high")), "exceeds the auto-approve ceiling"),
+        ]
+        for name, stub, reason in cases:
+            with self.subTest(name):
+                self.asked.clear()
+                self.plugin.hermes_call = stub
+                result = self.guard()
+                self.assertFalse(result["approved"])  # the stub human said deny
+                self.assertEqual(len(self.asked), 1)
+                self.assertIn("Approval reviewer: escalate", self.asked[0])
+                self.assertIn(reason, self.asked[0])
+        entries = read_chain(self.audit)
+        self.assertEqual([e["decision"] for e in entries], ["escalate"] * 4)
+
+    def test_hardline_never_reaches_the_reviewer(self):
+        stub = self.with_reply(reply())
+        self.assertFalse(self.guard("rm -rf /")["approved"])
+        self.assertEqual(stub.calls, [])
+
+    def test_reviewer_uses_hermes_approval_task(self):
+        calls = []
+        import agent  # noqa: F401  (the tree's package, for the monkeypatch below)
+        fake_aux = types.ModuleType("agent.auxiliary_client")
+        fake_aux.call_llm = lambda **kw: calls.append(kw) or reply()
+        fake_aux._get_task_timeout = lambda task: 30.0
+        saved = sys.modules.get("agent.auxiliary_client")
+        sys.modules["agent.auxiliary_client"] = fake_aux
+        self.addCleanup(lambda: sys.modules.__setitem__("agent.auxiliary_client", saved) if saved else sys.modules.pop("agent.auxiliary_client", None))
+        self.assertTrue(self.guard()["approved"])
+        self.assertEqual(calls[0]["task"], "approval")
+        self.assertNotIn("model", calls[0])  # Hermes resolves it from auxiliary.approval
+
+    def test_plugin_manager_loads_the_plugin_and_fires_its_hooks(self):
+        # The plugin as Hermes loads it: from HERMES_HOME/plugins, enabled by
+        # the seeded plugins.enabled, through hermes_cli.plugins.
+        home = os.environ["HERMES_HOME"]
+        target = os.path.join(home, "plugins", "hermes-box-gate")
+        os.makedirs(target)
+        shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(target, "__init__.py"))
+        shutil.copy(os.path.join(PLUGIN_DIR, "plugin.yaml"), target)
+        shutil.copy(REVIEWER, target)
+        for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
+            original = getattr(getattr(self.approval, name), "__wrapped__", None)
+            if original is not None:
+                setattr(self.approval, name, original)  # undo the direct install of setUp
+        from hermes_cli import plugins
+        plugins.discover_plugins(force=True)
+        self.addCleanup(plugins.discover_plugins, True)
+        loaded = plugins.get_plugin_manager()._plugins["hermes-box-gate"]
+        self.assertTrue(loaded.enabled, loaded.error)
+        self.assertEqual(sorted(loaded.hooks_registered), ["post_approval_response", "pre_approval_request"])
+        self.assertTrue(loaded.module.installed(self.approval))
+        loaded.module.hermes_call = Stub(reply(risk="high", reason="rewrites history"))
+        result = self.guard("git push --force origin main")
+        self.assertFalse(result["approved"])  # the stub human said deny
+        self.assertIn("rewrites history", self.asked[-1])
+        decisions = [e["decision"] for e in read_chain(self.audit)]
+        self.assertEqual(decisions, ["escalate", "human-asked:cli", "human:deny"])
+
+    def test_gateway_prompt_carries_the_reason(self):
+        self.env("HERMES_INTERACTIVE", "")
+        self.env("HERMES_EXEC_ASK", "1")
+        self.with_reply(reply(risk="high", reason="touches the database"))
+        seen = []
+        key = "hermes-box-test"
+
+        def notify(data):
+            seen.append(dict(data))
+            self.approval.resolve_gateway_approval(key, "deny")
+
+        token = self.approval.set_current_session_key(key)
+        self.addCleanup(self.approval.reset_current_session_key, token)
+        self.approval.register_gateway_notify(key, notify)
+        self.addCleanup(self.approval.unregister_gateway_notify, key)
+        result = self.guard()
+        self.assertFalse(result["approved"])
+        self.assertIn("touches the database", seen[0]["description"])
+        decisions = [e["decision"] for e in read_chain(self.audit)]
+        self.assertEqual(decisions[0], "escalate")
+
+
+if __name__ == "__main__":
+    unittest.main()

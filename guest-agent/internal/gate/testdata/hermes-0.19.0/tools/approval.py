@@ -1,0 +1,63 @@
+"""Fixture for the gate tests: the lines of Hermes 0.19.0's approval flow
+that the smart-plugin mechanism relies on, in a shape of their own."""
+
+
+def _fire_approval_hook(hook_name: str, **kwargs) -> None:
+    pass
+
+
+def _normalize_approval_mode(mode) -> str:
+    _VALID_MODES = ("manual", "smart", "off")
+    return mode if mode in _VALID_MODES else "manual"
+
+
+def _smart_approve(command: str, description: str) -> str:
+    return "escalate"
+
+
+def prompt_dangerous_approval(command: str, description: str,
+                              timeout_seconds=None):
+    return "deny"
+
+
+def _await_gateway_decision(session_key: str, notify_cb, approval_data: dict,
+                            *, surface: str = "gateway") -> dict:
+    command = description = ""
+    _fire_approval_hook(
+        "pre_approval_request",
+        command=command,
+        description=description,
+    )
+    timeout = _get_approval_timeout()
+    return {"resolved": False, "choice": None, "timeout": timeout}
+
+
+def check_all_command_guards(command, session_key, notify_cb, combined_desc_for_llm, combined_desc):
+    approval_data = {}
+    if notify_cb:
+        verdict = _smart_approve(command, combined_desc_for_llm)
+        if verdict == "approve":
+            # Approve this command only. Pattern-level persistence would let one
+            return {"approved": True}
+        if session_key:
+            if verdict == "deny":
+                approval_data["smart_denied"] = True
+            decision = _await_gateway_decision(
+                session_key, notify_cb, approval_data, surface="gateway"
+            )
+            return decision
+    choice = prompt_dangerous_approval(
+        command,
+        combined_desc,
+    )
+    _fire_approval_hook(
+        "post_approval_response",
+        command=command,
+        description=combined_desc,
+        choice=choice,
+    )
+    return choice
+
+
+def _get_approval_timeout():
+    return 60
