@@ -119,12 +119,22 @@ func (b *Box) checkListeners(ctx context.Context, ports []int) error {
 // deep one (the installed tools run) passes too, so a half-provisioned box
 // is never called ready.
 func (b *Box) waitHealthy(ctx context.Context, tr relay.Transport) error {
+	return b.waitFor(ctx, tr, true)
+}
+
+// waitRunning is waitHealthy without the deep report: for a box already
+// proven ready whose gateway was only restarted.
+func (b *Box) waitRunning(ctx context.Context, tr relay.Transport) error {
+	return b.waitFor(ctx, tr, false)
+}
+
+func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) error {
 	var last error
 	deep := false
 	for {
 		report, err := b.healthReport(ctx, tr, deep)
 		if err == nil {
-			if err = deepCheck(report); err == nil && deep {
+			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil
 			}
 			if err == nil {
