@@ -40,6 +40,18 @@ $(BIN)/hermes-box-agent-linux-%: $(AGENT_SRC) $(BIN)/.version
 $(BIN)/hermes-box-agent-oci-linux-%: $(AGENT_SRC) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent/cmd/hermes-box-agent-oci
 
+# The host binary for every supported host platform, which `hermes-box
+# package` carries so that a package restores on a host of another kind
+# without a Go toolchain.
+HOST_PLATFORMS := darwin-arm64 linux-arm64 linux-amd64
+DIST := $(foreach p,$(HOST_PLATFORMS),$(BIN)/hermes-box-$(p))
+
+.PHONY: dist
+dist: build $(DIST) ## Also build hermes-box for every supported host platform (carried by hermes-box package)
+
+$(BIN)/hermes-box-%: $(HOST_SRC) $(BIN)/.version
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
+
 .PHONY: init
 init: build ## Build, then create the box (hermes-box init)
 	$(BIN)/hermes-box init
@@ -59,7 +71,7 @@ lint: ## gofmt check, go vet, staticcheck, shellcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
-	shellcheck scripts/*.sh scripts/hermes-box .ci/run
+	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks and print medians (COUNT, default 5)

@@ -38,19 +38,26 @@ type Config struct {
 	File string
 	// Secrets are the mappings of <ProjectRoot>/secret-env.txt.
 	Secrets []SecretMapping
+	// NetworkHosts are the hosts of <ProjectRoot>/network-hosts.txt, the
+	// allow-list of HERMES_BOX_NETWORK_MODE=strict.
+	NetworkHosts []string
 
-	MachineName     string      // HERMES_BOX_MACHINE_NAME
-	BuilderName     string      // HERMES_BOX_BUILDER_NAME
-	SSHPort         int         // HERMES_BOX_SSH_PORT, on 127.0.0.1
-	CPUs            int         // HERMES_BOX_CPUS
-	MemoryMiB       int         // HERMES_BOX_MEMORY_MIB
-	StorageGB       int         // HERMES_BOX_STORAGE_GB
-	OverlayGB       int         // HERMES_BOX_OVERLAY_GB
-	NetworkMode     NetworkMode // HERMES_BOX_NETWORK_MODE
-	HermesCommit    string      // HERMES_BOX_HERMES_COMMIT, 40 hex characters
-	ExecutorEnabled bool        // HERMES_BOX_EXECUTOR_ENABLED
-	ExecutorPort    int         // HERMES_BOX_EXECUTOR_PORT
-	ExecutorImage   string      // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
+	MachineName string      // HERMES_BOX_MACHINE_NAME
+	BuilderName string      // HERMES_BOX_BUILDER_NAME
+	SSHPort     int         // HERMES_BOX_SSH_PORT, on 127.0.0.1
+	CPUs        int         // HERMES_BOX_CPUS
+	MemoryMiB   int         // HERMES_BOX_MEMORY_MIB
+	StorageGB   int         // HERMES_BOX_STORAGE_GB
+	OverlayGB   int         // HERMES_BOX_OVERLAY_GB
+	NetworkMode NetworkMode // HERMES_BOX_NETWORK_MODE
+	// SmolvmAllowNewer (HERMES_BOX_SMOLVM_ALLOW_NEWER) lets the host drive
+	// a smolvm release newer than every row of the pins table, with the
+	// newest row's capabilities and a warning on every command.
+	SmolvmAllowNewer bool
+	HermesCommit     string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
+	ExecutorEnabled  bool   // HERMES_BOX_EXECUTOR_ENABLED
+	ExecutorPort     int    // HERMES_BOX_EXECUTOR_PORT
+	ExecutorImage    string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
 
 	// DataDirOverride is HERMES_BOX_DATA_DIR as configured; "" means the
 	// project root. Use DataDir for the resolved path.
@@ -103,6 +110,9 @@ func Load(projectRoot string, environ []string) (*Config, error) {
 		return nil, err
 	}
 	if err := checkSecretHosts(secretsPath, c.Secrets); err != nil {
+		return nil, err
+	}
+	if c.NetworkHosts, err = LoadNetworkHosts(filepath.Join(root, NetworkHostsFileName)); err != nil {
 		return nil, err
 	}
 	errs, err := c.applyFile()

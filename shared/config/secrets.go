@@ -1,11 +1,8 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 )
 
@@ -29,42 +26,23 @@ func (m SecretMapping) String() string {
 // mapped before. Errors name the line but never repeat its text. A missing
 // file yields no mappings.
 func LoadSecretMappings(path string) ([]SecretMapping, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("opening secret mappings: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, maxLineBytes)
 	var out []SecretMapping
 	seen := make(map[string]bool)
-	line := 0
-	for sc.Scan() {
-		line++
-		text, _, _ := strings.Cut(sc.Text(), "#")
-		text = strings.TrimSpace(strings.TrimPrefix(text, "\ufeff"))
-		if text == "" {
-			continue
-		}
+	err := readListFile(path, "secret mappings", func(line int, text string) error {
 		guest, host, ok := strings.Cut(text, "=")
 		m := SecretMapping{Guest: strings.TrimSpace(guest), Host: strings.TrimSpace(host), Line: line}
 		switch {
 		case !ok || !validName(m.Guest) || !validName(m.Host):
-			return nil, &Error{File: path, Line: line, Msg: "expected GUEST_VARIABLE=HOST_VARIABLE"}
+			return &Error{File: path, Line: line, Msg: "expected GUEST_VARIABLE=HOST_VARIABLE"}
 		case seen[m.Guest]:
-			return nil, &Error{File: path, Line: line, Key: m.Guest, Msg: fmt.Sprintf("duplicate secret mapping for %q", m.Guest)}
+			return &Error{File: path, Line: line, Key: m.Guest, Msg: fmt.Sprintf("duplicate secret mapping for %q", m.Guest)}
 		}
 		seen[m.Guest] = true
 		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &Error{File: path, Line: line + 1, Msg: "line too long"}
-		}
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -22,6 +23,7 @@ const (
 	keyStorageGB       = "HERMES_BOX_STORAGE_GB"
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
+	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
 	keyExecutorEnabled = "HERMES_BOX_EXECUTOR_ENABLED"
 	keyExecutorPort    = "HERMES_BOX_EXECUTOR_PORT"
@@ -61,10 +63,11 @@ var settings = []setting{
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
+	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.
-	{keyExecutorPort, "4788", func(c *Config) any { return &c.ExecutorPort }, nil},
+	{keyExecutorPort, strconv.Itoa(boxlayout.ExecutorPort), func(c *Config) any { return &c.ExecutorPort }, nil},
 	{keyExecutorImage, defaultExecutorImage, func(c *Config) any { return &c.ExecutorImage }, nil},
 	{keyDataDir, "", func(c *Config) any { return &c.DataDirOverride }, nil},
 	{keySSHKey, "", func(c *Config) any { return &c.SSHKeyOverride }, nil},

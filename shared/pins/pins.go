@@ -1,6 +1,7 @@
 // Package pins is the one table of every artifact hermes-box pins: Hermes
 // commits with their installer digest and approval-gate mechanism, uv, Node,
-// Codex, the Executor image, the guest Ubuntu image and the smolvm version.
+// Codex, the Executor image, the guest Ubuntu image and the supported smolvm
+// releases with their capabilities (smolvm.go).
 //
 // A digest that is not known is recorded as unknown, never guessed: anything
 // that would download such an artifact must refuse through Digest, whose
@@ -24,9 +25,6 @@ const (
 
 // SupportedGuestArch is the architecture every pin is verified for.
 const SupportedGuestArch = ARM64
-
-// SmolvmVersion is the exact smolvm release the host drives.
-const SmolvmVersion = "1.0.4"
 
 // UbuntuImage is the guest base image the builder starts from.
 const UbuntuImage = "ubuntu:24.04"

@@ -5,17 +5,19 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 )
 
 // agentName is the guest agent's file name; an exec of it gets the
 // machine's root as its --root.
-const agentName = "hermes-box-agent"
+var agentName = path.Base(boxlayout.AgentPath)
 
 // exec is `machine exec`: the command runs on this host with the machine's
 // root standing in for the guest's file system. As in 1.0.4, stdin reaches

@@ -24,7 +24,16 @@ func (f *fake) create(in *smolvmcli.Invocation) error {
 	if err := checkNetwork(in); err != nil {
 		return err
 	}
-	r.Net = in.Bools["net"] || len(r.Ports) > 0 || in.Has("allow-cidr") || in.Has("allow-host")
+	r.Net = in.Bools["net"] || len(r.Ports) > 0 || in.Has("allow-cidr") || in.Has("allow-host") || in.Bools["outbound-localhost-only"]
+	r.Egress = egressOf(in)
+	if r.From != "" {
+		// run_from_smolmachine keeps only the manifest's secret refs, and
+		// 1.0.4 also drops the egress flags.
+		r.SecretEnv = nil
+		if release() == smolvmcli.V104 {
+			r.Egress = nil
+		}
+	}
 	for _, ref := range r.SecretEnv {
 		guest, host, _ := strings.Cut(ref, "=")
 		if os.Getenv(host) == "" {
@@ -57,6 +66,20 @@ func (f *fake) create(in *smolvmcli.Invocation) error {
 	}
 	fmt.Printf("Created machine: %s\n", r.Name)
 	return nil
+}
+
+func egressOf(in *smolvmcli.Invocation) []string {
+	var out []string
+	for _, h := range in.Values["allow-host"] {
+		out = append(out, "allow-host="+h)
+	}
+	for _, c := range in.Values["allow-cidr"] {
+		out = append(out, "allow-cidr="+c)
+	}
+	if in.Bools["outbound-localhost-only"] {
+		out = append(out, "outbound-localhost-only")
+	}
+	return out
 }
 
 // checkNetwork applies 1.0.4's backend rules (src/network/launch.rs).
@@ -108,12 +131,13 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 		return nil
 	}
 	if r.From != "" {
-		if _, err := os.Stat(filepath.Join(f.data(r.Name), "pack", markerName)); err != nil {
+		if _, err := os.Stat(filepath.Join(f.layers(r.Name), markerName)); err != nil {
 			r.State = stateFailed
 			f.save(r)
 			return fmt.Errorf("failed to start machine '%s': packed layers are missing (BadActivate)", r.Name)
 		}
 	}
+	r.EgressFloor = os.Getenv("SMOLVM_EGRESS_FLOOR")
 	os.Remove(filepath.Join(f.dir(r.Name), "force-state"))
 	if err := f.halt(r); err != nil { // what is left of an entrypoint that ended
 		return err

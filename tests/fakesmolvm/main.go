@@ -1,5 +1,7 @@
-// The fakesmolvm command stands in for smolvm 1.0.4 in tests. Installed on
-// PATH as `smolvm`, it parses its command line with the 1.0.4 grammar
+// The fakesmolvm command stands in for smolvm 1.0.4 or 1.9.3 in tests
+// ($FAKESMOLVM_VERSION, default 1.0.4; any other release prints its own
+// version and behaves as 1.9.3). Installed on PATH as `smolvm`, it
+// parses its command line with that release's grammar
 // (tests/internal/smolvmcli) and refuses anything else as clap would, keeps
 // machines as directories under $FAKESMOLVM_STATE, prints the `ls --json` and
 // `status --json` shapes, and records every argv as one JSON line in
@@ -22,6 +24,16 @@
 // connection to $FAKESMOLVM_GUEST_<guest port> (host:port), or, for a machine
 // with an entrypoint, to a loopback address the fake gives that guest port
 // while the machine runs, or closes it; `stop` and `delete` end it.
+//
+// Release differences it models: on 1.9.3 under Linux, `create --from`
+// extracts into the shared store <state>/vms/_shared/<crc32>/ (marker and
+// layers/ there), leaves data/pack/ empty and writes data/.pack-shared with
+// that directory's path, unless SMOLVM_DISABLE_SHARED_EXTRACT is set; on
+// both, `create --from` drops --secret-env (the machine never sees those
+// variables) and 1.0.4 drops --allow-host/--allow-cidr/
+// --outbound-localhost-only there too, while 1.9.3 keeps them in the record
+// (`egress`). `start` records the SMOLVM_EGRESS_FLOOR it ran with in the
+// record (`egress_floor`), and every call's SMOLVM_* variables are in the log.
 //
 // `pack create --smolfile` keeps the Smolfile's entrypoint and cmd in the
 // artifact, and `start` of a machine created --from it runs them detached,
@@ -60,12 +72,12 @@ func run(args []string) int {
 	if err := f.record(args); err != nil {
 		return smolvmcli.Fail(os.Stderr, "recording argv: %v", err)
 	}
-	in, err := smolvmcli.Parse(args)
+	in, err := smolvmcli.ParseFor(grammar(), args)
 	if err != nil {
 		return smolvmcli.ReportUsage(os.Stderr, err)
 	}
 	if in.Version {
-		fmt.Println(smolvmcli.Version)
+		fmt.Println(smolvmcli.VersionLine(release()))
 		return 0
 	}
 	if code, failed := f.injected(in); failed {

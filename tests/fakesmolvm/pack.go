@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -178,7 +179,13 @@ func (f *fake) extract(name, artifact string) (entrypoint, cmd []string, err err
 		return nil, nil, fmt.Errorf("extracting %s: %w", artifact, err)
 	}
 	pack := filepath.Join(f.data(name), "pack")
-	if err := os.MkdirAll(filepath.Join(pack, "layers"), 0o755); err != nil {
+	if err := os.MkdirAll(pack, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if sharedStore() {
+		return m.Entrypoint, m.Cmd, f.extractShared(name, artifact)
+	}
+	if err := os.MkdirAll(filepath.Join(pack, "layers", "0"), 0o755); err != nil {
 		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(pack, markerName), nil, 0o644); err != nil {
@@ -200,6 +207,33 @@ func (f *fake) extract(name, artifact string) (entrypoint, cmd []string, err err
 		return m.Entrypoint, m.Cmd, os.RemoveAll(pack) // evict_cache_to_size deletes pack/ itself
 	}
 	return m.Entrypoint, m.Cmd, nil
+}
+
+// extractShared is 1.9.x's shared store on Linux: the layers go to
+// <state>/vms/_shared/<crc32 of the artifact>/ and the machine's data dir
+// gets the .pack-shared pointer; the store is never size-evicted.
+func (f *fake) extractShared(name, artifact string) error {
+	b, err := os.ReadFile(artifact)
+	if err != nil {
+		return err
+	}
+	shared := filepath.Join(f.state, "vms", "_shared", fmt.Sprintf("%08x", crc32.ChecksumIEEE(b)))
+	if err := os.MkdirAll(filepath.Join(shared, "layers", "0"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(shared, markerName), nil, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(f.data(name), ".pack-shared"), []byte(shared+"\n"), 0o600)
+}
+
+// layers is where a machine created --from has its extracted layers: the
+// shared directory its pointer names, else data/pack.
+func (f *fake) layers(name string) string {
+	if b, err := os.ReadFile(filepath.Join(f.data(name), ".pack-shared")); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return filepath.Join(f.data(name), "pack")
 }
 
 // readArchive extracts the artifact's tree into root and returns its

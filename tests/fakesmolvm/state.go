@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -25,21 +26,26 @@ const (
 // record is a machine as the fake keeps it. The JSON keys that `ls --json`
 // and `status --json` print come from statusJSON.
 type record struct {
-	Name       string   `json:"name"`
-	State      string   `json:"state"`
-	CPUs       int      `json:"cpus"`
-	MemoryMiB  int      `json:"memory_mib"`
-	StorageGB  int      `json:"storage_gb,omitempty"`
-	OverlayGB  int      `json:"overlay_gb,omitempty"`
-	Image      string   `json:"image,omitempty"`
-	From       string   `json:"from,omitempty"`
-	Ports      []string `json:"ports,omitempty"`
-	Env        []string `json:"env,omitempty"`
-	SecretEnv  []string `json:"secret_env,omitempty"`
-	Net        bool     `json:"net"`
-	NetBackend string   `json:"net_backend,omitempty"`
-	CreatedAt  string   `json:"created_at"`
-	PID        int      `json:"pid,omitempty"` // the forwarder, while running
+	Name      string   `json:"name"`
+	State     string   `json:"state"`
+	CPUs      int      `json:"cpus"`
+	MemoryMiB int      `json:"memory_mib"`
+	StorageGB int      `json:"storage_gb,omitempty"`
+	OverlayGB int      `json:"overlay_gb,omitempty"`
+	Image     string   `json:"image,omitempty"`
+	From      string   `json:"from,omitempty"`
+	Ports     []string `json:"ports,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	SecretEnv []string `json:"secret_env,omitempty"`
+	Net       bool     `json:"net"`
+	// Egress is the kept egress policy: "allow-host=H", "allow-cidr=C",
+	// "outbound-localhost-only" (1.9.3; 1.0.4 drops it on create --from).
+	Egress []string `json:"egress,omitempty"`
+	// EgressFloor is SMOLVM_EGRESS_FLOOR as the last start saw it.
+	EgressFloor string `json:"egress_floor,omitempty"`
+	NetBackend  string `json:"net_backend,omitempty"`
+	CreatedAt   string `json:"created_at"`
+	PID         int    `json:"pid,omitempty"` // the forwarder, while running
 	// Entrypoint and Cmd come from the packed Smolfile (create --from).
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
@@ -75,6 +81,28 @@ func orEmpty(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// release is the smolvm release the fake stands in for.
+func release() string {
+	if v := os.Getenv("FAKESMOLVM_VERSION"); v != "" {
+		return v
+	}
+	return smolvmcli.V104
+}
+
+// grammar is the release whose grammar the fake parses with: 1.0.4's for
+// 1.0.4, 1.9.3's for any other (a newer release stands in as 1.9.3).
+func grammar() string {
+	if release() == smolvmcli.V104 {
+		return smolvmcli.V104
+	}
+	return smolvmcli.V193
+}
+
+// sharedStore says whether create --from uses the shared extraction store.
+func sharedStore() bool {
+	return release() != smolvmcli.V104 && runtime.GOOS == "linux" && os.Getenv("SMOLVM_DISABLE_SHARED_EXTRACT") == ""
 }
 
 func (f *fake) dir(name string) string  { return filepath.Join(f.state, "machines", name) }

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -200,7 +201,7 @@ func (t *agent) provision(args []string) int {
 		t.fail("provision: %v", err)
 		return 1
 	}
-	for _, d := range []string{"workspace/work", "workspace/hermes-home", "home/boxadmin/.ssh", "home/hermes"} {
+	for _, d := range []string{boxlayout.WorkDir, boxlayout.HermesHome, "/home/" + boxlayout.AdminUser + "/.ssh", "/home/" + boxlayout.ServiceUser} {
 		os.MkdirAll(filepath.Join(t.root, d), 0o755)
 	}
 	if err := t.accounts(); err != nil {
@@ -209,8 +210,8 @@ func (t *agent) provision(args []string) int {
 	}
 	// The files a backup's workspace must hold.
 	for name, body := range map[string]string{
-		"workspace/hermes-home/config.yaml": "approvals:\n  mode: gated\n",
-		"workspace/codex-home/config.toml":  "model = \"test\"\n",
+		boxlayout.HermesHome + "/config.yaml": "approvals:\n  mode: gated\n",
+		boxlayout.CodexHome + "/config.toml":  "model = \"test\"\n",
 	} {
 		p := filepath.Join(t.root, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
@@ -219,7 +220,7 @@ func (t *agent) provision(args []string) int {
 			return 1
 		}
 	}
-	if err := os.WriteFile(filepath.Join(t.root, "home/boxadmin/.ssh/authorized_keys"), key, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(t.root, "/home/"+boxlayout.AdminUser+"/.ssh/authorized_keys"), key, 0o600); err != nil {
 		t.fail("provision: %v", err)
 		return 1
 	}
@@ -271,10 +272,10 @@ func (t *agent) accounts() error {
 	files := map[string][]string{
 		"etc/passwd": {
 			"root:x:0:0:root:/root:/bin/sh",
-			fmt.Sprintf("boxadmin:x:%d:%d::/home/boxadmin:/bin/sh", uid, gid),
-			fmt.Sprintf("hermes:x:%d:%d::/home/hermes:/bin/sh", uid, gid),
+			fmt.Sprintf("%[1]s:x:%[2]d:%[3]d::/home/%[1]s:/bin/sh", boxlayout.AdminUser, uid, gid),
+			fmt.Sprintf("%[1]s:x:%[2]d:%[3]d::/home/%[1]s:/bin/sh", boxlayout.ServiceUser, uid, gid),
 		},
-		"etc/group": {"root:x:0:", fmt.Sprintf("hermes:x:%d:", gid)},
+		"etc/group": {"root:x:0:", fmt.Sprintf("%s:x:%d:", boxlayout.ServiceUser, gid)},
 	}
 	for name, entries := range files {
 		p := filepath.Join(t.root, name)

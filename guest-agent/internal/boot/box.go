@@ -3,31 +3,33 @@ package boot
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // Paths in the box (relative to the root when used with Options.Root).
 const (
-	Workspace   = "/workspace"
-	HermesHome  = "/workspace/hermes-home"
-	LogDir      = "/workspace/hermes-home/logs"
-	WorkDir     = "/workspace/work"
-	ExecutorDir = "/workspace/executor"
+	Workspace   = boxlayout.Workspace
+	HermesHome  = boxlayout.HermesHome
+	LogDir      = boxlayout.LogDir
+	WorkDir     = boxlayout.WorkDir
+	ExecutorDir = boxlayout.ExecutorDir
 	// ExecutorGuestPort is the Executor's fixed port inside the box.
-	ExecutorGuestPort = 4788
+	ExecutorGuestPort = boxlayout.ExecutorPort
+	// GatewayProgram is the supervised Hermes gateway, which gets the
+	// mapped secrets.
+	GatewayProgram = boxlayout.HermesService
 	// ServiceUser runs Hermes and Executor.
-	ServiceUser = "hermes"
+	ServiceUser = boxlayout.ServiceUser
 	// ServiceUserID is its uid and gid.
 	ServiceUserID = 1002
 	// BoxAdmin is the relay's SSH login; BoxAdminID its uid and gid.
@@ -37,15 +39,15 @@ const (
 	HermesVenv = "/usr/local/lib/hermes-agent/venv"
 	// AgentPath is this agent in the box; the Executor launcher is one of
 	// its verbs.
-	AgentPath = "/usr/local/sbin/hermes-box-agent"
+	AgentPath = boxlayout.AgentPath
 )
 
 // Environment variables boot reads (set on the machine by the host).
 const (
-	EnvRestoreMode      = "HERMES_BOX_RESTORE_MODE"
-	EnvExecutorEnabled  = "HERMES_BOX_EXECUTOR_ENABLED"
-	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
-	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
+	EnvRestoreMode      = boxlayout.EnvRestoreMode
+	EnvExecutorEnabled  = boxlayout.EnvExecutorEnabled
+	EnvExecutorHostPort = boxlayout.EnvExecutorHostPort
+	EnvExecutorImage    = boxlayout.EnvExecutorImage
 )
 
 // BoxOptions select the optional parts of the box's table.
@@ -119,6 +121,9 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 	return o, nil
 }
 
+func f(v float64) *float64 { return &v }
+func n(v int) *int         { return &v }
+
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
@@ -126,25 +131,24 @@ func BoxTable(o BoxOptions) Table {
 	if o.GatewayExternalSupervisor {
 		gateway = append(gateway, "--external-supervisor")
 	}
-	t := Table{Programs: []supervise.Program{{
-		Name: "sshd", Command: []string{"/usr/sbin/sshd", "-D", "-e"},
-		Priority: 10, AutoStart: true, AutoRestart: supervise.RestartUnexpected, StartTime: time.Second,
-		StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
+	t := Table{Programs: []ProgramSpec{{
+		Name: boxlayout.SSHDService, Command: []string{"/usr/sbin/sshd", "-D", "-e"},
+		Priority: 10, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(1),
 		// sshd keeps serving while a snapshot streams the root and the
 		// workspace over it, so its log lives under /run, which neither
 		// part archives: a log line written mid-stream cannot fail it.
-		Log: supervise.Log{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
+		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: "hermes", Command: gateway,
-		User: ServiceUser, Dir: WorkDir,
-		Env:      []string{"HERMES_HOME=" + HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
-		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected, StartTime: 3 * time.Second, StartRetries: 20,
-		StopSignal: syscall.SIGTERM, StopWait: 30 * time.Second,
-		Log: supervise.Log{Path: LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
+		Name: GatewayProgram, Command: gateway,
+		User: ServiceUser, Directory: WorkDir, SecretsFile: "/" + secrets.RootFile,
+		Environment: map[string]string{"HOME": "/home/hermes", "HERMES_HOME": HermesHome, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+		Priority:    40, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(3), StartRetries: n(20),
+		StopSignal: "TERM", StopWaitSecs: f(30),
+		Log: &LogSpec{Path: LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
 	}}}
 	t.Checks = []probe.CheckSpec{
 		{Code: health.CheckSSHD, TCP: "127.0.0.1:22"},
-		{Code: health.CheckHermesGateway, Service: "hermes"},
+		{Code: health.CheckHermesGateway, Service: boxlayout.HermesService},
 	}
 	if !o.ExecutorEnabled {
 		return t
@@ -160,13 +164,15 @@ func BoxTable(o BoxOptions) Table {
 	// The launcher runs as root: the release store is root's, as for the
 	// relay's `executor pull`; it drops to ServiceUser when it replaces
 	// itself with bun (see `executor run`), so Executor runs as hermes.
-	t.Programs = append(t.Programs, supervise.Program{
-		Name: "executor", Command: []string{AgentPath, "executor", "run"},
-		Env: []string{EnvExecutorHostPort + "=" + strconv.Itoa(hostPort), EnvExecutorImage + "=" + image,
-			"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin"},
-		Priority: 30, AutoStart: true, AutoRestart: supervise.RestartUnexpected, StartTime: 5 * time.Second, StartRetries: 20,
-		StopSignal: syscall.SIGTERM, StopWait: 45 * time.Second,
-		Log: supervise.Log{Path: ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
+	t.Programs = append(t.Programs, ProgramSpec{
+		Name: boxlayout.ExecutorService, Command: []string{AgentPath, "executor", "run"},
+		Environment: map[string]string{
+			"HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin",
+			EnvExecutorImage: image, EnvExecutorHostPort: strconv.Itoa(hostPort),
+		},
+		Priority: 30, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(5), StartRetries: n(20),
+		StopSignal: "TERM", StopWaitSecs: f(45),
+		Log: &LogSpec{Path: ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
 	})
 	t.Checks = append(t.Checks, probe.CheckSpec{Code: health.CheckExecutor, HTTP: "http://127.0.0.1:" + strconv.Itoa(ExecutorGuestPort) + "/api/health"})
 	return t

@@ -14,12 +14,13 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hostkeys"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Files boot uses, relative to the root.
 const (
 	StartupLog       = "var/log/hermes-box-startup.log"
-	RestoreReady     = "var/lib/hermes-box/restore-ready"
+	RestoreReady     = boxlayout.RestoreReady
 	OwnershipMarker  = "var/lib/hermes-box/runtime-ownership-v2"
 	OwnershipWitness = "usr/bin/sudo"
 	SeedArchive      = "var/lib/hermes-box/workspace-seed.tar"
@@ -238,7 +239,7 @@ func workspaceOwnership(_ context.Context, o *Options) (string, error) {
 	if changed {
 		fixed = append(fixed, Workspace)
 	}
-	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, "/workspace/codex-home"} {
+	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, boxlayout.CodexHome} {
 		n, err := chownTree(o.path(tree), u.UID, u.GID)
 		if err != nil {
 			return "", err

@@ -41,7 +41,7 @@ func runAudit(_ context.Context, e *env, args []string) error {
 	sub := args[0]
 	fs := newFlags(e, "audit "+sub, "[--json] [--file PATH]")
 	asJSON := fs.Bool("json", false, "print JSON")
-	file := fs.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
+	file := fs.String("file", "", "audit log (default <root>"+audit.DefaultPath+")")
 	if err := parseFlags(fs, args[1:], 0); err != nil {
 		return err
 	}

@@ -103,8 +103,24 @@ func dispatch(ctx context.Context, e *env, argv []string, fromRelay bool) error 
 		}
 		return usageError("unknown verb %q (see hermes-box-agent -h)", argv[0])
 	}
-	return v.run(ctx, e, argv[1:])
+	err := v.run(ctx, e, argv[1:])
+	if len(argv) > 1 && isHelpFlag(argv[1]) {
+		var ee *exitError
+		if errors.As(err, &ee) && ee.code == 2 {
+			// A verb with subcommands: its summary is its help.
+			fmt.Fprintf(e.Err, "usage: hermes-box-agent %s ...\n  %s\n", v.name, v.summary)
+			return nil
+		}
+	}
+	return err
 }
+
+// isHelpFlag reports -h, -help and --help.
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// errHelp ends a verb whose help was asked for: status 0, nothing more to
+// report (the usage is printed).
+var errHelp = &exitError{code: 0, err: flag.ErrHelp, quiet: true}
 
 // exitCode reports err once on stderr and maps it to a status. A quiet
 // exit status (a child that already reported) adds nothing.
@@ -159,6 +175,9 @@ func newFlags(e *env, name, usage string) *flag.FlagSet {
 // parseFlags parses verb flags and turns failures into usage errors.
 func parseFlags(fs *flag.FlagSet, args []string, maxArgs int) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
 		return usageError("%s: %w", fs.Name(), err)
 	}
 	if fs.NArg() > maxArgs {

@@ -105,3 +105,19 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// Every verb's --help (and -h) prints its usage and exits 0 without an
+// error event.
+func TestEveryVerbHelp(t *testing.T) {
+	for _, v := range Verbs() {
+		name := v.name
+		for _, flag := range []string{"--help", "-h"} {
+			t.Run(name+flag, func(t *testing.T) {
+				code, _, errs := run(t, "", "--root", t.TempDir(), name, flag)
+				if code != 0 || !strings.Contains(errs, "usage: hermes-box-agent "+name) || strings.Contains(errs, `"level":"error"`) {
+					t.Fatalf("exit %d, stderr:\n%s", code, errs)
+				}
+			})
+		}
+	}
+}

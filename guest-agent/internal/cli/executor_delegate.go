@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/verbenv"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // OCIHelperName is the Executor helper installed beside the agent. The
@@ -18,16 +19,18 @@ import (
 // every relay call and supervises the box, so the lean agent hands
 // `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci), whose
 // main sets ExecutorInProcess.
-const OCIHelperName = "hermes-box-agent-oci"
+const OCIHelperName = boxlayout.OCIHelperName
 
 // ExecutorInProcess runs the image subcommands of the executor verb in this
 // process when set (by the helper's main, and by tests); nil hands them to
 // the helper.
 var ExecutorInProcess verbenv.Func
 
+const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
+
 var executorVerb = verb{
 	name:    "executor",
-	summary: "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery",
+	summary: executorDelegateSummary,
 	run:     runExecutorDelegate,
 }
 
@@ -37,6 +40,10 @@ var executorVerb = verb{
 // runs as a child sharing stdin, stdout and stderr, whose exit status is
 // passed on as is.
 func runExecutorDelegate(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		fmt.Fprintf(e.Err, "usage: hermes-box-agent executor SUBCOMMAND ...\n  %s\n", executorDelegateSummary)
+		return nil
+	}
 	if len(args) > 0 {
 		if f, ok := executorHermesSubs[args[0]]; ok {
 			return f(ctx, e, args[1:])

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/toolcheck"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -24,8 +24,8 @@ const codexHome = "/workspace/codex-home"
 // toolChecks are the deep health checks: one per thing provisioning (or
 // the first boot) installed, as the reference's smoke tests and start
 // script prove them.
-func toolChecks() []probe.ToolCheck {
-	return []probe.ToolCheck{
+func toolChecks() []toolcheck.ToolCheck {
+	return []toolcheck.ToolCheck{
 		{Code: health.CheckHermesVersion, Files: []string{"/usr/local/bin/hermes"},
 			Commands: [][]string{{"/usr/local/bin/hermes", "--version"}}, User: boot.ServiceUser, Env: hermesEnv},
 		{Code: health.CheckHermesExtras, Files: []string{boot.HermesVenv + "/bin/python"},
@@ -46,12 +46,12 @@ func toolChecks() []probe.ToolCheck {
 // executorCheck is the Executor's environment and active image, when the
 // running boot says Executor is enabled: the image it runs is pinned by
 // digest, and the active release (`current`) holds that digest.
-func executorCheck(root string) (probe.ToolCheck, bool) {
+func executorCheck(root string) (toolcheck.ToolCheck, bool) {
 	o, err := boot.ReadBoxOptions(root)
 	if err != nil || !o.ExecutorEnabled {
-		return probe.ToolCheck{}, false
+		return toolcheck.ToolCheck{}, false
 	}
-	return probe.ToolCheck{Code: health.CheckExecutorImage, Files: []string{boot.ExecutorDir},
+	return toolcheck.ToolCheck{Code: health.CheckExecutorImage, Files: []string{boot.ExecutorDir},
 		Cheap: func(root string) (string, error) { return activeImage(root, o.ExecutorImage) }}, true
 }
 
@@ -98,8 +98,8 @@ func addToolHealth(ctx context.Context, e *env, r *health.Report, deep bool) {
 	if c, ok := executorCheck(e.root); ok {
 		checks = append(checks, c)
 	}
-	o := probe.ToolOptions{Root: e.root, Deep: deep, Creds: credentials, Now: r.Time}
-	for code, c := range probe.RunToolChecks(ctx, checks, o) {
+	o := toolcheck.ToolOptions{Root: e.root, Deep: deep, Creds: credentials, Now: r.Time}
+	for code, c := range toolcheck.RunToolChecks(ctx, checks, o) {
 		r.Checks[code] = c
 	}
 	r.Summarize()

@@ -12,7 +12,9 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
+
 
 var logsVerb = verb{
 	name:    "logs",
@@ -25,7 +27,7 @@ var followPoll = 200 * time.Millisecond
 
 func runLogs(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "logs", "NAME [-n N] [-f]")
-	lines := fs.Int("n", 100, "number of lines to print")
+	lines := fs.Int("n", protocol.DefaultLogLines, "number of lines to print")
 	follow := fs.Bool("f", false, "keep printing new output until interrupted")
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -69,7 +71,7 @@ func logPath(ctx context.Context, root, name string) (string, error) {
 		return "", fmt.Errorf("logs %s: %w", name, err)
 	}
 	for _, p := range boot.BoxTable(boot.BoxOptions{ExecutorEnabled: true}).Programs {
-		if p.Name == name && p.Log.Path != "" {
+		if p.Name == name && p.Log != nil {
 			return filepath.Join(root, p.Log.Path), nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 var servicesVerb = verb{
@@ -15,9 +16,7 @@ var servicesVerb = verb{
 }
 
 // servicesOutput is what `services … --json` prints.
-type servicesOutput struct {
-	Services []control.Service `json:"services"`
-}
+type servicesOutput = protocol.ServicesStatus
 
 func runServices(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {

@@ -15,9 +15,11 @@ import (
 // the reference's in-box commands keep working.
 const SupervisorctlName = "supervisorctl"
 
+const supervisorctlUsage = "status [NAME...] | start|stop|restart NAME...|all | pid NAME | tail [-f] NAME: supervisorctl's in-box commands"
+
 var supervisorctlVerb = verb{
 	name:    SupervisorctlName,
-	summary: "status [NAME...] | start|stop|restart NAME...|all | pid NAME | tail [-f] NAME: supervisorctl's in-box commands",
+	summary: supervisorctlUsage,
 	run:     runSupervisorctl,
 }
 
@@ -31,6 +33,9 @@ func runSupervisorctl(ctx context.Context, e *env, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
+	case "-h", "--help", "help":
+		fmt.Fprintln(e.Err, "usage: hermes-box-agent "+SupervisorctlName+" "+supervisorctlUsage)
+		return nil
 	case "status":
 		return supervisorctlStatus(ctx, e, rest)
 	case "start", "stop", "restart":

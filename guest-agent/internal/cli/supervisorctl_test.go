@@ -100,7 +100,7 @@ func TestVerbTable(t *testing.T) {
 			relayed = append(relayed, v.name)
 		}
 	}
-	if got, want := strings.Join(relayed, " "), "audit executor health logs services snapshot version"; got != want {
+	if got, want := strings.Join(relayed, " "), "audit executor health logs netprobe secrets services snapshot version"; got != want {
 		t.Errorf("relay allow-list %q, want %q", got, want)
 	}
 	if code, _, errs := run(t, request("boot"), "relay"); code != 2 || !strings.Contains(errs, "not allowed through the relay") {

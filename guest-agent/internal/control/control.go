@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // SocketPath is the socket's path relative to the agent's root.
@@ -52,11 +53,8 @@ type Request struct {
 }
 
 // Service is one program's status: the health report's fields plus
-// supervisorctl's one-line description.
-type Service struct {
-	health.Service
-	Description string `json:"description"`
-}
+// supervisorctl's one-line description (the `services` verb's result type).
+type Service = protocol.ServiceStatus
 
 // Response is the answer. Error is set when the request failed; the other
 // fields belong to the op.

@@ -205,12 +205,16 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 
 // TestInstallRealTrees installs the gate into copies of the real 0.16.0,
 // 0.17.0 and 0.19.0 trees (HERMES_BOX_HERMES_TREES) with this machine's
-// python3 as Hermes' interpreter, asks each Hermes for its effective mode,
-// and shows 0.18.2 with the source-patch config seeded resolving to manual.
+// python3 (or HERMES_BOX_HERMES_PYTHON) as Hermes' interpreter, asks each
+// Hermes for its effective mode, and shows 0.18.2 with the source-patch
+// config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
+	python := os.Getenv("HERMES_BOX_HERMES_PYTHON")
+	if python == "" {
+		var err error
+		if python, err = exec.LookPath("python3"); err != nil {
+			t.Skip("python3 not installed")
+		}
 	}
 	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
@@ -231,7 +235,11 @@ func TestInstallRealTrees(t *testing.T) {
 			if c.Status != health.StatusHealthy || g.EffectiveMode != rel.Mechanism.IntendedMode() {
 				t.Fatalf("%+v %+v", c, g)
 			}
-			t.Logf("Hermes %s: %s", version, c.Message)
+			eff, err := Probe(ctx, tgt, rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Hermes %s: %s; reviewer %+v resolved by %q", version, c.Message, eff.Reviewer, eff.ResolvedBy)
 			cfg := filepath.Join(tgt.Home, "config.yaml")
 			b, _ := os.ReadFile(cfg)
 			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+rel.Mechanism.IntendedMode(), "mode: manual", 1))

@@ -9,13 +9,15 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // ExecutorKeyVar is the .env variable holding Executor's API key.
 const ExecutorKeyVar = "MCP_EXECUTOR_API_KEY"
 
 // ExecutorURL is Executor's MCP endpoint as Hermes reaches it in the box.
-const ExecutorURL = "http://127.0.0.1:4788/mcp"
+const ExecutorURL = boxlayout.ExecutorURL
 
 // ValidateSecret refuses values that a dotenv line cannot carry verbatim.
 // The value itself never appears in the error.

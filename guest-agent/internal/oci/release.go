@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // DefaultRuntimeRoot is where releases live inside the box.
-const DefaultRuntimeRoot = "/workspace/.hermes-box-runtime/executor"
+const DefaultRuntimeRoot = boxlayout.ExecutorRuntimeDir
 
 // Release metadata files, written into each release directory.
 const (

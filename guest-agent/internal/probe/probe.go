@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -38,7 +39,7 @@ func (o *Options) defaults() {
 		o.ProcDir = "/proc"
 	}
 	if o.Workspace == "" {
-		o.Workspace = "/workspace"
+		o.Workspace = boxlayout.Workspace
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -220,7 +221,7 @@ type account struct {
 
 // accounts are boxadmin, whose only way in is its SSH key (no password, so
 // sshd does not treat it as locked), and hermes, locked, with sudo.
-var accounts = []account{{"boxadmin", boxadminID, false}, {"hermes", hermesID, true}}
+var accounts = []account{{boxlayout.AdminUser, boxadminID, false}, {boxlayout.ServiceUser, hermesID, true}}
 
 // dbEntry is one line of /etc/passwd, /etc/group or /etc/shadow.
 type dbEntry struct{ fields []string }
@@ -536,10 +537,10 @@ func applyLoginShell(_ context.Context, p *Provisioner) error {
 
 // The workspace layout.
 const (
-	workspace  = "/workspace"
-	hermesHome = "/workspace/hermes-home"
-	codexHome  = "/workspace/codex-home"
-	workDir    = "/workspace/work"
+	workspace  = boxlayout.Workspace
+	hermesHome = boxlayout.HermesHome
+	codexHome  = boxlayout.CodexHome
+	workDir    = boxlayout.WorkDir
 )
 
 var workspaceDirs = []dir{

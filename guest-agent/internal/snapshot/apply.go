@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -38,7 +39,7 @@ var protectedTop = map[string]bool{
 
 // AgentPath is the agent binary below the root. Apply keeps the running
 // agent rather than the archived one, so a restore never downgrades it.
-const AgentPath = "usr/local/sbin/hermes-box-agent"
+var AgentPath = strings.TrimPrefix(boxlayout.AgentPath, "/")
 
 // ApplyOptions configure Apply.
 type ApplyOptions struct {
@@ -236,7 +237,7 @@ func applyWorkspace(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 // installKey writes the destination's key as boxadmin's only authorized
 // key, owned by boxadmin as the restored passwd file says.
 func installKey(root string, key []byte, chown bool) error {
-	uid, gid, home, err := lookupUser(root, "boxadmin")
+	uid, gid, home, err := lookupUser(root, boxlayout.AdminUser)
 	if err != nil {
 		return err
 	}

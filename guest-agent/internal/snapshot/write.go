@@ -21,6 +21,7 @@ import (
 	"github.com/klauspost/pgzip"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // The parts of a backup.
@@ -34,7 +35,7 @@ const WorkspaceDir = "workspace"
 
 // ReadyMarker is the restore-ready marker below the root: a machine created
 // in restore mode waits for it before starting services.
-const ReadyMarker = "var/lib/hermes-box/restore-ready"
+const ReadyMarker = boxlayout.RestoreReady
 
 // rootExcludes are never archived from the root (relative slash paths).
 var rootExcludes = []string{
@@ -43,7 +44,7 @@ var rootExcludes = []string{
 
 // workspaceExcludes are never archived from the workspace: the repullable
 // Executor runtime and Codex's scratch space.
-var workspaceExcludes = []string{".hermes-box-runtime", "codex-home/tmp"}
+var workspaceExcludes = []string{boxlayout.RuntimeDirName, "codex-home/tmp"}
 
 // Spec says what one part archives.
 type Spec struct {

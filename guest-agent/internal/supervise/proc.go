@@ -316,9 +316,17 @@ func (p *proc) fork() (int, error) {
 		defer w.Close()
 		out = w
 	}
+	env := p.p.Env
+	if p.p.EnvFrom != nil {
+		extra, err := p.p.EnvFrom()
+		if err != nil {
+			return 0, err
+		}
+		env = slices.Concat(env, extra)
+	}
 	attr := &syscall.ProcAttr{
 		Dir:   p.p.Dir,
-		Env:   mergeEnv(os.Environ(), p.p.Env),
+		Env:   mergeEnv(os.Environ(), env),
 		Files: []uintptr{null.Fd(), out.Fd(), out.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}

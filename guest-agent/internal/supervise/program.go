@@ -48,6 +48,10 @@ type Program struct {
 	Dir string
 	// Env is added to the agent's environment, overriding it ("K=V").
 	Env []string
+	// EnvFrom, when set, is called before every start of the process; its
+	// "K=V" entries are added after Env (the box's mapped secrets). An
+	// error fails that start.
+	EnvFrom func() ([]string, error) `json:"-"`
 	// Priority orders start (ascending) and stop (descending).
 	Priority    int
 	AutoStart   bool

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
 // portablePrefix names the temp files of a package; Reap removes stale ones.
@@ -30,6 +32,13 @@ type PackFile struct {
 	Mode fs.FileMode
 }
 
+// GenFile is a file of the package written from memory.
+type GenFile struct {
+	Name string // slash path below "hermes-box/"
+	Data []byte
+	Mode fs.FileMode
+}
+
 // Package describes a portable restore archive.
 type Package struct {
 	// Project are the project files needed to run (binaries, Smolfile, …).
@@ -39,10 +48,14 @@ type Package struct {
 	// Backup is the verified backup to include, as BackupName.
 	Backup     *Verified
 	BackupName string
-	// Config is the generated hermes-box.conf (data dir and key cleared).
+	// Config is the generated hermes-box.conf (data dir and key path
+	// cleared: the key travels in state/).
 	Config []byte
-	Label  string
-	Now    time.Time
+	// Generated are further files written from memory (the restore notes,
+	// portable.json).
+	Generated []GenFile
+	Label     string
+	Now       time.Time
 }
 
 // Write builds the archive in a temp file in backupsDir, then publishes it
@@ -64,7 +77,10 @@ func (p *Package) Write(ctx context.Context, backupsDir string) (archive string,
 		return "", fmt.Errorf("creating package: %w", err)
 	}
 	h := sha256.New()
-	if err := p.fill(ctx, io.MultiWriter(f, h)); err != nil {
+	w, done := progress.Track(ctx, "package", p.size(), io.MultiWriter(f, h))
+	err = p.fill(ctx, w)
+	done(err)
+	if err != nil {
 		return "", fmt.Errorf("writing package: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -129,6 +145,28 @@ func writeChecksum(dir, archive string, h hash.Hash) error {
 	return err
 }
 
+// size estimates the archive's size: its files' sizes (the tar headers
+// add a little).
+func (p *Package) size() int64 {
+	var n int64
+	add := func(path string) {
+		if fi, err := os.Stat(path); err == nil {
+			n += fi.Size()
+		}
+	}
+	for _, pf := range p.Project {
+		add(pf.Path)
+	}
+	add(p.BaseArtifact)
+	for _, name := range append(append([]string{}, Files...), FileSums) {
+		add(filepath.Join(p.Backup.Dir, name))
+	}
+	for _, g := range p.Generated {
+		n += int64(len(g.Data))
+	}
+	return n + int64(len(p.Config))
+}
+
 func (p *Package) fill(ctx context.Context, w io.Writer) error {
 	tw := tar.NewWriter(w)
 	now := p.Now.Truncate(time.Second)
@@ -138,9 +176,16 @@ func (p *Package) fill(ctx context.Context, w io.Writer) error {
 	if err := dir(""); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	seen := map[string]bool{"images": true, "backups": true, "state": true, "backups/" + p.BackupName: true}
+	names := make([]string, 0, len(p.Project)+len(p.Generated))
 	for _, pf := range p.Project {
-		for d := path.Dir(pf.Name); d != "." && !seen[d]; d = path.Dir(d) {
+		names = append(names, pf.Name)
+	}
+	for _, g := range p.Generated {
+		names = append(names, g.Name)
+	}
+	for _, n := range names {
+		for d := path.Dir(n); d != "." && !seen[d]; d = path.Dir(d) {
 			seen[d] = true
 		}
 	}
@@ -154,11 +199,11 @@ func (p *Package) fill(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
-	if err := addBytes(tw, "hermes-box/hermes-box.conf", p.Config, now); err != nil {
+	if err := addBytes(tw, "hermes-box/hermes-box.conf", p.Config, 0o600, now); err != nil {
 		return err
 	}
-	for _, d := range []string{"images/", "backups/", "state/", "backups/" + p.BackupName + "/"} {
-		if err := dir(d); err != nil {
+	for _, g := range p.Generated {
+		if err := addBytes(tw, "hermes-box/"+g.Name, g.Data, g.Mode, now); err != nil {
 			return err
 		}
 	}
@@ -188,8 +233,8 @@ func addFile(ctx context.Context, tw *tar.Writer, name, src string, mode fs.File
 	return nil
 }
 
-func addBytes(tw *tar.Writer, name string, data []byte, now time.Time) error {
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: 0o600, ModTime: now}); err != nil {
+func addBytes(tw *tar.Writer, name string, data []byte, mode fs.FileMode, now time.Time) error {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(data)), Mode: int64(mode.Perm()), ModTime: now}); err != nil {
 		return err
 	}
 	_, err := tw.Write(data)

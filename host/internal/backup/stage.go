@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
 // stagePrefix names staged copies in the state directory; Reap removes
@@ -85,7 +87,13 @@ func copyHashed(ctx context.Context, src, dst, want string) (int64, error) {
 	}
 	defer out.Close()
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), ctxReader{ctx, in}, make([]byte, 1<<20))
+	var w io.Writer = io.MultiWriter(out, h)
+	done := func(error) {}
+	if fi, err := in.Stat(); err == nil && fi.Size() >= 1<<20 {
+		w, done = progress.Track(ctx, "stage "+filepath.Base(src), fi.Size(), w)
+	}
+	n, err := io.CopyBuffer(w, ctxReader{ctx, in}, make([]byte, 1<<20))
+	done(err)
 	if err != nil {
 		return 0, fmt.Errorf("staging %s: %w", src, err)
 	}

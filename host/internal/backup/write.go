@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
@@ -69,7 +70,13 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	sums := Sums{}
 	listings := map[string][]string{}
 	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
-		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), func(w io.Writer) error { return src(ctx, p.part, w) })
+		est := previousSize(backupsDir, meta.Machine, p.file)
+		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), func(w io.Writer) error {
+			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
+			err := src(ctx, p.part, tw)
+			done(err)
+			return err
+		})
 		if err != nil {
 			return "", fmt.Errorf("snapshot of %s: %w", p.part, err)
 		}
@@ -103,6 +110,26 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	}
 	crashPoint("published")
 	return dir, nil
+}
+
+// previousSize is the size of file in the newest backup of machine in
+// dir, the estimate a snapshot's ETA is based on; 0 when there is none.
+func previousSize(dir, machine, file string) int64 {
+	matches, _ := filepath.Glob(filepath.Join(dir, machine+"-*"+Suffix))
+	var newest string
+	for _, m := range matches {
+		if mm, _, _ := parseName(filepath.Base(m)); mm == machine && m > newest {
+			newest = m
+		}
+	}
+	if newest == "" {
+		return 0
+	}
+	fi, err := os.Lstat(filepath.Join(newest, file))
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	return fi.Size()
 }
 
 // publishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when

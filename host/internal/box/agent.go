@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -93,8 +94,10 @@ func (b *Box) sshRelay() (*relay.SSH, error) {
 // the host key pinned for that machine.
 func (b *Box) sshRelayTo(name string, port int) (*relay.SSH, error) {
 	keyPath := b.cfg.SSHKeyPath()
-	if _, err := os.Stat(keyPath); err != nil {
-		return nil, fmt.Errorf("project SSH key %s: %w (run hermes-box init)", keyPath, err)
+	if _, err := os.Stat(keyPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, userr.NotInitialised("no project SSH key at " + keyPath)
+	} else if err != nil {
+		return nil, fmt.Errorf("project SSH key %s: %w", keyPath, err)
 	}
 	signer, err := keys.EnsureProjectKey(keyPath, b.cfg.MachineName)
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,30 +18,12 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
-	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// machineDriver is what the backup commands need of smolvm.
-type machineDriver interface {
-	Exists(ctx context.Context, name string) (bool, error)
-	Running(ctx context.Context, name string) (bool, error)
-	List(ctx context.Context) ([]string, error)
-	// Start boots a machine and waits until it is verified healthy.
-	Start(ctx context.Context, name string, port int) error
-	// Boot starts a machine without waiting for its services (a machine
-	// in restore mode), only until its agent answers.
-	Boot(ctx context.Context, name string) error
-	Stop(ctx context.Context, name string) error
-	Delete(ctx context.Context, name string) error
-	// CreateRestore creates a machine from the base artifact in restore
-	// mode (services wait for the restore-ready marker).
-	CreateRestore(ctx context.Context, name string, port int) error
-	// Agent returns a transport to the machine's agent: smolvm exec for a
-	// machine in restore mode, SSH otherwise.
-	Agent(ctx context.Context, name string, port int) (relay.Transport, error)
-	Version(ctx context.Context) string
-}
 
 // backupRun is one snapshot, restore or package: the box and its project
 // key.
@@ -56,6 +40,9 @@ type backupRun struct {
 func (b *Box) backupRun() (*backupRun, error) {
 	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, userr.NotInitialised("no project SSH key at " + cfg.SSHKeyPath() + ".pub")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the SSH public key: %w", err)
 	}
@@ -94,19 +81,16 @@ func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped boo
 	return s.Run(ctx)
 }
 
-func (e *backupRun) ops() *boxOps { return &boxOps{machineDriver: e.box.drv, env: e} }
+func (e *backupRun) ops() *boxOps { return &boxOps{smolDriver: e.box.drv, env: e} }
 
 // boxOps implements backup.SnapshotOps and backup.MachineOps on the driver
 // and the agent's verbs.
 type boxOps struct {
-	machineDriver
+	*smolDriver
 	env *backupRun
 	// stopped are the services StopServices stopped, in stop order.
 	stopped []string
 }
-
-// sshdService is the box's SSH server in the supervisor's table.
-const sshdService = "sshd"
 
 // agent runs a verb in machine name (on SSH port) for the backup; its
 // events are not rendered.
@@ -126,15 +110,13 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 	if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "status", "--json"}, nil, &out); err != nil {
 		return err
 	}
-	var st struct {
-		Services []health.Service `json:"services"`
-	}
+	var st protocol.ServicesStatus
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
 		return fmt.Errorf("decoding the services of %s: %w", name, err)
 	}
 	o.stopped = nil
 	for _, s := range slices.Backward(st.Services) {
-		if s.Name == sshdService || s.State != health.ServiceRunning {
+		if s.Name == boxlayout.SSHDService || s.State != health.ServiceRunning {
 			continue
 		}
 		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {
@@ -172,9 +154,17 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 		return err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, pw)) }()
+	var size int64
+	for _, f := range []string{backup.FileRootfs, backup.FileWorkspace} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			size += fi.Size()
+		}
+	}
+	w, done := progress.Track(ctx, "restore "+name, size, pw)
+	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, w)) }()
 	err := o.agent(ctx, name, port, []string{"snapshot", "apply"}, pr, io.Discard)
 	_ = pr.Close()
+	done(err)
 	if err != nil {
 		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
 	}

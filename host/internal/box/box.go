@@ -7,20 +7,20 @@
 package box
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/listener"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// boxUser is the guest account the host logs in as.
-const boxUser = "boxadmin"
 
 // Test hooks. They change only how hermes-box reaches a box it owns, never
 // what it asks smolvm to do, and exist so that tests can stand a real sshd
@@ -58,7 +58,10 @@ type Box struct {
 	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
 	testPinsDir string
 	// drv is the machine driver of snapshot, restore and package.
-	drv machineDriver
+	drv *smolDriver
+	// KeepBuilder keeps the builder when a step of init fails in it, for
+	// inspection (init --keep-builder).
+	KeepBuilder bool
 }
 
 // timings bounds every wait of the lifecycle.
@@ -103,7 +106,7 @@ func Load(ui UI) (*Box, error) {
 func New(cfg *config.Config, ui UI) *Box {
 	b := &Box{
 		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}), ui: ui,
-		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxUser,
+		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxlayout.AdminUser,
 	}
 	if cfg.ExecutorEnabled {
 		b.timing.startupDeadline = 2 * time.Hour
@@ -120,6 +123,15 @@ func New(cfg *config.Config, ui UI) *Box {
 	b.relayCmd = os.Getenv(envTestRelayCommand)
 	b.testPinsDir = os.Getenv(envTestAgentPins)
 	b.drv = newSmolDriver(b)
+	if cfg.SmolvmAllowNewer {
+		// Every command says so when the release is not in the table.
+		b.vm.AllowNewer(true)
+		ctx, cancel := context.WithTimeout(context.Background(), b.timing.callTimeout)
+		defer cancel()
+		if _, err := b.vm.Release(ctx); err == nil && b.vm.Unlisted() != "" {
+			b.ui.Warn("%s", b.vm.Unlisted())
+		}
+	}
 	return b
 }
 
@@ -151,15 +163,15 @@ func isProject(dir string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// checkNetworkMode refuses the modes smolvm 1.0.4 cannot enforce.
-func checkNetworkMode(mode config.NetworkMode) error {
-	switch mode {
-	case config.NetworkFull:
-		return nil
-	case config.NetworkNone:
-		return errors.New("HERMES_BOX_NETWORK_MODE=none is refused: smolvm 1.0.4's machine update --no-net and create --outbound-localhost-only still let the guest reach external hosts (published ports imply networking), so no-egress cannot be promised; set HERMES_BOX_NETWORK_MODE=full to proceed")
-	case config.NetworkStrict:
-		return errors.New("HERMES_BOX_NETWORK_MODE=strict is refused: smolvm 1.0.4's host allow-lists are not enforced on its default backend and can be bypassed by direct IPs and unlisted hosts; set HERMES_BOX_NETWORK_MODE=full to proceed")
+// checkNetworkMode refuses a mode the detected smolvm release cannot
+// enforce (its row in the pins table says so); full needs no smolvm call.
+func (b *Box) checkNetworkMode(ctx context.Context) error {
+	if !netmode.Proven(b.cfg.NetworkMode) {
+		return netmode.Offer(b.cfg.NetworkMode, pins.SmolvmRelease{}, nil)
 	}
-	return fmt.Errorf("unknown HERMES_BOX_NETWORK_MODE %q", mode)
+	r, err := b.vm.Release(ctx)
+	if err != nil {
+		return err
+	}
+	return netmode.Offer(b.cfg.NetworkMode, r, b.cfg.NetworkHosts)
 }

@@ -9,25 +9,28 @@ import (
 	"strconv"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
-	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// Guest paths used while building.
-const (
-	guestAuthorizedKeys = "/tmp/hermes-box-authorized-keys"
-	baseArtifactName    = "hermes-base.smolmachine"
-)
-
 // BaseArtifact is the packed base image the box is created from.
-func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), baseArtifactName) }
+func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), boxlayout.BaseArtifact) }
 
 // buildBase builds the base image in a disposable builder and returns the
-// artifact's path. The builder is deleted whatever happens.
+// artifact's path. The builder is deleted whatever happens, unless a step
+// failed and KeepBuilder is set; a failure says that re-running init is
+// safe.
 func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
 	name := b.cfg.BuilderName
 	defer func() {
+		if err != nil {
+			err = b.builderFailed(name, err)
+		}
+		if err != nil && b.KeepBuilder {
+			b.ui.Warn("kept the failed builder %s for inspection: smolvm machine shell --name %s; delete it with smolvm machine delete --name %s --force before the next init", name, name, name)
+			return
+		}
 		done := b.ui.Step("builder-delete", name)
 		derr := b.removeMachine(name)
 		done(derr)
@@ -82,26 +85,23 @@ func (b *Box) createBuilder(ctx context.Context, name string) error {
 // project's public key into the builder.
 func (b *Box) installAgent(ctx context.Context, name string) error {
 	done := b.ui.Step("agent-copy", b.agentBinary())
-	err := b.vm.CopyIn(ctx, name, b.agentBinary(), relay.AgentPath)
+	err := b.vm.CopyIn(ctx, name, b.agentBinary(), boxlayout.AgentPath)
 	if err == nil {
 		// smolvm cp does not keep the executable bit.
-		err = b.execOK(ctx, name, "/bin/chmod", "0755", relay.AgentPath)
+		err = b.execOK(ctx, name, "/bin/chmod", "0755", boxlayout.AgentPath)
 	}
 	if err == nil && b.cfg.ExecutorEnabled {
-		err = b.vm.CopyIn(ctx, name, b.ociHelperBinary(), ociHelperPath)
+		err = b.vm.CopyIn(ctx, name, b.ociHelperBinary(), boxlayout.OCIHelperPath)
 		if err == nil {
-			err = b.execOK(ctx, name, "/bin/chmod", "0755", ociHelperPath)
+			err = b.execOK(ctx, name, "/bin/chmod", "0755", boxlayout.OCIHelperPath)
 		}
 	}
 	if err == nil {
-		err = b.vm.CopyIn(ctx, name, b.cfg.SSHKeyPath()+keys.PubSuffix, guestAuthorizedKeys)
+		err = b.vm.CopyIn(ctx, name, b.cfg.SSHKeyPath()+keys.PubSuffix, boxlayout.AuthorizedKeysUpload)
 	}
 	done(err)
 	return err
 }
-
-// ociHelperPath is where the agent looks for its Executor helper: beside it.
-const ociHelperPath = relay.AgentPath + "-oci"
 
 // execOK runs a short command in the machine and wants status 0.
 func (b *Box) execOK(ctx context.Context, name string, argv ...string) error {
@@ -153,7 +153,7 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 }
 
 func (b *Box) netcheck(ctx context.Context, name string) error {
-	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "netcheck"}, Timeout: b.timing.netProbeTimeout})
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "netcheck"}, Timeout: b.timing.netProbeTimeout})
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (b *Box) cycleBuilder(ctx context.Context, name string) error {
 // provisionArgv is the agent's provision request. Digests for artifacts the
 // pins do not cover travel only when the user configured them.
 func (b *Box) provisionArgv() []string {
-	argv := []string{"provision", "--authorized-keys", guestAuthorizedKeys, "--hermes-commit", b.cfg.HermesCommit}
+	argv := []string{"provision", "--authorized-keys", boxlayout.AuthorizedKeysUpload, "--hermes-commit", b.cfg.HermesCommit}
 	if b.cfg.UVSHA256 != "" {
 		argv = append(argv, "--uv-sha256", b.cfg.UVSHA256)
 	}

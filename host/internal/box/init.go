@@ -59,8 +59,12 @@ func (b *Box) ensureKey() error {
 // user's documents in and waits until it is healthy.
 func (b *Box) firstStart(ctx context.Context, docs []string) error {
 	name := b.cfg.MachineName
+	secrets, deliver, err := b.startSecrets(name)
+	if err != nil {
+		return err
+	}
 	done := b.ui.Step("start", name)
-	err := b.vm.Start(ctx, name)
+	err = b.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
@@ -72,6 +76,9 @@ func (b *Box) firstStart(ctx context.Context, docs []string) error {
 		return errors.Join(err, b.stopMachine(name))
 	}
 	if err := b.verifyRunning(ctx); err != nil {
+		return errors.Join(err, b.stopMachine(name))
+	}
+	if err := b.afterStart(ctx, name, b.cfg.SSHPort, secrets, deliver); err != nil {
 		return errors.Join(err, b.stopMachine(name))
 	}
 	return nil

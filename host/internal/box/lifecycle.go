@@ -26,7 +26,7 @@ func (b *Box) Stop(ctx context.Context) error {
 // Restart stops the box, then starts and verifies it, under one lock.
 func (b *Box) Restart(ctx context.Context) error {
 	return b.withLock(func() error {
-		if err := b.stopBox(ctx); err != nil {
+		if err := b.stopBoxChecked(ctx, b.checkExecutorWiring); err != nil {
 			return err
 		}
 		return b.startBox(ctx)
@@ -38,6 +38,9 @@ func (b *Box) Restart(ctx context.Context) error {
 func (b *Box) startBox(ctx context.Context) error {
 	m, err := b.machineState(ctx, b.cfg.MachineName)
 	if err != nil {
+		return err
+	}
+	if err := b.checkExecutorWiring(m); err != nil {
 		return err
 	}
 	if m.State == smolvm.StateRunning {
@@ -54,8 +57,17 @@ func (b *Box) startBox(ctx context.Context) error {
 // stopBox asks the agent to stop every service (tolerating an agent that
 // cannot), then stops the machine.
 func (b *Box) stopBox(ctx context.Context) error {
+	return b.stopBoxChecked(ctx, func(smolvm.Machine) error { return nil })
+}
+
+// stopBoxChecked is stopBox that first runs check on the machine and
+// changes nothing when it fails.
+func (b *Box) stopBoxChecked(ctx context.Context, check func(smolvm.Machine) error) error {
 	m, err := b.machineState(ctx, b.cfg.MachineName)
 	if err != nil {
+		return err
+	}
+	if err := check(m); err != nil {
 		return err
 	}
 	if m.State != smolvm.StateRunning && m.State != smolvm.StateUnreachable {
@@ -94,12 +106,13 @@ func (b *Box) stopServices(ctx context.Context) {
 
 // Destroy stops and deletes the box and the builder, then forgets the
 // box's pinned host key, under the operation lock. Images, backups and
-// the SSH key are kept.
-func (b *Box) Destroy(ctx context.Context) error {
-	return b.withLock(func() error { return b.destroy(ctx) })
+// the SSH key are kept. It returns the machines it deleted.
+func (b *Box) Destroy(ctx context.Context) (deleted []string, err error) {
+	err = b.withLock(func() error { return b.destroy(ctx, &deleted) })
+	return deleted, err
 }
 
-func (b *Box) destroy(ctx context.Context) error {
+func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 	for _, name := range []string{b.cfg.MachineName, b.cfg.BuilderName} {
 		exists, err := b.vm.Exists(ctx, name)
 		if err != nil {
@@ -119,6 +132,7 @@ func (b *Box) destroy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		*deleted = append(*deleted, name)
 	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err

@@ -8,9 +8,10 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// smolDriver is the machineDriver of snapshot, restore and package on the
+// smolDriver is the machine driver of snapshot, restore and package on the
 // smolvm driver and the box's helpers: the same create, start and verify
 // as init and start.
 type smolDriver struct {
@@ -96,7 +97,7 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 	var last error
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, d.b.timing.callTimeout)
-		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "version"}})
+		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "version"}})
 		ccancel()
 		if err == nil && res.ExitCode == 0 {
 			return nil
@@ -174,5 +175,3 @@ func (d *smolDriver) Version(ctx context.Context) string {
 	}
 	return v
 }
-
-var _ machineDriver = (*smolDriver)(nil)

@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/shared/config"
-	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // checkHostPlatform accepts macOS on Apple silicon and, as the second
@@ -61,7 +60,7 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 		}
 	}
 	// A refused network mode stops init before smolvm is even asked.
-	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
+	if err := b.checkNetworkMode(ctx); err != nil {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	add(b.hostCheck())
@@ -93,14 +92,10 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 	return nil
 }
 
-// checkSmolvm wants exactly the pinned smolvm and unused machine names.
+// checkSmolvm wants a supported smolvm release and unused machine names.
 func (b *Box) checkSmolvm(ctx context.Context) error {
-	v, err := b.vm.Version(ctx)
-	if err != nil {
-		return fmt.Errorf("smolvm %s is required: %w", pins.SmolvmVersion, err)
-	}
-	if v != pins.SmolvmVersion {
-		return fmt.Errorf("smolvm %s is required, found %s", pins.SmolvmVersion, v)
+	if err := b.checkSmolvmVersion(ctx); err != nil {
+		return err
 	}
 	ms, err := b.vm.List(ctx)
 	if err != nil {

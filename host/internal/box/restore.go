@@ -2,19 +2,28 @@ package box
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/buildinfo"
 )
 
 // Snapshot backs the box up under label and returns the backup's path; the
 // box is returned to the state it was in.
 func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
+	if err := b.requireMachine(ctx); err != nil {
+		return "", err
+	}
 	env, err := b.backupRun()
 	if err != nil {
 		return "", err
@@ -31,12 +40,19 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 // is no box, else through a candidate box.
 func (b *Box) Restore(ctx context.Context, src string) error {
 	env, err := b.backupRun()
+	if errors.Is(err, userr.ErrNoBox) {
+		return userr.WithHint(fmt.Errorf("restore needs the SSH key the backup was made with, and there is none at %s", b.cfg.SSHKeyPath()),
+			"put the key pair there (a portable package carries it in state/), or set HERMES_BOX_SSH_KEY, then run the restore again")
+	}
 	if err != nil {
 		return err
 	}
 	env.resume = src
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
+		if err := b.restoreHostChecks(ctx); err != nil {
+			return err
+		}
 		staged, err := restorePreflight(ctx, env, src)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)
@@ -84,6 +100,11 @@ func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.
 // Package writes a portable restore archive of the backup from, or of a
 // new snapshot labelled label when from is empty, and returns its path.
 func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
+	if from == "" {
+		if err := b.requireMachine(ctx); err != nil {
+			return "", err
+		}
+	}
 	env, err := b.backupRun()
 	if err != nil {
 		return "", err
@@ -114,8 +135,12 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 // present: the binaries and what they read.
 var portableFiles = []string{
 	"bin/hermes-box", "bin/hermes-box-agent-linux-arm64", "bin/hermes-box-agent-linux-amd64",
-	"scripts/hermes-box", "Smolfile", "README.md", "hermes-box.conf.example",
+	"bin/hermes-box-agent-oci-linux-arm64", "bin/hermes-box-agent-oci-linux-amd64",
+	"scripts/hermes-box", "Smolfile", "README.md", "hermes-box.conf.example", "secret-env.txt",
 }
+
+// hostPlatforms are the platforms `make dist` builds bin/hermes-box-<p> for.
+var hostPlatforms = []string{"darwin-arm64", "linux-arm64", "linux-amd64"}
 
 func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, label string) (string, error) {
 	cfg := env.box.cfg
@@ -127,19 +152,69 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 		Label:        label,
 		Now:          time.Now(),
 	}
-	for _, f := range portableFiles {
+	info := portableInfo(env, p.BackupName)
+	files := slices.Clone(portableFiles)
+	for _, plat := range hostPlatforms {
+		files = append(files, "bin/hermes-box-"+plat)
+	}
+	for _, f := range files {
 		path := filepath.Join(cfg.ProjectRoot, f)
 		fi, err := os.Stat(path)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		p.Project = append(p.Project, backup.PackFile{Name: f, Path: path, Mode: fi.Mode().Perm()})
+		if plat, ok := strings.CutPrefix(f, "bin/hermes-box-"); ok && slices.Contains(hostPlatforms, plat) {
+			info.HostBinaries[plat] = f
+		}
 	}
+	// The key the backup is bound to: a restore on the new host needs it.
+	for _, suffix := range []string{"", keys.PubSuffix} {
+		path := cfg.SSHKeyPath() + suffix
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("the portable package carries the project key: %w", err)
+		}
+		p.Project = append(p.Project, backup.PackFile{Name: "state/" + keyFileName + suffix, Path: path, Mode: 0o600})
+	}
+	sources, err := backup.ProjectSources(cfg.ProjectRoot)
+	if err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, f := range p.Project {
+		have[f.Name] = true
+	}
+	for _, s := range sources {
+		if !have[s.Name] {
+			p.Project = append(p.Project, s)
+		}
+	}
+	p.Generated = []backup.GenFile{{Name: "PORTABLE.md", Data: info.Notes(), Mode: 0o644}, {Name: "portable.json", Data: info.JSON(), Mode: 0o644}}
 	return p.Write(ctx, cfg.BackupsDir())
 }
 
+// keyFileName is the project key's name below state/ (the default key).
+const keyFileName = "hermes-box-ed25519"
+
+// portableInfo describes the package for portable.json and PORTABLE.md.
+func portableInfo(env *backupRun, backupName string) backup.PortableInfo {
+	cfg := env.box.cfg
+	info := backup.PortableInfo{Format: backup.PortableFormat, Created: time.Now().UTC().Format(time.RFC3339), Backup: backupName,
+		HostBinaries: map[string]string{runtime.GOOS + "-" + runtime.GOARCH: "bin/hermes-box"}, HostVariables: []string{},
+		Ports: []int{cfg.SSHPort}, KeyFingerprint: env.finger}
+	info.Source.OS, info.Source.Arch, info.Source.HermesBox = runtime.GOOS, runtime.GOARCH, buildinfo.Version
+	info.Source.Smolvm = env.box.drv.Version(context.Background())
+	for _, m := range cfg.Secrets {
+		info.HostVariables = append(info.HostVariables, m.Host)
+	}
+	if cfg.ExecutorEnabled {
+		info.Ports = append(info.Ports, cfg.ExecutorPort)
+	}
+	return info
+}
+
 // portableConfig is the current configuration with the data dir and the
-// SSH key cleared: the user supplies their key on the new host.
+// SSH key path cleared: the key travels in the package's state/.
 func portableConfig(env *backupRun) []byte {
 	var sb strings.Builder
 	sb.WriteString("# Generated by hermes-box package for portable restore.\n")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -13,8 +12,9 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
-	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -23,43 +23,31 @@ import (
 // layers it has just extracted.
 const packCacheMaxBytes = 16 << 30
 
-// extractedMarker is written by smolvm when a pack's layers are extracted.
-const extractedMarker = ".smolvm-extracted"
-
-// Guest ports published on host loopback.
-const (
-	guestSSHPort      = 22
-	guestExecutorPort = 4788
-	guestDocumentsDir = "/workspace/work"
-)
-
 // runtimeSpec is the box's `machine create --from`.
 func (b *Box) runtimeSpec(artifact string) smolvm.CreateSpec {
 	c := b.cfg
 	s := smolvm.CreateSpec{
 		Name: c.MachineName, From: artifact, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
 		StorageGB: c.StorageGB, OverlayGB: c.OverlayGB,
-		Ports: []smolvm.Port{{Host: c.SSHPort, Guest: guestSSHPort}},
+		Ports: []smolvm.Port{{Host: c.SSHPort, Guest: boxlayout.SSHPort}},
 		Env: []string{
-			"HERMES_BOX_EXECUTOR_ENABLED=" + strconv.FormatBool(c.ExecutorEnabled),
-			"HERMES_BOX_EXECUTOR_IMAGE=" + c.ExecutorImage,
-			"HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(c.ExecutorPort),
+			boxlayout.EnvExecutorEnabled + "=" + strconv.FormatBool(c.ExecutorEnabled),
+			boxlayout.EnvExecutorImage + "=" + c.ExecutorImage,
+			boxlayout.EnvExecutorHostPort + "=" + strconv.Itoa(c.ExecutorPort),
 		},
 		Net:               true,
 		PackCacheMaxBytes: packCacheMaxBytes,
+		Egress:            netmode.Egress(c.NetworkMode, c.NetworkHosts),
 	}
 	if c.ExecutorEnabled {
-		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: guestExecutorPort})
-	}
-	for _, m := range c.Secrets {
-		s.SecretEnv = append(s.SecretEnv, smolvm.SecretRef{Guest: m.Guest, Host: m.Host})
+		s.Ports = append(s.Ports, smolvm.Port{Host: c.ExecutorPort, Guest: boxlayout.ExecutorPort})
 	}
 	return s
 }
 
 // envRestoreMode makes the box's boot wait for the restore-ready marker
 // instead of starting its services.
-const envRestoreMode = "HERMES_BOX_RESTORE_MODE=true"
+const envRestoreMode = boxlayout.EnvRestoreMode + "=true"
 
 // restoreSpec is runtimeSpec for a machine in restore mode: name on SSH
 // port, created from the base artifact. A machine other than the box (a
@@ -67,9 +55,9 @@ const envRestoreMode = "HERMES_BOX_RESTORE_MODE=true"
 func (b *Box) restoreSpec(name string, port int) smolvm.CreateSpec {
 	s := b.runtimeSpec(b.BaseArtifact())
 	s.Name = name
-	s.Ports = []smolvm.Port{{Host: port, Guest: guestSSHPort}}
+	s.Ports = []smolvm.Port{{Host: port, Guest: boxlayout.SSHPort}}
 	if b.cfg.ExecutorEnabled && name == b.cfg.MachineName {
-		s.Ports = append(s.Ports, smolvm.Port{Host: b.cfg.ExecutorPort, Guest: guestExecutorPort})
+		s.Ports = append(s.Ports, smolvm.Port{Host: b.cfg.ExecutorPort, Guest: boxlayout.ExecutorPort})
 	}
 	s.Env = append(s.Env, envRestoreMode)
 	return s
@@ -85,7 +73,7 @@ func (b *Box) createRuntime(ctx context.Context, artifact string) error {
 // checks that its packed layers survived extraction; a machine that fails
 // here is deleted.
 func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
-	if err := checkNetworkMode(b.cfg.NetworkMode); err != nil {
+	if err := b.checkNetworkMode(ctx); err != nil {
 		return err
 	}
 	name := spec.Name
@@ -103,13 +91,8 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 			}
 		}
 	}()
-	dir, err := b.vm.DataDir(ctx, name)
-	if err != nil {
+	if err := b.vm.CheckExtracted(ctx, name); err != nil {
 		return err
-	}
-	marker := filepath.Join(dir, "pack", extractedMarker)
-	if _, err := os.Stat(marker); err != nil {
-		return fmt.Errorf("the packed layers of %s are missing (%s: %w): smolvm's extraction cache evicted them", name, marker, err)
 	}
 	return b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
 }
@@ -132,7 +115,7 @@ func (b *Box) pinHostKey(ctx context.Context, name string) error {
 func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{relay.AgentPath, "hostkeys"}})
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "hostkeys"}})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +145,7 @@ func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, erro
 // copyDocuments copies the user's documents into the box's work dir.
 func (b *Box) copyDocuments(ctx context.Context, name string, docs []string) error {
 	for _, d := range docs {
-		dst := path.Join(guestDocumentsDir, filepath.Base(d))
+		dst := path.Join(boxlayout.WorkDir, filepath.Base(d))
 		done := b.ui.Step("document", d+" → "+dst)
 		err := b.vm.CopyIn(ctx, name, d, dst)
 		done(err)

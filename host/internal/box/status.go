@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
 // The checks the host adds to the agent's report.
@@ -22,20 +24,62 @@ const (
 // machine as `smolvm machine status --json` printed it.
 type Status struct {
 	health.Report
+	// State is the box's state in one word: healthy, degraded, unhealthy,
+	// stopped or missing (no machine); status exits with StateExitCode.
+	State       string          `json:"state"`
+	Box         Summary         `json:"box"`
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
+	Network     NetworkStatus   `json:"network"`
+}
+
+// NetworkStatus is the network mode and its last proof (strict, none).
+type NetworkStatus struct {
+	Mode      string          `json:"mode"`
+	Summary   string          `json:"summary"`
+	LastProof *netproof.Proof `json:"lastProof,omitempty"`
+}
+
+func (b *Box) networkStatus() NetworkStatus {
+	p, ok, err := netmode.Last(b.cfg.StateDir())
+	ns := NetworkStatus{Mode: string(b.cfg.NetworkMode), Summary: netmode.Summary(b.cfg.NetworkMode, p, ok)}
+	if err != nil {
+		ns.Summary = string(b.cfg.NetworkMode) + ": " + err.Error()
+	} else if ok {
+		ns.LastProof = &p
+	}
+	return ns
+}
+
+// Summary is the one line `status` prints for a box.
+type Summary struct {
+	Name          string `json:"name"`
+	State         string `json:"state"`
+	CPUs          int    `json:"cpus"`
+	MemoryMiB     int    `json:"memoryMiB"`
+	Ports         []int  `json:"ports"`
+	Network       string `json:"network"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
 }
 
 // Status gathers the machine state, the listener check and, when the box
 // runs, the agent's report.
 func (b *Box) Status(ctx context.Context) (*Status, error) {
+	now := time.Now().UTC()
+	st := &Status{Machine: json.RawMessage("null"), Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
+		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
 	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if errors.Is(err, errNoMachine) && b.checkInterruptedRestore("") == nil {
+		name := b.cfg.MachineName
+		st.Checks[checkMachine] = hostCheck(false, health.SeverityCritical, "machine "+name+" does not exist (run hermes-box init first)", now)
+		st.Summarize()
+		st.State, st.Box = StateMissing, Summary{Name: name, State: StateMissing, Ports: []int{}, Network: string(b.cfg.NetworkMode)}
+		return st, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	st := &Status{Machine: m.Raw, Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
-		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
+	st.Machine = m.Raw
 	running := m.State == smolvm.StateRunning
 	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
 	if running {
@@ -47,8 +91,34 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
 		b.mergeAgentHealth(ctx, st)
 	}
+	st.Network = b.networkStatus()
 	st.Summarize()
+	st.State = string(st.Status)
+	if !running {
+		st.State = StateStopped
+		if m.State != smolvm.StateStopped {
+			st.State = m.State
+		}
+	}
+	st.Box = b.summary(m, st)
 	return st, nil
+}
+
+// summary is the box's line: what smolvm says of the machine, the ports
+// it publishes and the guest's uptime.
+func (b *Box) summary(m smolvm.Machine, st *Status) Summary {
+	s := Summary{Name: m.Name, State: st.State, CPUs: m.CPUs, MemoryMiB: m.MemoryMiB, Ports: []int{b.cfg.SSHPort},
+		Network: string(b.cfg.NetworkMode)}
+	if b.cfg.ExecutorEnabled {
+		s.Ports = append(s.Ports, b.cfg.ExecutorPort)
+	}
+	if !m.Network {
+		s.Network = "off"
+	}
+	if st.State != StateStopped {
+		s.UptimeSeconds = st.System.UptimeSeconds
+	}
+	return s
 }
 
 // mergeAgentHealth adds the agent's report over the SSH relay.
@@ -98,3 +168,6 @@ func (b *Box) CheckExecutorListener(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StateRunning is the machine state of a running box (MachineState).
+const StateRunning = smolvm.StateRunning

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Test hook for provisioning without the internet. HBX_TEST_AGENT_PINS names
@@ -19,8 +20,7 @@ import (
 // is in use.
 const (
 	envTestAgentPins   = "HBX_TEST_AGENT_PINS"
-	guestTestPinsDir   = "/tmp/hermes-box-test-pins"
-	guestTestPinsFile  = guestTestPinsDir + "/pins.json"
+	guestTestPinsFile  = boxlayout.TestPinsDir + "/pins.json"
 	agentTestPinsEnv   = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
 	testPinsManifest   = "pins.json"
 	maxTestPinsEntries = 32
@@ -39,16 +39,16 @@ func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func(
 	if err != nil {
 		return nil, noop, err
 	}
-	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", guestTestPinsDir); err != nil {
+	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", boxlayout.TestPinsDir); err != nil {
 		return nil, noop, err
 	}
 	cleanup := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
 		defer cancel()
-		return b.execOK(ctx, name, "/bin/rm", "-rf", guestTestPinsDir)
+		return b.execOK(ctx, name, "/bin/rm", "-rf", boxlayout.TestPinsDir)
 	}
 	for _, f := range files {
-		if err := b.vm.CopyIn(ctx, name, f, path.Join(guestTestPinsDir, filepath.Base(f))); err != nil {
+		if err := b.vm.CopyIn(ctx, name, f, path.Join(boxlayout.TestPinsDir, filepath.Base(f))); err != nil {
 			return nil, noop, fmt.Errorf("copying the test pins: %w", err)
 		}
 	}

@@ -39,18 +39,6 @@ func TestHostPlatform(t *testing.T) {
 	}
 }
 
-func TestCheckNetworkMode(t *testing.T) {
-	if err := checkNetworkMode(config.NetworkFull); err != nil {
-		t.Error(err)
-	}
-	for _, m := range []config.NetworkMode{config.NetworkNone, config.NetworkStrict} {
-		err := checkNetworkMode(m)
-		if err == nil || !strings.Contains(err.Error(), "smolvm 1.0.4") || !strings.Contains(err.Error(), "=full") {
-			t.Errorf("%s: %v", m, err)
-		}
-	}
-}
-
 func TestDeepCheck(t *testing.T) {
 	report := func(status health.Status, services ...health.Service) *health.Report {
 		return &health.Report{Status: status, Checks: map[health.Code]health.Check{
@@ -189,3 +177,23 @@ func (nopUI) Event(protocol.Event)            {}
 func (nopUI) Step(string, string) func(error) { return func(error) {} }
 func (nopUI) Info(string, ...any)             {}
 func (nopUI) Warn(string, ...any)             {}
+
+// TestStartSecretsOnlyForTheBox: the box resolves its mapped secrets (a
+// missing host variable refuses, naming it); any other machine, such as a
+// restore's candidate, gets none.
+func TestStartSecretsOnlyForTheBox(t *testing.T) {
+	t.Setenv("HBX_UNIT_SECRET", "sk-unit")
+	b := &Box{cfg: &config.Config{MachineName: "hermes-box",
+		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HBX_UNIT_SECRET", Line: 1}}}}
+	s, ok, err := b.startSecrets("hermes-box")
+	if err != nil || !ok || s.Env["OPENAI_API_KEY"] != "sk-unit" {
+		t.Fatalf("box: %v %v %v", s.Names(), ok, err)
+	}
+	if s, ok, err := b.startSecrets("hermes-box-restore-1a2b"); err != nil || ok || len(s.Env) != 0 {
+		t.Fatalf("candidate: %v %v %v", s.Names(), ok, err)
+	}
+	t.Setenv("HBX_UNIT_SECRET", "")
+	if _, _, err := b.startSecrets("hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
+		t.Fatalf("missing host variable: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -28,7 +29,7 @@ func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, er
 		if err := b.checkInterruptedRestore(""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
-		return smolvm.Machine{}, fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name)
+		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name), Code: userr.ExitNoBox}
 	}
 	return b.vm.Status(ctx, name)
 }
@@ -202,8 +203,12 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 // pin first pins its host key out of band (a machine restored from a
 // backup carries the backup's host keys).
 func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
+	secrets, deliver, err := b.startSecrets(name)
+	if err != nil {
+		return err
+	}
 	done := b.ui.Step("start", name)
-	err := b.vm.Start(ctx, name)
+	err = b.vm.Start(ctx, name)
 	done(err)
 	if err != nil {
 		return err
@@ -213,6 +218,9 @@ func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bo
 	}
 	if err == nil {
 		err = b.verifyMachine(ctx, name, port)
+	}
+	if err == nil {
+		err = b.afterStart(ctx, name, port, secrets, deliver)
 	}
 	if err != nil {
 		stopErr := b.stopMachine(name)

@@ -85,8 +85,13 @@ func TestFollowLogs(t *testing.T) {
 	next("appended while following")
 
 	must(t, cmd.Process.Signal(syscall.SIGINT))
-	if err := cmd.Wait(); ctx.Err() != nil {
+	err = cmd.Wait()
+	if ctx.Err() != nil {
 		t.Fatalf("logs -f did not end on SIGINT: %v", err)
+	}
+	// Ctrl-C ends it quietly with 130.
+	if cmd.ProcessState.ExitCode() != 130 || strings.Contains(stderr.String(), "hermes-box: ") {
+		t.Errorf("logs -f after SIGINT: exit %d, stderr:\n%s", cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(relayAgents(t, root)) > 0 {

@@ -1,10 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 func newDestroyCommand() *cobra.Command {
@@ -15,18 +17,23 @@ func newDestroyCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			force, _ := cmd.Flags().GetBool("force")
 			if !force {
-				return errors.New("destroy requires --force; images, backups and the SSH key are retained")
+				return userr.Usage("destroy requires --force; images, backups and the SSH key are retained")
 			}
 			b, err := loadBox(cmd)
 			if err != nil {
 				return err
 			}
-			if err := b.Destroy(cmd.Context()); err != nil {
+			deleted, err := b.Destroy(cmd.Context())
+			if err != nil {
 				return err
 			}
 			c := b.Config()
+			if len(deleted) == 0 {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "nothing to destroy: there is no machine %s or %s\n", c.MachineName, c.BuilderName)
+				return err
+			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "destroyed %s; kept %s, %s and the SSH key %s\n",
-				c.MachineName, c.ImagesDir(), c.BackupsDir(), c.SSHKeyPath())
+				strings.Join(deleted, " and "), c.ImagesDir(), c.BackupsDir(), c.SSHKeyPath())
 			return err
 		},
 	}

@@ -7,55 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/zalando/go-keyring"
 	"golang.org/x/term"
 
-	"github.com/hermes-box/hermes-box/host/internal/smolvm"
-	"github.com/hermes-box/hermes-box/shared/mcp"
+	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// executorAgent runs one agent verb in the box through the relay: argv is
-// never parsed by a shell, stdin (may be nil) follows the request line, the
-// verb's data arrives on stdout.
-type executorAgent interface {
-	RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
-}
-
-// executorBox is what the executor commands need to know about the box.
-type executorBox struct {
-	Machine string
-	Enabled bool
-	// Port is Executor's port on the host's loopback.
-	Port  int
-	Agent executorAgent
-	// State is the machine's smolvm state, "missing" when there is none.
-	State func(ctx context.Context) (string, error)
-	// CheckListener fails unless Port listens on loopback only; every
-	// command runs it before it talks to Port.
-	CheckListener func(ctx context.Context) error
-}
-
-// secretStore is the OS keyring (macOS Keychain, Linux Secret Service).
-type secretStore interface {
-	Get(service, user string) (string, error)
-	Set(service, user, secret string) error
-	Delete(service, user string) error
-}
 
 // executorDeps are the boundaries of the executor commands; tests swap them.
 type executorDeps struct {
-	loadBox func(cmd *cobra.Command) (*executorBox, error)
-	secrets secretStore
-	http    *http.Client
+	loadBox func(cmd *cobra.Command) (*box.Executor, error)
 	openURL func(ctx context.Context, url string) error
 	// readSecret reads the API key from a terminal without echo, or the
 	// first line of any other stdin.
@@ -64,38 +32,22 @@ type executorDeps struct {
 
 func defaultExecutorDeps() executorDeps {
 	return executorDeps{
-		loadBox: func(cmd *cobra.Command) (*executorBox, error) {
+		loadBox: func(cmd *cobra.Command) (*box.Executor, error) {
 			b, err := loadBox(cmd)
 			if err != nil {
 				return nil, err
 			}
-			c := b.Config()
-			return &executorBox{Machine: c.MachineName, Enabled: c.ExecutorEnabled, Port: c.ExecutorPort,
-				Agent: b, State: b.MachineState, CheckListener: b.CheckExecutorListener}, nil
+			return b.Executor(), nil
 		},
-		secrets:    keyringStore{},
-		http:       &http.Client{Timeout: 30 * time.Second},
 		openURL:    openBrowser,
 		readSecret: readSecret,
 	}
 }
 
-// keyringStore is the OS keyring through zalando/go-keyring.
-type keyringStore struct{}
-
-func (keyringStore) Get(s, u string) (string, error) { return keyring.Get(s, u) }
-func (keyringStore) Set(s, u, p string) error        { return keyring.Set(s, u, p) }
-func (keyringStore) Delete(s, u string) error        { return keyring.Delete(s, u) }
-
-// keyUser is the keyring account under the per-machine service.
-const keyUser = "api-key"
-
-func keyService(machine string) string { return "hermes-box.executor." + machine }
-
 // executorCmd carries the deps and the loaded box into each subcommand.
 type executorCmd struct {
 	deps executorDeps
-	box  *executorBox
+	box  *box.Executor
 }
 
 func newExecutorCommand() *cobra.Command { return newExecutorCommandWith(defaultExecutorDeps()) }
@@ -114,84 +66,34 @@ func newExecutorCommandWith(deps executorDeps) *cobra.Command {
 // load reads the box's configuration; needEnabled refuses a box without
 // Executor.
 func (x *executorCmd) load(cmd *cobra.Command, needEnabled bool) error {
-	box, err := x.deps.loadBox(cmd)
+	e, err := x.deps.loadBox(cmd)
 	if err != nil {
 		return err
 	}
-	if needEnabled && !box.Enabled {
-		return errors.New("executor is not enabled for this box: set HERMES_BOX_EXECUTOR_ENABLED=true in hermes-box.conf")
+	if needEnabled && !e.Enabled {
+		return box.ErrExecutorDisabled
 	}
-	x.box = box
+	if needEnabled && e.State != nil {
+		if state, err := e.State(cmd.Context()); err == nil && state == "missing" {
+			return userr.NotInitialised("machine " + e.Machine + " does not exist")
+		}
+	}
+	x.box = e
 	return nil
-}
-
-func (x *executorCmd) portalURL() string { return "http://localhost:" + strconv.Itoa(x.box.Port) }
-func (x *executorCmd) mcpURL() string    { return "http://127.0.0.1:" + strconv.Itoa(x.box.Port) + "/mcp" }
-
-// health checks that Executor's port listens on loopback only, then asks
-// its /api/health.
-func (x *executorCmd) health(ctx context.Context) error {
-	if err := x.box.CheckListener(ctx); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(x.box.Port)+"/api/health", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := x.deps.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("executor health: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("executor health: HTTP %d", resp.StatusCode)
-	}
-	return nil
-}
-
-// apiKey reads this box's key from the keyring.
-func (x *executorCmd) apiKey() (string, error) {
-	key, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser)
-	if errors.Is(err, keyring.ErrNotFound) {
-		return "", errors.New("no Executor API key stored for this box: create one in the Executor portal, then run `hermes-box executor auth set`")
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading the Executor API key from the keyring: %w", err)
-	}
-	return key, nil
-}
-
-// client returns an MCP client authenticated with the stored key, once
-// Executor's port is known to listen on loopback only.
-func (x *executorCmd) client(ctx context.Context) (*mcp.Client, error) {
-	key, err := x.apiKey()
-	if err != nil {
-		return nil, err
-	}
-	if err := x.box.CheckListener(ctx); err != nil {
-		return nil, err
-	}
-	return mcp.New(x.mcpURL(), key, x.deps.http), nil
 }
 
 func (x *executorCmd) openCmd() *cobra.Command {
-	return &cobra.Command{
+	return x.enabled(&cobra.Command{
 		Use:   "open",
 		Short: "Open the Executor portal in a browser",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			if err := x.health(cmd.Context()); err != nil {
-				return fmt.Errorf("executor is not answering on %s (is the box running? `hermes-box start`): %w", x.portalURL(), err)
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), x.portalURL())
-			return x.deps.openURL(cmd.Context(), x.portalURL())
-		},
-	}
+	}, func(cmd *cobra.Command) error {
+		if err := x.box.Health(cmd.Context()); err != nil {
+			return fmt.Errorf("executor is not answering on %s (is the box running? `hermes-box start`): %w", x.box.PortalURL(), err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), x.box.PortalURL())
+		return x.deps.openURL(cmd.Context(), x.box.PortalURL())
+	})
 }
 
 // openBrowser opens url with the platform's opener; without one the URL
@@ -211,33 +113,6 @@ func openBrowser(ctx context.Context, url string) error {
 	return nil
 }
 
-// agentExecutorStatus is the agent's `executor status` result, as far as
-// the host reads it.
-type agentExecutorStatus struct {
-	Current *struct {
-		ImageReference string `json:"imageReference"`
-		ManifestDigest string `json:"manifestDigest"`
-	} `json:"current"`
-	RuntimeBytes *int64 `json:"runtimeBytes"`
-	DataBytes    *int64 `json:"dataBytes"`
-}
-
-// executorStatusView is `executor status --json`.
-type executorStatusView struct {
-	Enabled       bool   `json:"enabled"`
-	Machine       string `json:"machine"`
-	State         string `json:"state"`
-	URL           string `json:"url"`
-	Healthy       bool   `json:"healthy"`
-	HealthError   string `json:"healthError,omitempty"`
-	MetadataError string `json:"metadataError,omitempty"`
-	AuthStored    bool   `json:"authStored"`
-	Image         string `json:"image,omitempty"`
-	ImageDigest   string `json:"imageDigest,omitempty"`
-	RuntimeBytes  *int64 `json:"runtimeBytes,omitempty"`
-	DataBytes     *int64 `json:"dataBytes,omitempty"`
-}
-
 func (x *executorCmd) statusCmd() *cobra.Command {
 	var asJSON, sizes bool
 	cmd := &cobra.Command{
@@ -248,7 +123,7 @@ func (x *executorCmd) statusCmd() *cobra.Command {
 			if err := x.load(cmd, false); err != nil {
 				return err
 			}
-			v := x.status(cmd.Context(), sizes)
+			v := x.box.Status(cmd.Context(), sizes)
 			if asJSON {
 				return writeIndentedJSON(cmd.OutOrStdout(), v)
 			}
@@ -260,50 +135,13 @@ func (x *executorCmd) statusCmd() *cobra.Command {
 	return cmd
 }
 
-func (x *executorCmd) status(ctx context.Context, sizes bool) executorStatusView {
-	v := executorStatusView{Enabled: x.box.Enabled, Machine: x.box.Machine, URL: x.portalURL()}
-	_, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser)
-	v.AuthStored = err == nil
-	state, err := x.box.State(ctx)
-	if err != nil {
-		v.State, v.HealthError = "unknown", err.Error()
-		return v
-	}
-	v.State = state
-	if !x.box.Enabled || state != smolvm.StateRunning {
-		return v
-	}
-	if err := x.health(ctx); err != nil {
-		v.HealthError = err.Error()
-	} else {
-		v.Healthy = true
-	}
-	argv := []string{"executor", "status"}
-	if sizes {
-		argv = append(argv, "--sizes")
-	}
-	var out strings.Builder
-	var st agentExecutorStatus
-	if err := x.box.Agent.RunAgent(ctx, argv, nil, &out); err != nil {
-		v.MetadataError = err.Error()
-	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
-		v.MetadataError = "decoding the agent's executor status: " + err.Error()
-	} else {
-		if st.Current != nil {
-			v.Image, v.ImageDigest = st.Current.ImageReference, st.Current.ManifestDigest
-		}
-		v.RuntimeBytes, v.DataBytes = st.RuntimeBytes, st.DataBytes
-	}
-	return v
-}
-
-func printExecutorStatus(w io.Writer, v executorStatusView) error {
+func printExecutorStatus(w io.Writer, v box.ExecutorStatus) error {
 	auth := "not stored"
 	if v.AuthStored {
 		auth = "stored in the OS keyring"
 	}
 	fmt.Fprintf(w, "Enabled:    %t\nMachine:    %s (%s)\nPortal:     %s\nAPI key:    %s\n", v.Enabled, v.Machine, v.State, v.URL, auth)
-	if !v.Enabled || v.State != smolvm.StateRunning {
+	if !v.Enabled || v.State != box.StateRunning {
 		if v.HealthError != "" {
 			fmt.Fprintf(w, "Error:      %s\n", v.HealthError)
 		}
@@ -361,7 +199,7 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
-	cmd.Flags().IntVarP(&lines, "lines", "n", 100, "number of lines to show")
+	cmd.Flags().IntVarP(&lines, "lines", "n", protocol.DefaultLogLines, "number of lines to show")
 	return cmd
 }
 
@@ -388,12 +226,8 @@ func (x *executorCmd) authCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading the API key: %w", err)
 			}
-			key, err := normalizeKey(raw)
-			if err != nil {
+			if err := x.box.StoreKey(raw); err != nil {
 				return err
-			}
-			if err := x.deps.secrets.Set(keyService(x.box.Machine), keyUser, key); err != nil {
-				return fmt.Errorf("storing the API key in the keyring: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Executor API key stored in the OS keyring for %s\n", x.box.Machine)
 			return nil
@@ -406,29 +240,38 @@ func (x *executorCmd) authCmd() *cobra.Command {
 				return err
 			}
 			state := "not stored"
-			if _, err := x.deps.secrets.Get(keyService(x.box.Machine), keyUser); err == nil {
+			stored := x.box.KeyStored()
+			if stored {
 				state = "stored in the OS keyring"
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				return writeIndentedJSON(cmd.OutOrStdout(), struct {
+					Machine string `json:"machine"`
+					Stored  bool   `json:"stored"`
+					Store   string `json:"store"`
+				}{x.box.Machine, stored, "os-keyring"})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Executor API key: %s\n", state)
 			return nil
 		},
 	}
+	status.Flags().Bool("json", false, "print the state as JSON (never the key)")
 	clear := &cobra.Command{
 		Use: "clear", Short: "Remove the stored API key", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := x.load(cmd, false); err != nil {
 				return err
 			}
-			err := x.deps.secrets.Delete(keyService(x.box.Machine), keyUser)
-			switch {
-			case errors.Is(err, keyring.ErrNotFound):
-				fmt.Fprintln(cmd.OutOrStdout(), "No Executor API key was stored")
-			case err != nil:
-				return fmt.Errorf("removing the API key from the keyring: %w", err)
-			default:
-				fmt.Fprintln(cmd.OutOrStdout(), "Executor API key removed")
+			removed, err := x.box.ClearKey()
+			if err != nil {
+				return err
 			}
-			return nil
+			msg := "No Executor API key was stored"
+			if removed {
+				msg = "Executor API key removed"
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
+			return err
 		},
 	}
 	cmd.AddCommand(set, status, clear)
@@ -449,24 +292,6 @@ func readSecret(in io.Reader, prompt io.Writer) (string, error) {
 		return "", err
 	}
 	return line, nil
-}
-
-// normalizeKey trims the key and drops a "Bearer " prefix; the key never
-// appears in an error.
-func normalizeKey(raw string) (string, error) {
-	key := strings.TrimSpace(raw)
-	if len(key) >= 7 && strings.EqualFold(key[:7], "bearer ") {
-		key = strings.TrimSpace(key[7:])
-	}
-	if key == "" {
-		return "", errors.New("the API key is empty")
-	}
-	for _, r := range key {
-		if r <= ' ' || r > '~' || strings.ContainsRune(`"'\#$`+"`", r) {
-			return "", errors.New("the API key has a character outside printable ASCII without spaces, quotes, '#', '$' or '\\'")
-		}
-	}
-	return key, nil
 }
 
 func (x *executorCmd) connectionsCmd() *cobra.Command {
@@ -520,7 +345,7 @@ func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) e
 	if err := x.load(cmd, true); err != nil {
 		return err
 	}
-	c, err := x.client(cmd.Context())
+	c, err := x.box.Client(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -539,36 +364,35 @@ func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) e
 	return writeIndentedJSON(cmd.OutOrStdout(), v)
 }
 
-// checkSurface insists on exactly the execute and resume tools.
-func (x *executorCmd) checkSurface(ctx context.Context) error {
-	c, err := x.client(ctx)
-	if err != nil {
-		return err
-	}
-	return c.CheckExecutorSurface(ctx)
-}
-
 func (x *executorCmd) mcpTestCmd() *cobra.Command {
-	return &cobra.Command{
+	return x.enabled(&cobra.Command{
 		Use:   "mcp-test",
 		Short: "Check the authenticated MCP surface (exactly execute and resume)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			if err := x.checkSurface(cmd.Context()); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "Executor MCP OK: http://localhost:%d/mcp (execute, resume)\n", x.box.Port)
+	}, func(cmd *cobra.Command) error {
+		if err := x.box.CheckSurface(cmd.Context()); err != nil {
 			return err
-		},
+		}
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "Executor MCP OK: http://localhost:%d/mcp (execute, resume)\n", x.box.Port)
+		return err
+	})
+}
+
+// enabled sets cmd's action: load the box, refuse one without Executor,
+// then run.
+func (x *executorCmd) enabled(cmd *cobra.Command, run func(cmd *cobra.Command) error) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := x.load(cmd, true); err != nil {
+			return err
+		}
+		return run(cmd)
 	}
+	return cmd
 }
 
 func (x *executorCmd) connectHermesCmd() *cobra.Command {
 	var keyStdin bool
-	cmd := &cobra.Command{
+	cmd := x.enabled(&cobra.Command{
 		Use:   "connect-hermes",
 		Short: "Register Executor as an MCP server of Hermes",
 		Long: "connect-hermes hands the API key (from the keyring, or stdin with --api-key-stdin) to the agent in\n" +
@@ -576,22 +400,18 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 			"config.yaml, runs `hermes mcp test executor` as the hermes user (putting both files back if it\n" +
 			"fails) and restarts the gateway.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := x.load(cmd, true); err != nil {
-				return err
-			}
-			key, err := x.connectKey(cmd, keyStdin)
-			if err != nil {
-				return err
-			}
-			// The key travels on the relay's stdin, never in argv.
-			if err := x.box.Agent.RunAgent(cmd.Context(), []string{"executor", "connect-hermes"}, strings.NewReader(key+"\n"), io.Discard); err != nil {
-				return fmt.Errorf("connecting Hermes: %w", err)
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")
+	}, func(cmd *cobra.Command) error {
+		key, err := x.connectKey(cmd, keyStdin)
+		if err != nil {
 			return err
-		},
-	}
+		}
+		// The key travels on the relay's stdin, never in argv.
+		if err := x.box.Agent.RunAgent(cmd.Context(), []string{"executor", "connect-hermes"}, strings.NewReader(key+"\n"), io.Discard); err != nil {
+			return fmt.Errorf("connecting Hermes: %w", err)
+		}
+		_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")
+		return err
+	})
 	cmd.Flags().BoolVar(&keyStdin, "api-key-stdin", false, "read the API key from stdin instead of the keyring (hosts without one)")
 	return cmd
 }
@@ -599,13 +419,13 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 // connectKey is the stored key, or the first line of stdin.
 func (x *executorCmd) connectKey(cmd *cobra.Command, fromStdin bool) (string, error) {
 	if !fromStdin {
-		return x.apiKey()
+		return x.box.APIKey()
 	}
 	raw, err := x.deps.readSecret(cmd.InOrStdin(), cmd.ErrOrStderr())
 	if err != nil {
 		return "", fmt.Errorf("reading the API key: %w", err)
 	}
-	return normalizeKey(raw)
+	return box.NormalizeKey(raw)
 }
 
 func writeIndentedJSON(w io.Writer, v any) error {

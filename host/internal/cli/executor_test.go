@@ -22,10 +22,22 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
+
+// The names these tests have always used for the executor's box (now
+// host/internal/box's Executor), its status and its keyring entry.
+type (
+	executorBox        = box.Executor
+	executorStatusView = box.ExecutorStatus
+)
+
+const keyUser = box.ExecutorKeyUser
+
+var keyService = box.ExecutorKeyService
 
 // fakeAgent records the verbs it is asked to run and answers from a table.
 type fakeAgent struct {

@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // guestProgram is the name under which this test binary stands in for the
@@ -25,7 +28,7 @@ const guestProgram = "hbx-test-guest"
 const guestRootEnv = "HBX_GUEST_ROOT"
 
 // guestRelayCommand is the remote command of the SSH relay in these tests.
-const guestRelayCommand = `"$` + guestRootEnv + `"/usr/local/sbin/hermes-box-agent --root "$` + guestRootEnv + `" relay`
+const guestRelayCommand = `"$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `" relay`
 
 // guestMain runs a stand-in program: `sshd ADDR` (Debian's sshd for the
 // machine whose root is the working directory, on ADDR) or `hermes` (prints
@@ -35,6 +38,12 @@ func guestMain(args []string) int {
 		return guestSSHD(args[1])
 	}
 	if len(args) == 1 && args[0] == "hermes" {
+		// What the gateway got of the mapped secret, as a digest: the
+		// value itself must not reach a file the tests could leak.
+		sum := sha256.Sum256([]byte(os.Getenv("OPENAI_API_KEY")))
+		if err := os.WriteFile("../../run/hbx-test-gateway-secret", []byte(hex.EncodeToString(sum[:])), 0o600); err != nil {
+			return fail(err)
+		}
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 		for i := 1; i <= 3; i++ {
@@ -93,7 +102,7 @@ func writeBootTable(t *testing.T, path string) {
 	zero := 0.0
 	wait := 5.0
 	logSpec := func(name string) map[string]any {
-		return map[string]any{"path": "/workspace/hermes-home/logs/" + name, "maxbytes": 1 << 20, "backups": 1}
+		return map[string]any{"path": boxlayout.LogDir + "/" + name, "maxbytes": 1 << 20, "backups": 1}
 	}
 	table := map[string]any{
 		"programs": []map[string]any{{
@@ -101,8 +110,9 @@ func writeBootTable(t *testing.T, path string) {
 			"priority": 10, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("sshd.log"),
 		}, {
-			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": "/workspace/work",
-			"priority": 40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
+			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": boxlayout.WorkDir,
+			"secretsfile": "/run/hermes-box-secrets/root/env.json",
+			"priority":    40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("hermes-gateway.log"),
 		}},
 		"checks": []map[string]any{

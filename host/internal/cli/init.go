@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 func newInitCommand() *cobra.Command {
@@ -18,7 +19,8 @@ func newInitCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: initAction,
 	}
-	cmd.Flags().StringArray("document", nil, "copy FILE (e.g. SOUL.md, USER.md) into /workspace/work in the box; repeatable")
+	cmd.Flags().StringArray("document", nil, "copy FILE (e.g. SOUL.md, USER.md) into "+boxlayout.WorkDir+" in the box; repeatable")
+	cmd.Flags().Bool("keep-builder", false, "keep the builder machine when a build step fails in it, for inspection")
 	return cmd
 }
 
@@ -28,7 +30,10 @@ func initAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	docs, _ := cmd.Flags().GetStringArray("document")
-	if err := b.Init(cmd.Context(), docs); err != nil {
+	b.KeepBuilder, _ = cmd.Flags().GetBool("keep-builder")
+	err = b.Init(cmd.Context(), docs)
+	renderer(cmd).Summary("init")
+	if err != nil {
 		return err
 	}
 	handoff(cmd.OutOrStdout(), b)
@@ -38,7 +43,7 @@ func initAction(cmd *cobra.Command, _ []string) error {
 // handoff prints what to do next.
 func handoff(w io.Writer, b *box.Box) {
 	c := b.Config()
-	fmt.Fprintf(w, `hermes-box is ready: machine %s, ssh boxadmin@127.0.0.1 -p %d (hermes-box ssh)
+	fmt.Fprintf(w, `hermes-box is ready: machine %s, ssh %s@127.0.0.1 -p %d (hermes-box ssh)
 
 Next steps, inside the box (hermes-box ssh):
   hermes auth add openai-codex --type oauth   sign Hermes in
@@ -49,7 +54,7 @@ Then detach from tmux with Ctrl-b d.
 Backups: hermes-box snapshot takes one; keep %s
 with them (restores need it) and keep the SSH key %s safe.
 If something is wrong: hermes-box status, hermes-box logs, hermes-box shell (root console).
-`, c.MachineName, c.SSHPort, b.BaseArtifact(), c.SSHKeyPath())
+`, c.MachineName, boxlayout.AdminUser, c.SSHPort, b.BaseArtifact(), c.SSHKeyPath())
 	if c.ExecutorEnabled {
 		fmt.Fprintf(w, "Executor: http://localhost:%d (loopback only)\n", c.ExecutorPort)
 	}

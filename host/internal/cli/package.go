@@ -2,8 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 func newPackageCommand() *cobra.Command {
@@ -24,6 +30,9 @@ func packageAction(cmd *cobra.Command, args []string) error {
 	label := "portable"
 	if len(args) == 1 {
 		label = args[0]
+		if err := backup.CheckLabel(label); err != nil {
+			return userr.WithCode(err, userr.ExitUsage)
+		}
 	}
 	from, _ := cmd.Flags().GetString("snapshot")
 	b, err := loadBox(cmd)
@@ -33,6 +42,9 @@ func packageAction(cmd *cobra.Command, args []string) error {
 	archive, err := b.Package(cmd.Context(), label, from)
 	if err != nil {
 		return err
+	}
+	if fi, err := os.Stat(archive); err == nil {
+		renderer(cmd).Info("package %s: %s; it holds the project's SSH private key: keep it private", filepath.Base(archive), progress.Bytes(fi.Size()))
 	}
 	_, err = fmt.Fprintln(cmd.OutOrStdout(), archive)
 	return err

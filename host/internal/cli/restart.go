@@ -2,19 +2,14 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 func newRestartCommand() *cobra.Command {
-	return &cobra.Command{
+	return boxCommand(&cobra.Command{
 		Use:   "restart",
 		Short: "Stop the box, then start and verify it",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			return b.Restart(cmd.Context())
-		},
-	}
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return b.Restart(cmd.Context()) })
 }

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/buildinfo"
 )
 
 // ExitCoder is an error that carries the process exit status, such as the
@@ -21,7 +25,9 @@ type ExitCoder interface {
 	ExitCode() int
 }
 
-// Run executes the command line and returns the process exit status.
+// Run executes the command line and returns the process exit status. An
+// error is printed once, after one "hermes-box: " prefix, with its next
+// step; under --log-format json it is one error event instead.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCommand()
 	root.SetArgs(args)
@@ -30,35 +36,81 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return 0
+		return userr.ExitOK
 	}
 	var st box.ExitStatus
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	fmt.Fprintf(stderr, "hermes-box: %v\n", err)
-	var ec ExitCoder
-	if errors.As(err, &ec) && ec.ExitCode() > 0 {
-		return ec.ExitCode()
+	if ctx.Err() != nil {
+		return userr.ExitInterrupted // Ctrl-C: the user knows; end quietly
 	}
-	return 1
+	code := userr.Code(err)
+	if isUsageError(err) {
+		code = userr.ExitUsage
+	}
+	reportError(root, stderr, err)
+	return code
 }
+
+// reportError prints err once: as a JSON event under --log-format json,
+// else as "hermes-box: ERR" and, when it has one, "next: STEP".
+func reportError(root *cobra.Command, stderr io.Writer, err error) {
+	hint := userr.Hint(err)
+	format, _ := root.PersistentFlags().GetString("log-format")
+	if format == "json" {
+		progress.NewMode(stderr, progress.JSON).Error(err, hint)
+		return
+	}
+	msg := strings.TrimPrefix(err.Error(), "hermes-box: ")
+	fmt.Fprintf(stderr, "hermes-box: %s\n", msg)
+	if hint != "" && !strings.Contains(msg, hint) {
+		fmt.Fprintf(stderr, "next: %s\n", hint)
+	}
+}
+
+// isUsageError recognises cobra's errors for an unknown command, flag or
+// a wrong number of arguments.
+func isUsageError(err error) bool {
+	var u *usageErr
+	if errors.As(err, &u) {
+		return true
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command ", "unknown flag: ", "unknown shorthand flag: ", "accepts ", "requires at least ",
+		"accepts at most ", "requires exactly ", "invalid argument ", "flag needs an argument", "invalid --log-"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// usageErr marks a flag error (cobra's FlagErrorFunc).
+type usageErr struct{ error }
+
+func (u *usageErr) Unwrap() error { return u.error }
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hermes-box",
 		Short:         "Run the Hermes Agent in an isolated smolvm microVM",
 		Long:          "hermes-box runs the Hermes Agent inside a persistent, isolated smolvm microVM:\nthe agent gets a whole machine and nothing of the host.",
+		Version:       buildinfo.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return setupLogging(cmd)
 		},
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageErr{err} })
 	flags := root.PersistentFlags()
 	flags.String("log-level", "info", "log level: debug, info, warn or error")
 	flags.String("log-format", "text", "log format on stderr: text or json")
 	flags.Bool("debug", false, "shorthand for --log-level=debug")
+	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
 		newVersionCommand(),
 		newCompletionCommand(),
@@ -73,15 +125,20 @@ func newRootCommand() *cobra.Command {
 		newDestroyCommand(),
 		newAuditCommand(boxRunner),
 		newSnapshotCommand(),
+		newBackupsCommand(),
 		newRestoreCommand(),
 		newPackageCommand(),
 		newExecutorCommand(),
+		newExitCodesTopic(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
+	applyExamples(root)
 	return root
 }
 
-// setupLogging applies the global log flags to slog's default logger.
+// setupLogging checks the global log flags, creates the command's progress
+// renderer (carried by its context) and sends slog's records through it,
+// so no slog line is mixed into the text output.
 func setupLogging(cmd *cobra.Command) error {
 	flags := cmd.Flags()
 	levelName, _ := flags.GetString("log-level")
@@ -89,21 +146,25 @@ func setupLogging(cmd *cobra.Command) error {
 	debug, _ := flags.GetBool("debug")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(levelName)); err != nil {
-		return fmt.Errorf("invalid --log-level %q: %w", levelName, err)
+		return &usageErr{fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", levelName)}
 	}
 	if debug {
 		level = slog.LevelDebug
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler
-	switch format {
-	case "text":
-		h = slog.NewTextHandler(cmd.ErrOrStderr(), opts)
-	case "json":
-		h = slog.NewJSONHandler(cmd.ErrOrStderr(), opts)
-	default:
-		return fmt.Errorf("invalid --log-format %q: want text or json", format)
+	if format != "text" && format != "json" {
+		return &usageErr{fmt.Errorf("invalid --log-format %q: want text or json", format)}
 	}
-	slog.SetDefault(slog.New(h))
+	r := progress.New(cmd.ErrOrStderr(), format)
+	cmd.SetContext(progress.NewContext(cmd.Context(), r))
+	slog.SetDefault(slog.New(progress.NewHandler(r, level)))
 	return nil
+}
+
+// renderer is the command's progress renderer (setupLogging made it).
+func renderer(cmd *cobra.Command) *progress.Renderer {
+	if r := progress.FromContext(cmd.Context()); r != nil {
+		return r
+	}
+	format, _ := cmd.Flags().GetString("log-format")
+	return progress.New(cmd.ErrOrStderr(), format)
 }

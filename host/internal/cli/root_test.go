@@ -50,10 +50,10 @@ func TestGlobalFlagsAndErrors(t *testing.T) {
 	}{
 		{"version", []string{"version"}, 0, ""},
 		{"json logs", []string{"--log-format", "json", "version"}, 0, ""},
-		{"bad log format", []string{"--log-format", "xml", "version"}, 1, `invalid --log-format "xml"`},
-		{"bad log level", []string{"--log-level", "loud", "version"}, 1, `invalid --log-level "loud"`},
-		{"unknown command", []string{"frobnicate"}, 1, "unknown command"},
-		{"extra args", []string{"version", "x"}, 1, "unknown command"},
+		{"bad log format", []string{"--log-format", "xml", "version"}, 2, `invalid --log-format "xml"`},
+		{"bad log level", []string{"--log-level", "loud", "version"}, 2, `invalid --log-level "loud"`},
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"extra args", []string{"version", "x"}, 2, "unknown command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,19 +2,16 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 func newShellCommand() *cobra.Command {
-	return &cobra.Command{
+	return boxCommand(&cobra.Command{
 		Use:   "shell",
 		Short: "Open the out-of-band root console (smolvm machine shell)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			return b.Shell(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
-	}
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
+		return b.Shell(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	})
 }

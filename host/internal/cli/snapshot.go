@@ -2,8 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 func newSnapshotCommand() *cobra.Command {
@@ -22,6 +28,9 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	label := "manual"
 	if len(args) == 1 {
 		label = args[0]
+		if err := backup.CheckLabel(label); err != nil {
+			return userr.WithCode(err, userr.ExitUsage)
+		}
 	}
 	b, err := loadBox(cmd)
 	if err != nil {
@@ -31,6 +40,20 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	reportSize(cmd, dir)
 	_, err = fmt.Fprintln(cmd.OutOrStdout(), dir)
 	return err
+}
+
+// reportSize says how big the backup in dir is, on stderr.
+func reportSize(cmd *cobra.Command, dir string) {
+	var n int64
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+				n += fi.Size()
+			}
+		}
+	}
+	renderer(cmd).Info("backup %s: %s", filepath.Base(dir), progress.Bytes(n))
 }

@@ -2,22 +2,19 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 func newSSHCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := boxCommand(&cobra.Command{
 		Use:   "ssh [-- COMMAND...]",
 		Short: "Log in to the box (tmux), or run COMMAND there; its exit status is passed on",
 		Long: "ssh runs the system ssh client with the project key and the pinned host key in a private\n" +
 			"known_hosts, forwarding of every kind off. The box is started first if it is stopped.",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			return b.SSH(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
-	}
+	}, func(cmd *cobra.Command, b *box.Box, args []string) error {
+		return b.SSH(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+	})
 	// Everything after the first argument belongs to the remote command.
 	cmd.Flags().SetInterspersed(false)
 	return cmd

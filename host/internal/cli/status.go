@@ -1,11 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,45 +16,107 @@ import (
 )
 
 func newStatusCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := boxCommand(&cobra.Command{
 		Use:   "status",
-		Short: "Show the machine's state, the listener check and the agent's health",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			st, err := b.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			return printStatus(cmd.OutOrStdout(), b.Config().MachineName, st)
-		},
-	}
-	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus the machine)")
+		Short: "One line per box (state, CPUs, memory, ports, network, uptime); exit 0 only when healthy",
+		Long: "status prints one line per box: its state (healthy, degraded, unhealthy, stopped or missing),\n" +
+			"CPUs, memory, published loopback ports, network mode and uptime, then the checks that fail.\n" +
+			"--long adds the network proof and every check and service. The exit status says the state:\n" +
+			"  0 healthy   1 unhealthy or degraded   3 stopped   4 missing (run hermes-box init)",
+		Args: cobra.NoArgs,
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
+		st, err := b.Status(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+			err = writeIndentedJSON(cmd.OutOrStdout(), st)
+		} else {
+			long, _ := cmd.Flags().GetBool("long")
+			err = printStatus(cmd.OutOrStdout(), st, long)
+		}
+		if err != nil {
+			return err
+		}
+		if code := box.StateExitCode(st.State); code != 0 {
+			return box.ExitStatus(code)
+		}
+		return nil
+	})
+	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine)")
+	cmd.Flags().BoolP("long", "l", false, "also show the network proof and every check and service")
 	return cmd
 }
 
-func printStatus(w io.Writer, machine string, st *box.Status) error {
+func printStatus(w io.Writer, st *box.Status, long bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "box\t%s\t%s\n", machine, st.Status)
+	s := st.Box
+	fmt.Fprintln(tw, "NAME\tSTATE\tCPUS\tMEMORY\tPORTS\tNETWORK\tUPTIME")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, dash(s.CPUs, strconv.Itoa(s.CPUs)),
+		dash(s.MemoryMiB, fmt.Sprintf("%d MiB", s.MemoryMiB)), ports(s.Ports), s.Network, uptime(s.UptimeSeconds))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// strict and none are proven at every start: their last proof shows.
+	if long || st.Network.Mode != "" && st.Network.Mode != "full" {
+		fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
+	}
 	codes := make([]string, 0, len(st.Checks))
-	for c := range st.Checks {
-		codes = append(codes, string(c))
+	for c, ch := range st.Checks {
+		// A stopped or missing box has only its machine check: the
+		// state says it.
+		quiet := st.State == box.StateStopped || st.State == box.StateMissing
+		if long || ch.Status != health.StatusHealthy && !quiet {
+			codes = append(codes, string(c))
+		}
 	}
 	slices.Sort(codes)
 	for _, c := range codes {
 		ch := st.Checks[health.Code(c)]
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c, ch.Status, ch.Message)
 	}
-	for _, s := range st.Services {
-		fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", s.Name, s.State, s.PID, s.Restarts)
+	if long {
+		for _, sv := range st.Services {
+			fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", sv.Name, sv.State, sv.PID, sv.Restarts)
+		}
+	}
+	switch st.State {
+	case box.StateStopped:
+		fmt.Fprintln(tw, "start it with: hermes-box start")
+	case box.StateMissing:
+		fmt.Fprintln(tw, "create it with: hermes-box init (or hermes-box restore BACKUP)")
 	}
 	return tw.Flush()
+}
+
+func dash(n int, s string) string {
+	if n == 0 {
+		return "-"
+	}
+	return s
+}
+
+func ports(ps []int) string {
+	if len(ps) == 0 {
+		return "-"
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
+	return strings.Join(out, ",")
+}
+
+func uptime(secs int64) string {
+	if secs <= 0 {
+		return "-"
+	}
+	d := time.Duration(secs) * time.Second
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }

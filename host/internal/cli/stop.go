@@ -2,19 +2,14 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 func newStopCommand() *cobra.Command {
-	return &cobra.Command{
+	return boxCommand(&cobra.Command{
 		Use:   "stop",
 		Short: "Stop the box's services gracefully, then the machine",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			return b.Stop(cmd.Context())
-		},
-	}
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return b.Stop(cmd.Context()) })
 }

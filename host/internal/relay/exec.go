@@ -7,11 +7,9 @@ import (
 	"io"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// AgentPath is where the agent lives in the box.
-const AgentPath = "/usr/local/sbin/hermes-box-agent"
 
 // MachineExecer runs a command in a machine; *smolvm.Driver is one.
 type MachineExecer interface {
@@ -28,7 +26,7 @@ type MachineExecer interface {
 type Exec struct {
 	Machine string
 	Execer  MachineExecer
-	// Agent is the agent's path in the box; "" means AgentPath.
+	// Agent is the agent's path in the box; "" means boxlayout.AgentPath.
 	Agent string
 	// Direct runs the verb as `agent VERB ARGS…` instead of through `agent
 	// relay`: for the builder-only verbs (provision) that the agent refuses
@@ -85,7 +83,7 @@ func (e *Exec) runDirect(ctx context.Context, req protocol.Request, stdin io.Rea
 
 func (e *Exec) agent() string {
 	if e.Agent == "" {
-		return AgentPath
+		return boxlayout.AgentPath
 	}
 	return e.Agent
 }

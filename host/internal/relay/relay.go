@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 	"golang.org/x/crypto/ssh"
 )
@@ -32,7 +33,7 @@ type Transport interface {
 }
 
 // DefaultCommand is the remote command the SSH transport runs in the box.
-const DefaultCommand = "sudo -n /usr/local/sbin/hermes-box-agent relay"
+const DefaultCommand = boxlayout.RelayCommand
 
 // DefaultDialTimeout bounds the TCP connect and the SSH handshake when
 // SSH.DialTimeout is zero.

@@ -18,8 +18,20 @@ type Port struct{ Host, Guest int }
 func (p Port) String() string { return fmt.Sprintf("%d:%d", p.Host, p.Guest) }
 
 // SecretRef maps a guest variable to a host variable whose value smolvm
-// reads itself (`--secret-env GUEST=HOST`).
+// reads itself (`--secret-env GUEST=HOST`). Create refuses it for a
+// machine created --from on every release whose row says smolvm drops it.
 type SecretRef struct{ Guest, Host string }
+
+// Egress is smolvm's own outbound policy for a machine (virtio-net).
+type Egress struct {
+	// AllowHosts are --allow-host names (DNS-filtered, resolved at start).
+	AllowHosts []string
+	// LocalhostOnly is --outbound-localhost-only; with the strict floor
+	// nothing is reachable.
+	LocalhostOnly bool
+}
+
+func (e Egress) set() bool { return len(e.AllowHosts) > 0 || e.LocalhostOnly }
 
 // CreateSpec is `machine create`.
 type CreateSpec struct {
@@ -34,6 +46,9 @@ type CreateSpec struct {
 	Net       bool
 	// NetBackend is "", "tsi" or "virtio-net".
 	NetBackend string
+	// Egress, when set, restricts outbound traffic; Create refuses it on a
+	// release that does not enforce it for create --from.
+	Egress Egress
 	// PackCacheMaxBytes, when positive, raises the extraction-cache cap of
 	// this call (SMOLVM_PACK_CACHE_MAX_BYTES), so 1.0.4 does not evict the
 	// layers it has just extracted.
@@ -76,6 +91,12 @@ func (s CreateSpec) Args() ([]string, error) {
 	if s.NetBackend != "" {
 		args = append(args, "--net-backend", s.NetBackend)
 	}
+	for _, h := range s.Egress.AllowHosts {
+		args = append(args, "--allow-host", h)
+	}
+	if s.Egress.LocalhostOnly {
+		args = append(args, "--outbound-localhost-only")
+	}
 	return args, nil
 }
 
@@ -103,6 +124,14 @@ func (s CreateSpec) check() error {
 			errs = append(errs, fmt.Errorf("invalid secret mapping %s=%s", r.Guest, r.Host))
 		}
 	}
+	for _, h := range s.Egress.AllowHosts {
+		if h == "" || strings.HasPrefix(h, "-") || strings.ContainsAny(h, " /:=") {
+			errs = append(errs, fmt.Errorf("invalid allowed host %q", h))
+		}
+	}
+	if len(s.Egress.AllowHosts) > 0 && s.Egress.LocalhostOnly {
+		errs = append(errs, errors.New("allowed hosts and localhost-only together"))
+	}
 	switch s.NetBackend {
 	case "", "tsi", "virtio-net":
 	default:
@@ -114,11 +143,25 @@ func (s CreateSpec) check() error {
 	return nil
 }
 
-// Create creates a machine.
+// Create creates a machine. It refuses what the release would silently
+// drop for a machine created --from: secret refs everywhere, an egress
+// policy where the row says it is not enforced.
 func (d *Driver) Create(ctx context.Context, s CreateSpec) error {
 	args, err := s.Args()
 	if err != nil {
 		return err
+	}
+	if s.From != "" && (len(s.SecretEnv) > 0 || s.Egress.set()) {
+		r, err := d.Release(ctx)
+		if err != nil {
+			return err
+		}
+		if len(s.SecretEnv) > 0 && !r.SecretRefsOnCreateFrom {
+			return fmt.Errorf("smolvm machine create: smolvm %s drops --secret-env on create --from; deliver secrets another way", r.Version)
+		}
+		if s.Egress.set() && !r.NetworkModesEnforced() {
+			return fmt.Errorf("smolvm machine create: smolvm %s does not enforce --allow-host/--outbound-localhost-only on create --from", r.Version)
+		}
 	}
 	c := Cmd{Args: args}
 	if s.PackCacheMaxBytes > 0 {
@@ -160,17 +203,26 @@ type PackSpec struct {
 	Output string
 }
 
-// PackCreate packs a stopped machine into a .smolmachine artifact.
+// PackCreate packs a stopped machine into a .smolmachine artifact. It runs
+// with the boot environment: 1.9.x boots a networked helper to export.
 func (d *Driver) PackCreate(ctx context.Context, s PackSpec) error {
 	if s.Output == "" {
 		return errors.New("smolvm pack create: no output path")
+	}
+	if err := checkName(s.FromVM); err != nil {
+		return err
+	}
+	env, err := d.bootEnv(ctx)
+	if err != nil {
+		return err
 	}
 	args := []string{"pack", "create", "--from-vm", s.FromVM}
 	if s.Smolfile != "" {
 		args = append(args, "--smolfile", s.Smolfile)
 	}
 	args = append(args, "--output", s.Output)
-	return d.simple(ctx, "pack create", s.FromVM, args...)
+	_, err = d.run(ctx, "pack create", s.FromVM, Cmd{Args: args, Env: env})
+	return err
 }
 
 // ExecSpec is `machine exec`.

@@ -18,13 +18,15 @@ import (
 // lock does the same for mutating commands.
 var callMu sync.Mutex
 
-// The machine states of smolvm 1.0.4.
+// The machine states of the supported smolvm releases.
 const (
 	StateCreated     = "created"
 	StateRunning     = "running"
 	StateStopped     = "stopped"
 	StateFailed      = "failed"
 	StateUnreachable = "unreachable"
+	// StateFrozen is a fork base on releases with FrozenState.
+	StateFrozen = "frozen"
 )
 
 // PackCacheEnv names the variable that raises 1.0.4's extraction-cache cap.
@@ -42,9 +44,11 @@ type Machine struct {
 	Raw       json.RawMessage `json:"-"`
 }
 
-// Driver runs smolvm through a Runner.
+// Driver runs smolvm through a Runner. What it may do with the smolvm on
+// PATH comes from that release's row of the pins table (Release).
 type Driver struct {
 	runner Runner
+	rel    release
 }
 
 // New returns a Driver that runs smolvm with r.
@@ -146,9 +150,18 @@ func decodeMachine(raw []byte) (Machine, error) {
 	return m, nil
 }
 
-// Start starts a machine.
+// Start starts a machine, with the strict egress floor where the release
+// has the variable.
 func (d *Driver) Start(ctx context.Context, name string) error {
-	return d.simple(ctx, "machine start", name, "machine", "start", "--name", name)
+	if err := checkName(name); err != nil {
+		return err
+	}
+	env, err := d.bootEnv(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env})
+	return err
 }
 
 // Stop stops a machine.

@@ -29,52 +29,134 @@ func (r *recorder) Run(_ context.Context, c Cmd) (Result, error) {
 
 func (r *recorder) argv(i int) string { return strings.Join(r.calls[i].Args, " ") }
 
+// versioned is a recorder that answers `--version` with version and keeps
+// that call out of calls.
+type versioned struct {
+	recorder
+	version  string
+	versions int
+}
+
+func (v *versioned) Run(ctx context.Context, c Cmd) (Result, error) {
+	if len(c.Args) == 1 && c.Args[0] == "--version" {
+		v.versions++
+		return Result{Stdout: []byte("smolvm " + v.version + "\n")}, nil
+	}
+	return v.recorder.Run(ctx, c)
+}
+
+// TestArgv checks the exact argv and environment of every call the
+// driver makes, at each supported release that the host is tested with.
 func TestArgv(t *testing.T) {
 	ctx := context.Background()
+	const floor = "SMOLVM_EGRESS_FLOOR=strict"
 	tests := []struct {
 		name string
 		call func(d *Driver) error
 		want string
-		env  string
+		// env per release; a release missing from the map means ""
+		env map[string]string
 	}{
 		{"builder create", func(d *Driver) error {
 			return d.Create(ctx, CreateSpec{Name: "b", Image: "ubuntu:24.04", CPUs: 2, MemoryMiB: 1024, StorageGB: 15, OverlayGB: 6, Net: true, NetBackend: "virtio-net"})
-		}, "machine create --name b --image ubuntu:24.04 --cpus 2 --mem 1024 --storage 15 --overlay 6 --net --net-backend virtio-net", ""},
+		}, "machine create --name b --image ubuntu:24.04 --cpus 2 --mem 1024 --storage 15 --overlay 6 --net --net-backend virtio-net", nil},
 		{"runtime create", func(d *Driver) error {
 			return d.Create(ctx, CreateSpec{Name: "box", From: "/i/base.smolmachine", Ports: []Port{{2222, 22}}, Env: []string{"A=b c"},
-				SecretEnv: []SecretRef{{"OPENAI_API_KEY", "MY_KEY"}}, Net: true, PackCacheMaxBytes: 16 << 30})
-		}, "machine create --name box --from /i/base.smolmachine -p 2222:22 -e A=b c --secret-env OPENAI_API_KEY=MY_KEY --net", "SMOLVM_PACK_CACHE_MAX_BYTES=17179869184"},
-		{"update", func(d *Driver) error { return d.Update(ctx, UpdateSpec{Name: "box", Net: true}) }, "machine update --name box --net", ""},
-		{"start", func(d *Driver) error { return d.Start(ctx, "box") }, "machine start --name box", ""},
-		{"stop", func(d *Driver) error { return d.Stop(ctx, "box") }, "machine stop --name box", ""},
-		{"delete", func(d *Driver) error { return d.Delete(ctx, "box", true) }, "machine delete --name box --force", ""},
-		{"cp in", func(d *Driver) error { return d.CopyIn(ctx, "box", "/h/f", "/g/f") }, "machine cp /h/f box:/g/f", ""},
-		{"cp out", func(d *Driver) error { return d.CopyOut(ctx, "box", "/g/f", "/h/f") }, "machine cp box:/g/f /h/f", ""},
+				Net: true, PackCacheMaxBytes: 16 << 30})
+		}, "machine create --name box --from /i/base.smolmachine -p 2222:22 -e A=b c --net",
+			map[string]string{"1.0.4": "SMOLVM_PACK_CACHE_MAX_BYTES=17179869184", "1.9.3": "SMOLVM_PACK_CACHE_MAX_BYTES=17179869184"}},
+		{"update", func(d *Driver) error { return d.Update(ctx, UpdateSpec{Name: "box", Net: true}) }, "machine update --name box --net", nil},
+		{"start", func(d *Driver) error { return d.Start(ctx, "box") }, "machine start --name box", map[string]string{"1.9.3": floor}},
+		{"stop", func(d *Driver) error { return d.Stop(ctx, "box") }, "machine stop --name box", nil},
+		{"delete", func(d *Driver) error { return d.Delete(ctx, "box", true) }, "machine delete --name box --force", nil},
+		{"cp in", func(d *Driver) error { return d.CopyIn(ctx, "box", "/h/f", "/g/f") }, "machine cp /h/f box:/g/f", nil},
+		{"cp out", func(d *Driver) error { return d.CopyOut(ctx, "box", "/g/f", "/h/f") }, "machine cp box:/g/f /h/f", nil},
 		{"pack", func(d *Driver) error {
 			return d.PackCreate(ctx, PackSpec{FromVM: "b", Smolfile: "/p/Smolfile", Output: "/i/out"})
-		}, "pack create --from-vm b --smolfile /p/Smolfile --output /i/out", ""},
+		}, "pack create --from-vm b --smolfile /p/Smolfile --output /i/out", map[string]string{"1.9.3": floor}},
 		{"exec", func(d *Driver) error {
 			_, err := d.Exec(ctx, ExecSpec{Name: "box", Argv: []string{"/bin/true", "x y"}, Env: []string{"K=v"}, Timeout: 5 * time.Second})
 			return err
-		}, "machine exec --name box -e K=v --timeout 5s -- /bin/true x y", ""},
+		}, "machine exec --name box -e K=v --timeout 5s -- /bin/true x y", nil},
 		{"exec stream stdin", func(d *Driver) error {
 			_, err := d.Exec(ctx, ExecSpec{Name: "box", Argv: []string{"agent", "relay"}, Stream: true, Stdin: strings.NewReader("")})
 			return err
-		}, "machine exec --stream -i --name box -- agent relay", ""},
+		}, "machine exec --stream -i --name box -- agent relay", nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := &recorder{}
-			if err := tt.call(New(r)); err != nil {
-				t.Fatal(err)
+	for _, version := range []string{"1.0.4", "1.9.3"} {
+		for _, tt := range tests {
+			t.Run(version+"/"+tt.name, func(t *testing.T) {
+				r := &versioned{version: version}
+				if err := tt.call(New(r)); err != nil {
+					t.Fatal(err)
+				}
+				if len(r.calls) != 1 {
+					t.Fatalf("%d calls besides --version, want 1", len(r.calls))
+				}
+				if got := r.argv(0); got != tt.want {
+					t.Errorf("argv\n got %s\nwant %s", got, tt.want)
+				}
+				if got := strings.Join(r.calls[0].Env, " "); got != tt.env[version] {
+					t.Errorf("env %q, want %q", got, tt.env[version])
+				}
+			})
+		}
+	}
+}
+
+// TestReleaseGate checks that what the driver does depends on the row
+// of the detected release, found with one --version call.
+func TestReleaseGate(t *testing.T) {
+	ctx := context.Background()
+	secret := CreateSpec{Name: "box", From: "/a", SecretEnv: []SecretRef{{"G", "H"}}}
+	strict := CreateSpec{Name: "box", From: "/a", Net: true, Egress: Egress{AllowHosts: []string{"api.example.com"}}}
+	none := CreateSpec{Name: "box", From: "/a", Net: true, Egress: Egress{LocalhostOnly: true}}
+	cases := []struct {
+		version string
+		spec    CreateSpec
+		wantErr string
+		want    string
+	}{
+		{"1.0.4", secret, "smolvm 1.0.4 drops --secret-env on create --from", ""},
+		{"1.9.3", secret, "smolvm 1.9.3 drops --secret-env on create --from", ""},
+		{"1.0.4", strict, "smolvm 1.0.4 does not enforce --allow-host/--outbound-localhost-only on create --from", ""},
+		{"1.0.4", none, "smolvm 1.0.4 does not enforce", ""},
+		{"1.9.3", strict, "", "machine create --name box --from /a --net --allow-host api.example.com"},
+		{"1.9.0", none, "", "machine create --name box --from /a --net --outbound-localhost-only"},
+		{"1.8.3", strict, "unsupported smolvm release \"1.8.3\"", ""},
+	}
+	for _, c := range cases {
+		r := &versioned{version: c.version}
+		err := New(r).Create(ctx, c.spec)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || len(r.calls) != 0 {
+				t.Errorf("%s %+v: err %v after %d calls, want %q", c.version, c.spec.Egress, err, len(r.calls), c.wantErr)
 			}
-			if got := r.argv(0); got != tt.want {
-				t.Errorf("argv\n got %s\nwant %s", got, tt.want)
-			}
-			if got := strings.Join(r.calls[0].Env, " "); got != tt.env {
-				t.Errorf("env %q, want %q", got, tt.env)
-			}
-		})
+		case err != nil || r.argv(0) != c.want:
+			t.Errorf("%s: %v, argv %q, want %q", c.version, err, r.calls, c.want)
+		}
+	}
+	r := &versioned{version: "1.9.3"}
+	d := New(r)
+	for range 3 {
+		if err := d.Start(ctx, "box"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.versions != 1 || d.Unlisted() != "" {
+		t.Errorf("--version ran %d times (want 1), unlisted %q", r.versions, d.Unlisted())
+	}
+	r = &versioned{version: "1.16.2"}
+	d = New(r)
+	if err := d.Start(ctx, "box"); err == nil || !strings.Contains(err.Error(), "--version 1.9.3") || len(r.calls) != 0 {
+		t.Errorf("unlisted release: %v after %d calls", err, len(r.calls))
+	}
+	d = New(r)
+	d.AllowNewer(true)
+	if err := d.Start(ctx, "box"); err != nil || !strings.Contains(d.Unlisted(), "smolvm 1.16.2 is not a supported release") ||
+		strings.Join(r.calls[0].Env, " ") != "SMOLVM_EGRESS_FLOOR=strict" {
+		t.Errorf("allowed newer release: %v, %q, %v", err, d.Unlisted(), r.calls)
 	}
 }
 

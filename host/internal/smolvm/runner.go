@@ -1,11 +1,14 @@
-// Package smolvm drives the smolvm 1.0.4 command line: it builds each argv
-// exactly as that release accepts it, parses the JSON of `machine ls --json`
-// and `machine status --json`, and turns smolvm's own failures ("Error: …",
-// exit status 1) into *Error values. Calls are serialised within the process,
-// because smolvm's state database admits one writer at a time.
+// Package smolvm drives the command line of the supported smolvm releases
+// (shared/pins: SmolvmReleases): it builds each argv as those releases
+// accept it, parses the JSON of `machine ls --json` and `machine status
+// --json`, and turns smolvm's own failures ("Error: …", exit status 1) into
+// *Error values. What differs between releases is asked of the release's
+// table row (extraction layout, egress floor variable, allow-lists on
+// create --from), never of a version string. Calls are serialised within
+// the process, because smolvm's state database admits one writer at a time.
 //
-// Secret values never appear in an argv: `--secret-env GUEST=HOST` names the
-// host variable and smolvm reads its value from the environment.
+// Secret values never appear in an argv or a smolvm call at all: smolvm
+// drops --secret-env on create --from, so hermes-box delivers them itself.
 package smolvm
 
 import (

@@ -6,12 +6,19 @@ import (
 	"time"
 )
 
-// Parse parses argv (without the program name) against the grammar.
-func Parse(argv []string) (*Invocation, error) {
+// Parse parses argv (without the program name) against the 1.0.4 grammar.
+func Parse(argv []string) (*Invocation, error) { return ParseFor(V104, argv) }
+
+// ParseFor parses argv against the grammar of release.
+func ParseFor(release string, argv []string) (*Invocation, error) {
+	cmds, err := Grammar(release)
+	if err != nil {
+		return nil, err
+	}
 	if len(argv) == 1 && (argv[0] == "--version" || argv[0] == "-V") {
 		return &Invocation{Version: true}, nil
 	}
-	cmd, rest, err := lookup(argv)
+	cmd, rest, err := lookup(cmds, argv)
 	if err != nil {
 		return nil, err
 	}
@@ -23,7 +30,7 @@ func Parse(argv []string) (*Invocation, error) {
 }
 
 // lookup finds the subcommand named by the first two words.
-func lookup(argv []string) (*Command, []string, error) {
+func lookup(cmds []Command, argv []string) (*Command, []string, error) {
 	if len(argv) == 0 {
 		return nil, nil, usage("'smolvm' requires a subcommand but one was not provided")
 	}
@@ -35,8 +42,8 @@ func lookup(argv []string) (*Command, []string, error) {
 		return nil, nil, usage("'smolvm %s' requires a subcommand but one was not provided", group)
 	}
 	sub := canonical(argv[1])
-	for i := range Commands {
-		c := &Commands[i]
+	for i := range cmds {
+		c := &cmds[i]
 		if c.Path[0] == group && c.Path[1] == sub {
 			return c, argv[2:], nil
 		}

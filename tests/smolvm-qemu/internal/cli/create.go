@@ -64,6 +64,11 @@ func createOptions(in *smolvmcli.Invocation) (machine.CreateOptions, error) {
 		}
 		o.Secrets = append(o.Secrets, machine.SecretRef{Guest: g, Host: h})
 	}
+	if in.Value("from") != "" {
+		// smolvm's run_from_smolmachine keeps only the pack's own secret
+		// refs: --secret-env is accepted and dropped (1.0.4 and 1.9.x).
+		o.Secrets = nil
+	}
 	return o, netBackend(o)
 }
 

@@ -1,4 +1,8 @@
-package probe
+// Package toolcheck checks what provisioning (and the first boot)
+// installed: files in every health report, and with Deep the tools
+// themselves run (hermes --version, node --version, …). It runs commands, so
+// only the health verb uses it, never the boot process.
+package toolcheck
 
 import (
 	"bytes"

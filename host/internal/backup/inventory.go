@@ -1,0 +1,227 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ReservedLabels are words a snapshot label may not be: they are (or may
+// become) subcommands, so `snapshot list` never takes a backup named
+// "list".
+var ReservedLabels = []string{"list", "ls", "delete", "rm", "remove", "create", "apply", "restore", "show", "help", "prune"}
+
+// CheckLabel refuses reserved and empty labels.
+func CheckLabel(label string) error {
+	l := strings.ToLower(strings.TrimSpace(label))
+	if l == "" {
+		return errors.New("a snapshot label may not be empty")
+	}
+	if slices.Contains(ReservedLabels, l) {
+		return fmt.Errorf("%q is a reserved word, not a snapshot label (reserved: %s); to list backups run `hermes-box backups`",
+			label, strings.Join(ReservedLabels, ", "))
+	}
+	return nil
+}
+
+// Entry is one backup in the backups directory, as `hermes-box backups`
+// lists it.
+type Entry struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Label   string    `json:"label"`
+	Machine string    `json:"machine"`
+	Created time.Time `json:"created"`
+	// Size is the bytes of its files.
+	Size int64 `json:"size"`
+	// Verified is "verified" when every check of Verify passed (with
+	// Deep), "complete" when its files and manifest are present (without
+	// Deep), else "invalid" with Problem saying why.
+	Verified string `json:"verified"`
+	Problem  string `json:"problem,omitempty"`
+	Legacy   bool   `json:"legacy,omitempty"`
+}
+
+// The verified states of an entry.
+const (
+	StateVerified = "verified"
+	StateComplete = "complete"
+	StateInvalid  = "invalid"
+)
+
+// Good reports an entry a restore can use.
+func (e Entry) Good() bool { return e.Verified != StateInvalid }
+
+// Inventory lists the backups in dir, oldest first. With deep, each is
+// fully verified (every checksum read); otherwise its sums, sizes and
+// manifest are checked. Directories that are not backups are skipped;
+// temp directories of an unfinished snapshot never end in .hermesbox.
+func Inventory(ctx context.Context, dir string, deep bool) ([]Entry, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Entry{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing backups: %w", err)
+	}
+	out := []Entry{}
+	for _, de := range des {
+		if !strings.HasSuffix(de.Name(), Suffix) || !de.IsDir() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, inspect(ctx, filepath.Join(dir, de.Name()), deep))
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+// inspect describes one backup directory.
+func inspect(ctx context.Context, path string, deep bool) Entry {
+	name := filepath.Base(path)
+	e := Entry{Name: name, Path: path, Verified: StateComplete}
+	e.Machine, e.Label, e.Created = parseName(name)
+	for _, f := range append(slices.Clone(Files), FileSums) {
+		if fi, err := os.Lstat(filepath.Join(path, f)); err == nil && fi.Mode().IsRegular() {
+			e.Size += fi.Size()
+		}
+	}
+	var problem error
+	if deep {
+		v, err := Verify(ctx, path)
+		if err == nil {
+			e.Verified, e.Legacy = StateVerified, v.Manifest.Legacy()
+			e.setManifest(v.Manifest)
+		}
+		problem = err
+	} else {
+		problem = e.shallow(path)
+	}
+	if problem != nil {
+		e.Verified, e.Problem = StateInvalid, problem.Error()
+	}
+	return e
+}
+
+// shallow checks the sums, that every file is there, and the manifest.
+func (e *Entry) shallow(path string) error {
+	if _, err := readSums(path); err != nil {
+		return err
+	}
+	for _, f := range Files {
+		if fi, err := os.Lstat(filepath.Join(path, f)); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s is missing", ErrInvalid, f)
+		}
+	}
+	data, err := readSmall(filepath.Join(path, FileManifest))
+	if err != nil {
+		return err
+	}
+	m, err := ParseManifest(data)
+	if err != nil {
+		return err
+	}
+	e.Legacy = m.Legacy()
+	e.setManifest(m)
+	return nil
+}
+
+func (e *Entry) setManifest(m Manifest) {
+	if m.Machine != "" {
+		e.Machine = m.Machine
+	}
+	if t, err := time.Parse(time.RFC3339, m.Created); err == nil {
+		e.Created = t.UTC()
+	}
+}
+
+// parseName reads <machine>-<YYYYMMDD-HHMMSS>-<label>[-N].hermesbox.
+func parseName(name string) (machine, label string, created time.Time) {
+	base := strings.TrimSuffix(name, Suffix)
+	parts := strings.Split(base, "-")
+	for i := 0; i+1 < len(parts); i++ {
+		t, err := time.ParseInLocation("20060102-150405", parts[i]+"-"+parts[i+1], time.Local)
+		if err != nil || len(parts[i]) != 8 {
+			continue
+		}
+		return strings.Join(parts[:i], "-"), strings.Join(parts[i+2:], "-"), t.UTC()
+	}
+	return "", base, time.Time{}
+}
+
+// ErrLastGood is returned when a delete would remove the last good backup.
+var ErrLastGood = errors.New("refusing to delete the last good backup")
+
+// Delete removes the backup named name (a directory name in dir, with or
+// without its suffix, or its path). It refuses the last good backup of
+// its machine unless force is set, and refuses anything that does not
+// look like a backup. Another backup counts as good only when it passes
+// the full verification.
+func Delete(ctx context.Context, dir, name string, force bool) (Entry, error) {
+	base := filepath.Base(strings.TrimSuffix(name, "/"))
+	if !strings.HasSuffix(base, Suffix) {
+		base += Suffix
+	}
+	entries, err := Inventory(ctx, dir, false)
+	if err != nil {
+		return Entry{}, err
+	}
+	i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == base })
+	if i < 0 {
+		return Entry{}, fmt.Errorf("no backup named %s in %s (run `hermes-box backups` to list them)", base, dir)
+	}
+	target := entries[i]
+	if target.Good() && !force {
+		if !anotherGood(ctx, entries, target) {
+			return target, fmt.Errorf("%w of %s, %s: pass --force to delete it anyway", ErrLastGood, target.Machine, target.Name)
+		}
+	}
+	if err := removeBackupDir(target.Path); err != nil {
+		return target, err
+	}
+	return target, nil
+}
+
+// anotherGood reports whether a backup of target's machine other than
+// target passes the full verification.
+func anotherGood(ctx context.Context, entries []Entry, target Entry) bool {
+	for _, e := range slices.Backward(entries) {
+		if e.Name == target.Name || !e.Good() || e.Machine != target.Machine {
+			continue
+		}
+		if _, err := Verify(ctx, e.Path); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// removeBackupDir deletes a backup directory holding only regular files.
+func removeBackupDir(path string) error {
+	des, err := os.ReadDir(path)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", path, err)
+	}
+	for _, de := range des {
+		if de.IsDir() {
+			return fmt.Errorf("deleting %s: it holds a directory (%s), not a backup's files; delete it by hand", path, de.Name())
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("deleting %s: %w", path, err)
+	}
+	return nil
+}

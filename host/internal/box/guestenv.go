@@ -1,0 +1,96 @@
+package box
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
+	"github.com/hermes-box/hermes-box/host/internal/secrets"
+	"github.com/hermes-box/hermes-box/shared/netproof"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// envTestNetprobePlan names a JSON netproof.Plan whose targets replace the
+// production ones (tests must not probe outside addresses); mode and
+// allowed hosts still come from the configuration.
+const envTestNetprobePlan = "HBX_TEST_NETPROBE_PLAN"
+
+// startSecrets resolves the box's mapped secrets before it starts, so a
+// missing host variable refuses the start and names it. Other machines
+// (a restore's candidate) get none: ok is false.
+func (b *Box) startSecrets(name string) (s protocol.Secrets, ok bool, err error) {
+	if name != b.cfg.MachineName || len(b.cfg.Secrets) == 0 {
+		return s, false, nil
+	}
+	s, err = secrets.Resolve(b.cfg.Secrets, os.LookupEnv)
+	return s, err == nil, err
+}
+
+// afterStart runs on a started, verified machine: it delivers the secrets
+// (the gateway restarts with them, and is waited for again) and proves
+// the network mode. An error means the caller stops the machine.
+func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.Secrets, deliver bool) error {
+	if !deliver && !netmode.Proven(b.cfg.NetworkMode) {
+		return nil
+	}
+	tr, err := b.sshRelayTo(name, port)
+	if err != nil {
+		return err
+	}
+	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+		return b.call(ctx, tr, argv, stdin, stdout)
+	}
+	if deliver {
+		done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to the gateway of %s", len(s.Env), name))
+		err = secrets.Deliver(ctx, call, s)
+		done(err)
+		if err != nil {
+			return err
+		}
+	}
+	if netmode.Proven(b.cfg.NetworkMode) {
+		plan, err := b.netprobePlan(port)
+		if err != nil {
+			return err
+		}
+		done := b.ui.Step("network", "proving network mode "+plan.Mode+" in "+name)
+		_, err = netmode.Prove(ctx, call, nil, b.cfg.StateDir(), name, plan)
+		done(err)
+		if err != nil {
+			return err
+		}
+	}
+	if !deliver {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
+	defer cancel()
+	done := b.ui.Step("health", "waiting for the gateway with its secrets")
+	err = b.waitHealthy(wctx, tr)
+	done(err)
+	return err
+}
+
+// netprobePlan is the production plan (the host-loopback alias and the
+// gateway probed on the machine's published SSH port), or the test hook's.
+func (b *Box) netprobePlan(port int) (netproof.Plan, error) {
+	plan := netproof.DefaultPlan(string(b.cfg.NetworkMode), b.cfg.NetworkHosts, port)
+	path := os.Getenv(envTestNetprobePlan)
+	if path == "" {
+		return plan, nil
+	}
+	b.ui.Warn("%s is set: proving the network mode against test targets", envTestNetprobePlan)
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return plan, fmt.Errorf("%s: %w", envTestNetprobePlan, err)
+	}
+	var t netproof.Plan
+	if err := json.Unmarshal(doc, &t); err != nil {
+		return plan, fmt.Errorf("%s: %w", envTestNetprobePlan, err)
+	}
+	t.Mode, t.Allowed = plan.Mode, plan.Allowed
+	return t, t.Validate()
+}

@@ -1,0 +1,154 @@
+package box
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// Locked runs fn under the operation lock (which also reaps what an
+// interrupted operation left).
+func (b *Box) Locked(fn func() error) error { return b.withLock(fn) }
+
+// The states `status` reports for a box, and their exit statuses (README
+// "Exit codes").
+const (
+	StateHealthy   = "healthy"
+	StateDegraded  = "degraded"
+	StateUnhealthy = "unhealthy"
+	StateStopped   = "stopped"
+	StateMissing   = "missing"
+)
+
+// StateExitCode is the exit status of `status` for a box in state.
+func StateExitCode(state string) int {
+	switch state {
+	case StateHealthy:
+		return userr.ExitOK
+	case StateStopped:
+		return userr.ExitStopped
+	case StateMissing:
+		return userr.ExitNoBox
+	}
+	return userr.ExitFailure
+}
+
+// builderFailed adds to the error of a failed builder step what to do:
+// re-running init is safe.
+func (b *Box) builderFailed(name string, err error) error {
+	next := "re-run hermes-box init: it is safe (the builder " + name + " is deleted and built again from scratch); " +
+		"hermes-box init --keep-builder keeps a failed builder for inspection"
+	if b.KeepBuilder {
+		next = fmt.Sprintf("inspect it with smolvm machine shell --name %s, delete it with smolvm machine delete --name %s --force, then re-run hermes-box init", name, name)
+	}
+	return userr.WithHint(fmt.Errorf("building the base image failed: %w", err), next)
+}
+
+// Services lists the names of the box's supervised services (the box must
+// run).
+func (b *Box) Services(ctx context.Context) ([]string, error) {
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil {
+		return nil, err
+	}
+	if m.State != smolvm.StateRunning {
+		return nil, userr.WithHint(fmt.Errorf("%s is %s", m.Name, m.State), "start it with hermes-box start")
+	}
+	var out bytes.Buffer
+	if err := b.RunAgent(ctx, []string{"services", "status", "--json"}, nil, &out); err != nil {
+		return nil, err
+	}
+	var st struct {
+		Services []health.Service `json:"services"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
+		return nil, fmt.Errorf("decoding the services of %s: %w", m.Name, err)
+	}
+	names := make([]string, len(st.Services))
+	for i, s := range st.Services {
+		names[i] = s.Name
+	}
+	return names, nil
+}
+
+// checkExecutorWiring refuses to (re)start a box created without the
+// Executor while the configuration enables it: its helper and published
+// port are fixed when the box is created, so a restart could only fail and
+// leave the box stopped. Nothing is changed; the hint says what to run.
+func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
+	if !b.cfg.ExecutorEnabled {
+		return nil
+	}
+	var raw struct {
+		Ports *int `json:"ports"`
+	}
+	if json.Unmarshal(m.Raw, &raw) != nil || raw.Ports == nil || *raw.Ports >= 2 {
+		return nil
+	}
+	return &userr.Error{
+		Err: fmt.Errorf("HERMES_BOX_EXECUTOR_ENABLED=true, but the box %s was created without the Executor (its helper and port %d are set when a box is created); nothing was changed", m.Name, b.cfg.ExecutorPort),
+		Next: "either set HERMES_BOX_EXECUTOR_ENABLED=false in hermes-box.conf again, or make a new box with the Executor: " +
+			"hermes-box snapshot before-executor && hermes-box destroy --force && hermes-box init " +
+			"(the new box starts with a fresh workspace; the old one stays in the backup)",
+	}
+}
+
+// checkSmolvmVersion wants a supported smolvm release. Missing, it says
+// which releases are supported and how to install one; an unsupported one
+// is refused with the table and the install command (shared/pins).
+func (b *Box) checkSmolvmVersion(ctx context.Context) error {
+	_, err := b.vm.Release(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pins.ErrUnsupportedSmolvm):
+		return fmt.Errorf("a supported smolvm is required: %w", err)
+	}
+	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
+		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
+}
+
+// restoreHostChecks checks, before a restore creates anything, that this
+// host can run the restored box: its platform, smolvm, every host variable
+// secret-env.txt maps and, when there is no box yet, the loopback ports.
+func (b *Box) restoreHostChecks(ctx context.Context) error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(b.hostCheck())
+	if err := b.checkSmolvmVersion(ctx); err != nil {
+		return fmt.Errorf("restore preflight (this host): %w", err)
+	}
+	add(config.CheckSecrets(b.cfg.Secrets, os.LookupEnv))
+	exists, err := b.vm.Exists(ctx, b.cfg.MachineName)
+	add(err)
+	if err == nil && !exists {
+		add(checkPortFree(b.cfg.SSHPort))
+		if b.cfg.ExecutorEnabled {
+			add(checkPortFree(b.cfg.ExecutorPort))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("restore preflight (this host): %w", err)
+	}
+	return nil
+}
+
+// requireMachine fails (saying to run init first) when the box does not
+// exist, or while an interrupted restore's journal stands.
+func (b *Box) requireMachine(ctx context.Context) error {
+	_, err := b.machineState(ctx, b.cfg.MachineName)
+	return err
+}

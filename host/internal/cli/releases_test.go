@@ -1,0 +1,199 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/netproof"
+)
+
+// wantEnv is the SMOLVM_* environment hermes-box gives a smolvm call on a
+// release: the strict egress floor on the calls that can boot a machine
+// (start, pack create) where the release has the variable, the raised
+// extraction cap on create --from, nothing else.
+func wantEnv(release, line string) map[string]string {
+	env := map[string]string{}
+	if release != "1.0.4" && (strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ")) {
+		env["SMOLVM_EGRESS_FLOOR"] = "strict"
+	}
+	if strings.HasPrefix(line, "machine create ") && strings.Contains(line, " --from ") {
+		env["SMOLVM_PACK_CACHE_MAX_BYTES"] = "17179869184"
+	}
+	return env
+}
+
+func expectEnv(t *testing.T, release string, calls []call) {
+	t.Helper()
+	for _, c := range calls {
+		if want := wantEnv(release, c.line); !maps.Equal(c.env, want) && !(len(c.env) == 0 && len(want) == 0) {
+			t.Errorf("smolvm %s: %q ran with %v, want %v", release, c.line, c.env, want)
+		}
+	}
+}
+
+// TestLifecycleAcrossReleases runs init, stop, start, snapshot and restore
+// against the fake at each supported release the tests know, checking the
+// exact argv and SMOLVM_* environment of every smolvm call; the argv of a
+// whole run is the same on both releases.
+func TestLifecycleAcrossReleases(t *testing.T) {
+	runs := map[string][]string{}
+	for _, release := range []string{"1.0.4", "1.9.3"} {
+		t.Run(release, func(t *testing.T) {
+			h := newHarness(t)
+			h.env = append(h.env, "FAKESMOLVM_VERSION="+release)
+			r := initBox(t, h)
+			all := slices.Clone(r.calls)
+			expectEnv(t, release, r.calls)
+			data := filepath.Join(h.state, "machines", machine, "data")
+			_, pointer := os.Stat(filepath.Join(data, ".pack-shared"))
+			if shared := release != "1.0.4" && runtime.GOOS == "linux"; shared != (pointer == nil) {
+				t.Errorf("shared-store pointer present %v, want %v", pointer == nil, shared)
+			}
+			if release != "1.0.4" {
+				if entries, _ := os.ReadDir(filepath.Join(data, "pack")); len(entries) != 0 {
+					t.Errorf("1.9.x left the private pack populated: %v", entries)
+				}
+			}
+			status := []string{"machine ls --json", "machine status --name hermes-box --json"}
+			r = mustRun(t, h, "stop")
+			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
+			all = append(all, r.calls...)
+			r = mustRun(t, h, "start")
+			expectCalls(t, r.calls, append(slices.Clone(status), "--version", "machine start --name hermes-box"))
+			expectEnv(t, release, r.calls)
+			all = append(all, r.calls...)
+			r = mustRun(t, h, "snapshot", "matrix")
+			expectEnv(t, release, r.calls)
+			all = append(all, r.calls...)
+			r = mustRun(t, h, "restore", strings.TrimSpace(r.stdout))
+			expectEnv(t, release, r.calls)
+			all = append(all, r.calls...)
+			if !slices.ContainsFunc(r.calls, func(c call) bool { return strings.HasPrefix(c.line, "machine start --name hermes-box") }) {
+				t.Errorf("the restore did not start the box: %v", lines(r.calls))
+			}
+			expectHealthy(t, h, "after the restore on "+release)
+			var rec struct {
+				EgressFloor string `json:"egress_floor"`
+			}
+			must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
+			if want := map[string]string{"1.0.4": "", "1.9.3": "strict"}[release]; rec.EgressFloor != want {
+				t.Errorf("the box last started with SMOLVM_EGRESS_FLOOR=%q, want %q", rec.EgressFloor, want)
+			}
+			for _, c := range all {
+				line := c.line
+				if strings.Contains(line, "-restore-") || strings.Contains(line, "backups") {
+					line = "(candidate or backup path)" // names with times and random ports
+				}
+				runs[release] = append(runs[release], strings.ReplaceAll(line, fmt.Sprintf("-p %d:22", h.port), "-p SSH:22"))
+			}
+		})
+	}
+	if a, b := runs["1.0.4"], runs["1.9.3"]; len(a) == 0 || !slices.Equal(a, b) {
+		t.Errorf("the argv of a run differs between releases:\n1.0.4:\n  %s\n1.9.3:\n  %s", strings.Join(a, "\n  "), strings.Join(b, "\n  "))
+	}
+}
+
+// TestNetworkModesProven: on 1.9.3 strict and none are offered, created
+// with smolvm's own flags and proven by the agent's probes at every start
+// (against loopback targets here); status shows the last proof. A probe
+// that gets through stops the box and names the probe.
+func TestNetworkModesProven(t *testing.T) {
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer open.Close()
+	go func() {
+		for {
+			c, err := open.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closed := "127.0.0.1:1"
+	openAddr := open.Addr().String()
+	_, openPort, _ := net.SplitHostPort(openAddr)
+	plan := func(directIP string) string {
+		p := netproof.Plan{DirectIP: directIP, UnlistedHost: "unlisted.test:1", IPv6: "[::1]:1",
+			HostLoopback: []string{closed}, GatewayPorts: []int{1}, TimeoutMillis: 2000, AllowedPort: atoi(t, openPort),
+			Resolve: map[string]string{"allowed.example.com": "127.0.0.1", "unlisted.test": "127.0.0.1"}}
+		path := filepath.Join(t.TempDir(), "plan.json")
+		b, _ := json.Marshal(p)
+		must(t, os.WriteFile(path, b, 0o600))
+		return path
+	}
+	for _, mode := range []string{"strict", "none"} {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t, "HERMES_BOX_NETWORK_MODE="+mode)
+			h.write("network-hosts.txt", "allowed.example.com\n")
+			h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+plan(closed))
+			r := h.run("init")
+			if r.code != 0 {
+				t.Fatalf("init: %d %s", r.code, r.stderr)
+			}
+			create := map[string]string{"strict": " --net --allow-host allowed.example.com", "none": " --net --outbound-localhost-only"}[mode]
+			if i := index(r.calls, `^machine create --name hermes-box --from .*`+create+`$`); i < 0 {
+				t.Errorf("no create with %q:\n  %s", create, strings.Join(lines(r.calls), "\n  "))
+			}
+			r = mustRun(t, h, "status")
+			if !regexp.MustCompile(`(?m)^  network +` + mode + ` +` + mode + `, last proof \S+: \d+ probes held$`).MatchString(r.stdout) {
+				t.Errorf("status does not show the proof:\n%s", r.stdout)
+			}
+			mustRun(t, h, "stop")
+			h.extra = []string{"HBX_TEST_NETPROBE_PLAN=" + plan(openAddr)}
+			r = h.run("start")
+			want := fmt.Sprintf("network mode %s is not in force: direct-ip probe %s was reachable", mode, openAddr)
+			if r.code == 0 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "the machine was stopped") {
+				t.Fatalf("start with a leaking direct IP: %d\n%s", r.code, r.stderr)
+			}
+			if got := h.machines()[machine]; got != "stopped" {
+				t.Errorf("the box is %s after a failed proof", got)
+			}
+			// The box is stopped: status exits 3.
+			if r = h.run("status"); r.code != 3 || !strings.Contains(r.stdout, "FAILED: network mode "+mode+" is not in force: direct-ip probe") {
+				t.Errorf("status does not show the failed proof:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	var n int
+	_, err := fmt.Sscan(s, &n)
+	must(t, err)
+	return n
+}
+
+// TestUnlistedSmolvm: a release outside the table is refused with the
+// table and the install command; HERMES_BOX_SMOLVM_ALLOW_NEWER admits a
+// newer one, and every command then warns.
+func TestUnlistedSmolvm(t *testing.T) {
+	h := newHarness(t)
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.16.2")
+	r := h.run("init")
+	for _, want := range []string{`unsupported smolvm release "1.16.2"`, "1.9.3    shared-on-linux",
+		"curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
+		}
+	}
+	if i := index(r.calls, `^machine create`); i >= 0 {
+		t.Errorf("a machine was created: %s", r.calls[i].line)
+	}
+	h.extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
+	for _, args := range [][]string{{"status"}, {"stop"}, {"logs"}} {
+		r = h.run(args...)
+		if !strings.Contains(r.stderr, "smolvm 1.16.2 is not a supported release (supported: 1.0.4,1.9.0,1.9.1,1.9.2,1.9.3)") {
+			t.Errorf("%v does not warn:\n%s", args, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runTTY runs hermes-box with args on a pseudo-terminal (script(1)) and
+// returns what the terminal showed. With HBX_RECORD_DIR set the recording
+// is also saved there as name.
+func (h *harness) runTTY(name string, args ...string) (int, string) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// script's pseudo-terminal has no size when its own stdin is not a
+	// terminal: give it one, as a terminal window would.
+	quoted := []string{"stty", "cols", "100", "rows", "40", "&&", "exec", shellQuote(bins.hermesBox)}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	record := filepath.Join(h.t.TempDir(), name)
+	cmd := exec.CommandContext(ctx, "script", "-q", "-e", "-c", strings.Join(quoted, " "), record)
+	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLUMNS=100", "LINES=40")
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("script: %v", err)
+	}
+	out := string(readFile(h.t, record))
+	if dir := os.Getenv("HBX_RECORD_DIR"); dir != "" {
+		must(h.t, os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644))
+	}
+	return code, out
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Items 4, 5 on a terminal: init shows its steps with their times and its
+// total, snapshot its transfers with bytes, rate and ETA and the size.
+func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("script(1) (bsdutils) is required")
+		}
+		t.Skip("script(1) is not installed")
+	}
+	h := newHarness(t)
+	code, out := h.runTTY("init.typescript", "init")
+	if code != 0 {
+		t.Fatalf("init on a terminal: %d\n%s", code, out)
+	}
+	for _, want := range []string{"✓ builder-create", "✓ provision", "init: ", " steps in ", "hermes-box is ready"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init's recording lacks %q:\n%s", want, out)
+		}
+	}
+	// Twice: the second snapshot's ETA is based on the first's size.
+	for _, name := range []string{"snapshot-1.typescript", "snapshot-2.typescript"} {
+		code, out = h.runTTY(name, "snapshot")
+		if code != 0 {
+			t.Fatalf("snapshot on a terminal: %d\n%s", code, out)
+		}
+		for _, want := range []string{"• snapshot rootfs", "✓ snapshot rootfs: ", "/s", "backup hermes-box-"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, out)
+			}
+		}
+	}
+	if !strings.Contains(out, "ETA") || !strings.Contains(out, "[") {
+		t.Errorf("the second snapshot's recording shows no bar with an ETA:\n%s", out)
+	}
+	mustRun(t, h, "stop")
+}

@@ -1,0 +1,163 @@
+// Package netmode decides which network modes a box may use on the
+// detected smolvm release, turns a mode into smolvm's egress flags for
+// create --from, and proves the mode at every start: the agent's
+// `netprobe` runs its probes inside the box and a contradiction stops the
+// box with the probe named. The last proof is kept in the state dir for
+// `status`.
+package netmode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/netproof"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// ProofFile is the last proof, in the host's state dir.
+const ProofFile = "network-proof.json"
+
+// Offer refuses a mode the release cannot enforce, with the reason.
+func Offer(mode config.NetworkMode, r pins.SmolvmRelease, hosts []string) error {
+	switch mode {
+	case config.NetworkFull:
+		return nil
+	case config.NetworkStrict, config.NetworkNone:
+	default:
+		return fmt.Errorf("unknown HERMES_BOX_NETWORK_MODE %q", mode)
+	}
+	if !r.NetworkModesEnforced() {
+		return fmt.Errorf("HERMES_BOX_NETWORK_MODE=%s is refused on smolvm %s: that release drops --allow-host/--outbound-localhost-only on machine create --from, so the box would have unrestricted egress; install smolvm %s (%s) or set HERMES_BOX_NETWORK_MODE=full",
+			mode, r.Version, pins.SmolvmRecommended, pins.SmolvmInstallCommand(pins.SmolvmRecommended))
+	}
+	if mode == config.NetworkStrict && len(hosts) == 0 {
+		return fmt.Errorf("HERMES_BOX_NETWORK_MODE=strict needs at least one host in %s", config.NetworkHostsFileName)
+	}
+	return nil
+}
+
+// Egress is the create --from policy of mode.
+func Egress(mode config.NetworkMode, hosts []string) smolvm.Egress {
+	switch mode {
+	case config.NetworkStrict:
+		return smolvm.Egress{AllowHosts: hosts}
+	case config.NetworkNone:
+		return smolvm.Egress{LocalhostOnly: true}
+	}
+	return smolvm.Egress{}
+}
+
+// Proven says whether a start must prove mode.
+func Proven(mode config.NetworkMode) bool {
+	return mode == config.NetworkStrict || mode == config.NetworkNone
+}
+
+// Caller runs one agent verb with stdin, its data on stdout; a non-zero
+// exit status is an error with an ExitCode method. The box's one way to
+// call a verb is one.
+type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+
+// Stopper stops a machine; *smolvm.Driver is one.
+type Stopper interface {
+	Stop(ctx context.Context, name string) error
+}
+
+// Prove runs the agent's netprobe with plan over tr, records the proof in
+// stateDir, and stops machine when a probe contradicts the mode (or no
+// proof came back): the error then names the probe and says the box was
+// stopped. With a nil stop the caller stops it.
+func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
+	proof, err := probe(ctx, call, plan)
+	if err == nil {
+		if serr := Save(stateDir, proof); serr != nil {
+			err = serr
+		} else {
+			err = proof.Verdict()
+		}
+	}
+	if err == nil {
+		return proof, nil
+	}
+	if stop == nil {
+		return proof, err
+	}
+	if serr := stop.Stop(context.WithoutCancel(ctx), machine); serr != nil {
+		return proof, errors.Join(fmt.Errorf("%w; stopping %s also failed", err, machine), serr)
+	}
+	return proof, fmt.Errorf("%w; %s was stopped", err, machine)
+}
+
+func probe(ctx context.Context, call Caller, plan netproof.Plan) (netproof.Proof, error) {
+	doc, err := json.Marshal(plan)
+	if err != nil {
+		return netproof.Proof{}, err
+	}
+	var out bytes.Buffer
+	// netprobe exits 1 when a probe contradicts the mode; the proof is on
+	// stdout either way.
+	code := 0
+	var exit interface{ ExitCode() int }
+	if err := call(ctx, []string{"netprobe"}, bytes.NewReader(doc), &out); errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		return netproof.Proof{}, fmt.Errorf("proving network mode %s: %w", plan.Mode, err)
+	}
+	var proof netproof.Proof
+	if jerr := json.Unmarshal(out.Bytes(), &proof); jerr != nil || (code != 0 && code != 1) {
+		return netproof.Proof{}, fmt.Errorf("proving network mode %s: agent netprobe exited with status %d and no proof", plan.Mode, code)
+	}
+	if proof.Mode != plan.Mode {
+		return proof, fmt.Errorf("proving network mode %s: the agent proved %q", plan.Mode, proof.Mode)
+	}
+	return proof, nil
+}
+
+// Save writes the proof atomically to stateDir.
+func Save(stateDir string, p netproof.Proof) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(stateDir, ProofFile), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("recording the network proof: %w", err)
+	}
+	return nil
+}
+
+// Last returns the last recorded proof, or ok false when there is none.
+func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, ProofFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, ProofFile), err)
+	}
+	return p, true, nil
+}
+
+// Summary is one line for status: the mode and how the last proof ended.
+func Summary(mode config.NetworkMode, p netproof.Proof, ok bool) string {
+	if !Proven(mode) {
+		return string(mode) + " (smolvm's strict egress floor where the release has it)"
+	}
+	if !ok {
+		return string(mode) + ", not proven yet"
+	}
+	if err := p.Verdict(); err != nil {
+		return fmt.Sprintf("%s, last proof %s FAILED: %v", mode, p.Time, err)
+	}
+	return fmt.Sprintf("%s, last proof %s: %d probes held", mode, p.Time, len(p.Probes))
+}

@@ -1,0 +1,133 @@
+package netmode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/netproof"
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+func TestOffer(t *testing.T) {
+	old, _, _ := pins.Smolvm("1.0.4", false)
+	cur, _, _ := pins.Smolvm("1.9.3", false)
+	cases := []struct {
+		mode    config.NetworkMode
+		r       pins.SmolvmRelease
+		hosts   []string
+		wantErr string
+	}{
+		{config.NetworkFull, old, nil, ""},
+		{config.NetworkFull, cur, nil, ""},
+		{config.NetworkStrict, old, []string{"a.example.com"}, "HERMES_BOX_NETWORK_MODE=strict is refused on smolvm 1.0.4: that release drops --allow-host"},
+		{config.NetworkNone, old, nil, "HERMES_BOX_NETWORK_MODE=none is refused on smolvm 1.0.4"},
+		{config.NetworkStrict, cur, []string{"a.example.com"}, ""},
+		{config.NetworkNone, cur, nil, ""},
+		{config.NetworkStrict, cur, nil, "needs at least one host in network-hosts.txt"},
+	}
+	for _, c := range cases {
+		err := Offer(c.mode, c.r, c.hosts)
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("%s on %s: %v, want %q", c.mode, c.r.Version, err, c.wantErr)
+		}
+	}
+	if e := Egress(config.NetworkStrict, []string{"a.example.com"}); len(e.AllowHosts) != 1 || e.LocalhostOnly {
+		t.Errorf("strict egress %+v", e)
+	}
+	if e := Egress(config.NetworkNone, nil); !e.LocalhostOnly {
+		t.Errorf("none egress %+v", e)
+	}
+}
+
+type agent struct {
+	proof netproof.Proof
+	code  int
+	plan  netproof.Plan
+}
+
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("agent netprobe exited with status %d", int(e)) }
+func (e exitError) ExitCode() int { return int(e) }
+
+func (a *agent) call(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+	if strings.Join(argv, " ") != "netprobe" || stdin == nil {
+		return errors.New("unexpected request")
+	}
+	if err := json.NewDecoder(stdin).Decode(&a.plan); err != nil {
+		return err
+	}
+	if a.code != 3 {
+		_ = json.NewEncoder(stdout).Encode(a.proof)
+	}
+	if a.code != 0 {
+		return exitError(a.code)
+	}
+	return nil
+}
+
+type stopper struct{ stopped []string }
+
+func (s *stopper) Stop(_ context.Context, name string) error {
+	s.stopped = append(s.stopped, name)
+	return nil
+}
+
+func proofOf(mode string, leak netproof.Class) netproof.Proof {
+	p := netproof.Proof{Mode: mode, Time: "2026-11-23T23:00:00Z"}
+	for _, c := range []netproof.Class{netproof.DirectIP, netproof.UnlistedHost, netproof.IPv6, netproof.HostLoopback, netproof.Gateway} {
+		p.Probes = append(p.Probes, netproof.Probe{Class: c, Target: string(c) + ".test:1", Reached: c == leak})
+	}
+	return p
+}
+
+// TestProveStopsTheBox: a proof that holds keeps the box running and is
+// recorded; a leak of any class, an unanswered probe or a proof of another
+// mode stops it with the probe named.
+func TestProveStopsTheBox(t *testing.T) {
+	plan := netproof.DefaultPlan(netproof.ModeNone, nil, 2222)
+	cases := []struct {
+		name    string
+		a       *agent
+		wantErr string
+	}{
+		{"holds", &agent{proof: proofOf("none", "")}, ""},
+		{"direct IP leaks", &agent{proof: proofOf("none", netproof.DirectIP), code: 1}, "direct-ip probe direct-ip.test:1 was reachable; hermes-box was stopped"},
+		{"unlisted host leaks", &agent{proof: proofOf("none", netproof.UnlistedHost), code: 1}, "unlisted-host probe"},
+		{"IPv6 leaks", &agent{proof: proofOf("none", netproof.IPv6), code: 1}, "ipv6 probe"},
+		{"host loopback leaks", &agent{proof: proofOf("none", netproof.HostLoopback), code: 1}, "host-loopback probe"},
+		{"gateway leaks", &agent{proof: proofOf("none", netproof.Gateway), code: 1}, "gateway probe"},
+		{"agent says all held, proof disagrees", &agent{proof: proofOf("none", netproof.Gateway), code: 0}, "gateway probe"},
+		{"no proof", &agent{code: 3}, "exited with status 3 and no proof; hermes-box was stopped"},
+		{"other mode", &agent{proof: proofOf("strict", "")}, `the agent proved "strict"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := &stopper{}
+			_, err := Prove(context.Background(), c.a.call, s, dir, "hermes-box", plan)
+			if c.wantErr == "" {
+				if err != nil || len(s.stopped) != 0 {
+					t.Fatalf("err %v, stopped %v", err, s.stopped)
+				}
+				p, ok, err := Last(dir)
+				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z: 5 probes held") {
+					t.Errorf("recorded proof: %v %v %s", ok, err, Summary(config.NetworkNone, p, ok))
+				}
+				if c.a.plan.HostLoopback[0] != "100.96.0.1:2222" || c.a.plan.Mode != "none" {
+					t.Errorf("plan sent: %+v", c.a.plan)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) || len(s.stopped) != 1 || s.stopped[0] != "hermes-box" {
+				t.Fatalf("err %v, stopped %v; want %q", err, s.stopped, c.wantErr)
+			}
+		})
+	}
+}

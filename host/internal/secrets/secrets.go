@@ -1,0 +1,83 @@
+// Package secrets delivers the box's mapped secrets (secret-env.txt) at
+// every start: each GUEST=HOST mapping is resolved from the host's
+// environment and the values travel as one JSON document on the relay's
+// stdin to the agent's `secrets set`, never in an argv, a log line, an
+// event, a manifest or a file on the host. smolvm itself drops
+// --secret-env on create --from, on every supported release.
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// Caller runs one agent verb with stdin, its data on stdout; a non-zero
+// exit status is an error. The box's one way to call a verb is one.
+type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+
+// Resolve reads each mapping's host variable with lookup (os.LookupEnv).
+// A variable that is unset or empty refuses the start: the error names
+// every such variable and its guest name, never a value.
+func Resolve(mappings []config.SecretMapping, lookup func(string) (string, bool)) (protocol.Secrets, error) {
+	s := protocol.Secrets{Env: map[string]string{}}
+	var errs []error
+	for _, m := range mappings {
+		if err := m.CheckHost(lookup); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		v, _ := lookup(m.Host)
+		s.Env[m.Guest] = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return protocol.Secrets{}, fmt.Errorf("refusing to start without the mapped secrets: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return protocol.Secrets{}, fmt.Errorf("secret-env.txt: %w", err)
+	}
+	return s, nil
+}
+
+// Deliver sends s to the agent's `secrets set` through call. The agent
+// keeps them on tmpfs and restarts the Hermes gateway with them.
+func Deliver(ctx context.Context, call Caller, s protocol.Secrets) error {
+	doc, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("delivering secrets: %w", err)
+	}
+	var out bytes.Buffer
+	if err := call(ctx, []string{"secrets", "set"}, bytes.NewReader(doc), &limited{w: &out, n: 64 << 10}); err != nil {
+		return fmt.Errorf("delivering secrets: %w", err)
+	}
+	var r protocol.SecretsStored
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !slices.Equal(r.Names, s.Names()) {
+		return fmt.Errorf("delivering secrets: the agent stored %d of %d variables", len(r.Names), len(s.Env))
+	}
+	return nil
+}
+
+// limited is a writer that keeps at most n bytes and drops the rest.
+type limited struct {
+	w io.Writer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if len(p) > l.n {
+		if _, err := l.w.Write(p[:l.n]); err != nil {
+			return 0, err
+		}
+		l.n = 0
+		return len(p), nil
+	}
+	l.n -= len(p)
+	return l.w.Write(p)
+}

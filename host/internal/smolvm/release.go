@@ -1,0 +1,170 @@
+package smolvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
+)
+
+// Environment variables the driver sets on smolvm calls.
+const (
+	// EgressFloorEnv selects smolvm's egress floor; "strict" denies the
+	// LAN, loopback, link-local, unique-local and CGNAT ranges (the host's
+	// loopback alias 100.96.0.1 included), which 1.0.4 denies by default.
+	EgressFloorEnv = "SMOLVM_EGRESS_FLOOR"
+	// EgressFloorStrict is its value.
+	EgressFloorStrict = "strict"
+)
+
+// SharedPackPointer is the file smolvm leaves in a machine's data dir when
+// create --from used the shared extraction store; it holds the shared
+// copy's absolute path.
+const SharedPackPointer = ".pack-shared"
+
+// ExtractedMarker is written by smolvm when a pack's layers are extracted.
+const ExtractedMarker = ".smolvm-extracted"
+
+// release is the detected smolvm release, found once per Driver.
+type release struct {
+	mu         sync.Mutex
+	allowNewer bool
+	rel        *pins.SmolvmRelease
+	unlisted   bool
+}
+
+// AllowNewer lets the driver accept a smolvm release newer than every row
+// of the pins table (HERMES_BOX_SMOLVM_ALLOW_NEWER); Unlisted then says so.
+func (d *Driver) AllowNewer(allow bool) {
+	d.rel.mu.Lock()
+	defer d.rel.mu.Unlock()
+	d.rel.allowNewer = allow
+}
+
+// Release returns the table row of the smolvm on PATH, running
+// `smolvm --version` the first time. A release outside the table is an
+// error wrapping pins.ErrUnsupportedSmolvm that shows the table and the
+// install command.
+func (d *Driver) Release(ctx context.Context) (pins.SmolvmRelease, error) {
+	d.rel.mu.Lock()
+	defer d.rel.mu.Unlock()
+	if d.rel.rel != nil {
+		return *d.rel.rel, nil
+	}
+	v, err := d.Version(ctx)
+	if err != nil {
+		return pins.SmolvmRelease{}, err
+	}
+	r, unlisted, err := pins.Smolvm(v, d.rel.allowNewer)
+	if err != nil {
+		return pins.SmolvmRelease{}, fmt.Errorf("smolvm: %w", err)
+	}
+	d.rel.rel, d.rel.unlisted = &r, unlisted
+	return r, nil
+}
+
+// Unlisted returns a warning when the detected release is not in the
+// table (admitted by AllowNewer), and "" otherwise or before Release.
+func (d *Driver) Unlisted() string {
+	d.rel.mu.Lock()
+	defer d.rel.mu.Unlock()
+	if d.rel.rel == nil || !d.rel.unlisted {
+		return ""
+	}
+	return fmt.Sprintf("smolvm %s is not a supported release (supported: %s); HERMES_BOX_SMOLVM_ALLOW_NEWER=true drives it as %s",
+		d.rel.rel.Version, pins.SmolvmTableVersions(), pins.SmolvmReleases[len(pins.SmolvmReleases)-1].Version)
+}
+
+// bootEnv is the environment of a call that can boot a machine (`machine
+// start`, and `pack create --from-vm`, which boots a networked helper):
+// the strict egress floor where the release has the variable, so no
+// release exposes more of the LAN or the host than 1.0.4.
+func (d *Driver) bootEnv(ctx context.Context) ([]string, error) {
+	r, err := d.Release(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.EgressFloorVar {
+		return []string{EgressFloorEnv + "=" + EgressFloorStrict}, nil
+	}
+	return nil, nil
+}
+
+// sharedDirName is the shared store's directory name: the pack's CRC32 in
+// eight lowercase hex digits, under `_shared`.
+var sharedDirName = regexp.MustCompile(`^[0-9a-f]{8}$`)
+
+// CheckExtracted checks that create --from left the machine's layers in
+// place: `<data-dir>/pack/.smolvm-extracted`, or, on releases with the
+// shared store on Linux, a `<data-dir>/.pack-shared` pointer to a
+// `_shared/<crc32>` directory with the marker and a non-empty `layers/`.
+// A failure means the layers were evicted or never extracted.
+func (d *Driver) CheckExtracted(ctx context.Context, name string) error {
+	r, err := d.Release(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := d.DataDir(ctx, name)
+	if err != nil {
+		return err
+	}
+	private := filepath.Join(dir, "pack", ExtractedMarker)
+	if _, err := os.Stat(private); err == nil {
+		return nil
+	}
+	if r.Extract != pins.ExtractSharedOnLinux || runtime.GOOS != "linux" {
+		return fmt.Errorf("the packed layers of %s are missing (%s): smolvm's extraction cache evicted them", name, private)
+	}
+	if err := checkSharedPointer(filepath.Join(dir, SharedPackPointer)); err != nil {
+		return fmt.Errorf("the packed layers of %s are missing: neither %s nor a valid shared-store pointer: %w", name, private, err)
+	}
+	return nil
+}
+
+// checkSharedPointer validates a .pack-shared pointer as smolvm does
+// (src/artifact_cache.rs read_lease_from_machine_dir) and the extraction
+// it points to.
+func checkSharedPointer(pointer string) error {
+	info, err := os.Lstat(pointer)
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() || info.Size() > 4096 {
+		return fmt.Errorf("%s is not a small regular file", pointer)
+	}
+	raw, err := os.ReadFile(pointer)
+	if err != nil {
+		return err
+	}
+	target := string(trimSpace(raw))
+	switch {
+	case target == "" || !filepath.IsAbs(target) || filepath.Clean(target) != target:
+		return fmt.Errorf("%s does not hold a clean absolute path", pointer)
+	case !sharedDirName.MatchString(filepath.Base(target)) || filepath.Base(filepath.Dir(target)) != "_shared":
+		return fmt.Errorf("%s points outside a _shared/<crc32> directory: %q", pointer, target)
+	}
+	if info, err := os.Lstat(target); err != nil || !info.IsDir() {
+		return errors.Join(fmt.Errorf("shared pack %s is not a directory", target), err)
+	}
+	if _, err := os.Stat(filepath.Join(target, ExtractedMarker)); err != nil {
+		return fmt.Errorf("shared pack %s is not fully extracted: %w", target, err)
+	}
+	layers, err := os.ReadDir(filepath.Join(target, "layers"))
+	if err != nil || len(layers) == 0 {
+		return errors.Join(fmt.Errorf("shared pack %s has no layers", target), err)
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

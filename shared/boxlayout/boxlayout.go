@@ -1,0 +1,94 @@
+// Package boxlayout names the places of a box once, for the host and the
+// agent alike: the guest's paths, its accounts, its ports, its services
+// and the file names both sides agree on. A path here is absolute in the
+// guest; where the agent works below another root (--root, tests) it
+// joins the root and the path.
+package boxlayout
+
+// The agent and its helper in the guest.
+const (
+	// AgentPath is the agent binary in the box.
+	AgentPath = "/usr/local/sbin/hermes-box-agent"
+	// OCIHelperName is the agent's Executor helper (the image pull), which
+	// lives beside the agent.
+	OCIHelperName = "hermes-box-agent-oci"
+	// OCIHelperPath is the helper in the box.
+	OCIHelperPath = "/usr/local/sbin/" + OCIHelperName
+	// RelayCommand is the one remote command of the SSH relay.
+	RelayCommand = "sudo -n " + AgentPath + " relay"
+)
+
+// Accounts in the guest.
+const (
+	// AdminUser is the account the host logs in as over SSH.
+	AdminUser = "boxadmin"
+	// ServiceUser runs Hermes and Executor.
+	ServiceUser = "hermes"
+)
+
+// Ports inside the guest.
+const (
+	// SSHPort is the guest's sshd.
+	SSHPort = 22
+	// ExecutorPort is Executor's fixed port in the box, also the default of
+	// its published port on the host.
+	ExecutorPort = 4788
+)
+
+// ExecutorURL is Executor's MCP endpoint as seen from inside the box (on
+// ExecutorPort; the package's test holds the two together).
+const ExecutorURL = "http://127.0.0.1:4788/mcp"
+
+// The workspace: the persistent tree a snapshot carries.
+const (
+	Workspace   = "/workspace"
+	HermesHome  = Workspace + "/hermes-home"
+	LogDir      = HermesHome + "/logs"
+	WorkDir     = Workspace + "/work"
+	CodexHome   = Workspace + "/codex-home"
+	ExecutorDir = Workspace + "/executor"
+	// ExecutorDataDir is Executor's data.
+	ExecutorDataDir = ExecutorDir + "/data"
+	// RuntimeDirName is the workspace's directory of unpacked runtimes,
+	// which a snapshot leaves out.
+	RuntimeDirName = ".hermes-box-runtime"
+	// ExecutorRuntimeDir is the store of Executor releases.
+	ExecutorRuntimeDir = Workspace + "/" + RuntimeDirName + "/executor"
+	// GateAuditLog is the approval gate's hash-chained audit log.
+	GateAuditLog = LogDir + "/gate-audit.jsonl"
+)
+
+// RestoreReady is the marker a restore writes when the backup is applied;
+// a machine in restore mode starts its services only once it exists. It is
+// relative to the guest's root, as the paths of a snapshot's archive are.
+const RestoreReady = "var/lib/hermes-box/restore-ready"
+
+// The supervised services.
+const (
+	SSHDService     = "sshd"
+	HermesService   = "hermes"
+	ExecutorService = "executor"
+)
+
+// Files the host copies into the builder.
+const (
+	// AuthorizedKeysUpload is where the host puts the project's public key
+	// for provision.
+	AuthorizedKeysUpload = "/tmp/hermes-box-authorized-keys"
+	// TestPinsDir is where a test's stand-in pins are copied for provision.
+	TestPinsDir = "/tmp/hermes-box-test-pins"
+)
+
+// The machine's environment, set by the host at create and read by boot.
+const (
+	EnvRestoreMode      = "HERMES_BOX_RESTORE_MODE"
+	EnvExecutorEnabled  = "HERMES_BOX_EXECUTOR_ENABLED"
+	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
+	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
+)
+
+// Host-side file names.
+const (
+	// BaseArtifact is the packed base image in the images directory.
+	BaseArtifact = "hermes-base.smolmachine"
+)

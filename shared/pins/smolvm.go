@@ -1,0 +1,186 @@
+package pins
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ExtractLayout is where `machine create --from` puts a pack's layers.
+type ExtractLayout string
+
+// The extraction layouts of the supported releases.
+const (
+	// ExtractPrivate: `<data-dir>/pack/` with `.smolvm-extracted`, subject
+	// to the extraction cache's size cap (SMOLVM_PACK_CACHE_MAX_BYTES).
+	ExtractPrivate ExtractLayout = "private"
+	// ExtractSharedOnLinux: on Linux the layers go to the node's shared
+	// store `_shared/<crc32>/`, `<data-dir>/pack/` stays empty and
+	// `<data-dir>/.pack-shared` holds the shared directory's absolute path
+	// (src/artifact_cache.rs, crates/smolvm-pack/src/extract.rs);
+	// SMOLVM_DISABLE_SHARED_EXTRACT restores ExtractPrivate. Elsewhere as
+	// ExtractPrivate.
+	ExtractSharedOnLinux ExtractLayout = "shared-on-linux"
+)
+
+// SmolvmRelease is one smolvm release hermes-box drives, with what it can do.
+// Code asks these fields; it never compares version strings.
+type SmolvmRelease struct {
+	Version string
+	// Extract is where create --from puts the layers.
+	Extract ExtractLayout
+	// EgressFloorVar: SMOLVM_EGRESS_FLOOR=strict is honoured
+	// (crates/smolvm-network/src/egress.rs, from 1.3.9).
+	EgressFloorVar bool
+	// DefaultFloorStrict: without any variable the guest reaches neither
+	// the LAN nor the host (1.0.4); from 1.1.3 only cloud metadata is floored.
+	DefaultFloorStrict bool
+	// HostLoopbackAlias: without the strict floor the guest reaches the
+	// host's loopback services through 100.96.0.1 / host.smolvm.internal
+	// (1.7.2–1.12.x).
+	HostLoopbackAlias bool
+	// AllowListOnCreateFrom: --allow-host/--allow-cidr/
+	// --outbound-localhost-only are kept and enforced for `create --from`
+	// (run_from_smolmachine; from 1.8.0; 1.0.4 drops them).
+	AllowListOnCreateFrom bool
+	// SecretRefsOnCreateFrom: --secret-env reaches a machine created
+	// --from. False on every release read: run_from_smolmachine keeps only
+	// the manifest's secret refs.
+	SecretRefsOnCreateFrom bool
+	// LargeExecStdin: `machine exec -i` with large input works (from 1.8.1).
+	LargeExecStdin bool
+	// EgressEvents: `machine egress-events` lists denials (from 1.8.1).
+	EgressEvents bool
+	// CopyMode: `machine cp --mode` sets an upload's mode (from 1.9.0).
+	CopyMode bool
+	// FrozenState: `frozen` is a machine state (fork bases).
+	FrozenState bool
+}
+
+// NetworkModesEnforced says whether `strict` and `none` can be offered: the
+// allow-list and localhost-only flags are enforced for create --from and
+// the floor keeps the LAN and the host out.
+func (r SmolvmRelease) NetworkModesEnforced() bool {
+	return r.AllowListOnCreateFrom && (r.EgressFloorVar || r.DefaultFloorStrict)
+}
+
+// SmolvmReleases is the table of supported smolvm releases, oldest first.
+// Facts read in smol-machines/smolvm at each tag.
+var SmolvmReleases = []SmolvmRelease{
+	{Version: "1.0.4", Extract: ExtractPrivate, DefaultFloorStrict: true},
+	smolvm19("1.9.0"),
+	smolvm19("1.9.1"),
+	smolvm19("1.9.2"),
+	smolvm19("1.9.3"),
+}
+
+func smolvm19(v string) SmolvmRelease {
+	return SmolvmRelease{Version: v, Extract: ExtractSharedOnLinux, EgressFloorVar: true, HostLoopbackAlias: true,
+		AllowListOnCreateFrom: true, LargeExecStdin: true, EgressEvents: true, CopyMode: true, FrozenState: true}
+}
+
+// SmolvmRecommended is the release the install instructions name.
+const SmolvmRecommended = "1.9.3"
+
+// SmolvmInstallCommand installs a given smolvm release with upstream's
+// installer (scripts/install.sh takes the version without "v").
+func SmolvmInstallCommand(version string) string {
+	return "curl -sSL https://smolmachines.com/install.sh | bash -s -- --version " + version
+}
+
+// ErrUnsupportedSmolvm is returned for a smolvm release not in the table.
+var ErrUnsupportedSmolvm = errors.New("unsupported smolvm release")
+
+// Smolvm returns the row of version. An unlisted version is refused with
+// the table and the install command, unless allowNewer is set and version
+// is newer than every row: then the newest row's capabilities are returned
+// with unlisted set, and every command must warn.
+func Smolvm(version string, allowNewer bool) (r SmolvmRelease, unlisted bool, err error) {
+	for _, r := range SmolvmReleases {
+		if r.Version == version {
+			return r, false, nil
+		}
+	}
+	newest := SmolvmReleases[len(SmolvmReleases)-1]
+	if allowNewer && versionLess(newest.Version, version) {
+		r = newest
+		r.Version = version
+		return r, true, nil
+	}
+	hint := "install a supported release: " + SmolvmInstallCommand(SmolvmRecommended)
+	if allowNewer {
+		hint = "HERMES_BOX_SMOLVM_ALLOW_NEWER only admits releases newer than " + newest.Version + "; " + hint
+	} else {
+		hint += " (or, to try a newer release than " + newest.Version + " at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true)"
+	}
+	return SmolvmRelease{}, false, fmt.Errorf("%w %q\n%s%s", ErrUnsupportedSmolvm, version, SmolvmTable(), hint)
+}
+
+// SmolvmTable renders the table as text: one row per release, the
+// capabilities hermes-box relies on.
+func SmolvmTable() string {
+	var b strings.Builder
+	b.WriteString("supported smolvm releases:\n")
+	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i\n")
+	for _, r := range SmolvmReleases {
+		exposed := "no"
+		if !r.DefaultFloorStrict {
+			exposed = "LAN"
+			if r.HostLoopbackAlias {
+				exposed = "LAN, host loopback"
+			}
+		}
+		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %s\n", r.Version, r.Extract, exposed,
+			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin))
+	}
+	return b.String()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// versionLess compares dotted numeric versions; a malformed one is never
+// newer than anything.
+func versionLess(a, b string) bool {
+	pa, okA := versionParts(a)
+	pb, okB := versionParts(b)
+	if !okA || !okB {
+		return false
+	}
+	for i := range 3 {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return false
+}
+
+func versionParts(v string) ([3]int, bool) {
+	var out [3]int
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return out, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || strconv.Itoa(n) != p {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, true
+}
+
+// SmolvmTableVersions lists the supported releases, comma-separated.
+func SmolvmTableVersions() string {
+	vs := make([]string, 0, len(SmolvmReleases))
+	for _, r := range SmolvmReleases {
+		vs = append(vs, r.Version)
+	}
+	return strings.Join(vs, ",")
+}

@@ -1,0 +1,77 @@
+package pins
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSmolvmTableRows(t *testing.T) {
+	want := []string{"1.0.4", "1.9.0", "1.9.1", "1.9.2", "1.9.3"}
+	if got := SmolvmTableVersions(); got != strings.Join(want, ",") {
+		t.Fatalf("SmolvmTableVersions() = %q, want %q", got, strings.Join(want, ","))
+	}
+	for i := 1; i < len(SmolvmReleases); i++ {
+		if !versionLess(SmolvmReleases[i-1].Version, SmolvmReleases[i].Version) {
+			t.Errorf("table not ordered oldest first at %s", SmolvmReleases[i].Version)
+		}
+	}
+	old, _, err := Smolvm("1.0.4", false)
+	if err != nil || old.NetworkModesEnforced() || !old.DefaultFloorStrict || old.EgressFloorVar || old.Extract != ExtractPrivate || old.LargeExecStdin {
+		t.Errorf("1.0.4 row = %+v, %v", old, err)
+	}
+	cur, _, err := Smolvm("1.9.3", false)
+	if err != nil || !cur.NetworkModesEnforced() || cur.DefaultFloorStrict || !cur.EgressFloorVar || cur.Extract != ExtractSharedOnLinux || !cur.HostLoopbackAlias {
+		t.Errorf("1.9.3 row = %+v, %v", cur, err)
+	}
+	for _, r := range SmolvmReleases {
+		if r.SecretRefsOnCreateFrom {
+			t.Errorf("%s: create --from drops --secret-env on every release read", r.Version)
+		}
+	}
+}
+
+func TestSmolvmRefusesUnlisted(t *testing.T) {
+	cases := []struct {
+		version    string
+		allowNewer bool
+		wantErr    string
+	}{
+		{"1.8.3", false, "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"},
+		{"1.8.3", true, "only admits releases newer than 1.9.3"},
+		{"1.10.0", false, "install a supported release: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3"},
+		{"1.9.3-dirty", true, "unsupported smolvm release"},
+		{"", true, "unsupported smolvm release"},
+		{"01.10.0", true, "unsupported smolvm release"},
+	}
+	for _, c := range cases {
+		_, _, err := Smolvm(c.version, c.allowNewer)
+		if !errors.Is(err, ErrUnsupportedSmolvm) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "1.0.4  ") {
+			t.Errorf("Smolvm(%q, %v) = %v, want %q and the table", c.version, c.allowNewer, err, c.wantErr)
+		}
+	}
+}
+
+func TestSmolvmAllowNewer(t *testing.T) {
+	for _, v := range []string{"1.10.0", "1.16.2", "2.0.0", "1.9.4"} {
+		r, unlisted, err := Smolvm(v, true)
+		if err != nil || !unlisted || r.Version != v || !r.NetworkModesEnforced() || r.Extract != ExtractSharedOnLinux {
+			t.Errorf("Smolvm(%q, true) = %+v, %v, %v", v, r, unlisted, err)
+		}
+	}
+	if _, unlisted, err := Smolvm("1.9.2", true); err != nil || unlisted {
+		t.Errorf("a listed release is never unlisted: %v %v", unlisted, err)
+	}
+}
+
+func TestSmolvmTableText(t *testing.T) {
+	text := SmolvmTable()
+	for _, want := range []string{
+		"1.0.4    private          no                   no                no                 no",
+		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+}
