@@ -15,7 +15,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var logsVerb = verb{
 	name:    "logs",
 	summary: "NAME [-n N] [-f]: print (and follow) a service's log",

@@ -14,7 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-
 var secretsVerb = verb{
 	name:    "secrets",
 	summary: "set: read the mapped secrets on stdin, keep them on tmpfs, restart the Hermes gateway with them",
