@@ -12,12 +12,9 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
 )
 
-func init() { register(auditVerb) }
-
 var auditVerb = verb{
 	name:    "audit",
 	summary: "verify or show the approval gate's hash-chained audit log (verify|show [--json])",
-	relay:   true,
 	run:     runAudit,
 }
 
