@@ -86,6 +86,15 @@ e2e: ## End-to-end run in real VMs (QEMU stand-in for smolvm; builds the cached 
 	HBX_E2E_IMAGE=$$(scripts/build-e2e-image.sh) && export HBX_E2E_IMAGE && \
 	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 25m -v ./tests/e2e/...
 
+.PHONY: e2e-arm64
+e2e-arm64: ## The box's lifecycle in an arm64 guest under qemu-system-aarch64 (TCG), through the same stand-in (needs root, qemu-user-static)
+	HBX_E2E_IMAGE=$$(E2E_ARCH=arm64 scripts/build-e2e-image.sh) && export HBX_E2E_IMAGE && \
+	HERMES_BOX_E2E=1 SMOLVM_QEMU_ARCH=arm64 $(GO) test -count=1 -timeout 90m -v -run TestBoxLifecycle ./tests/e2e/...
+
+.PHONY: e2e-smolvm
+e2e-smolvm: build ## Disposable lifecycle test on a host with real smolvm (HERMES_BOX_E2E=1 and disposable HERMES_BOX_MACHINE_NAME, _BUILDER_NAME, _SSH_PORT)
+	$(GO) run ./tests/lifecycle/e2e-smolvm $(BIN)/hermes-box
+
 .PHONY: clean
 clean: ## Remove built binaries
 	rm -rf $(BIN)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Go benchmark COUNT times and prints each one's median ns/op,
-# plus any custom metrics (for example rss-KiB), beside the raw output, with
-# each goal of the issues beside the figure it constrains.
+# plus any custom metrics (for example rss-KiB), beside the raw output; then
+# each goal of the issues with the figure it constrains, the baseline's
+# figure and their ratio where the goal is a ratio, and whether it is met.
 # Usage: scripts/bench.sh [COUNT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,33 +10,56 @@ count=${1:-5}
 out=$(mktemp)
 goals=$(mktemp)
 trap 'rm -f "$out" "$goals"' EXIT
-# One goal a line: benchmark, metric, <= or >=, value.
-cat >"$goals" <<'EOF'
-BenchmarkUnpackRealShaped agent/tar-tmpfs <= 1.0
-BenchmarkUnpackRealShaped agent/tar-disk <= 1.3
-BenchmarkUnpackRealShaped agent-peak-rss-tmpfs-MiB <= 40
-BenchmarkUnpackRealShaped agent-peak-rss-disk-MiB <= 40
-EOF
+# One goal a line, fields separated by tabs: what it is, the benchmark and
+# metric it constrains, the baseline's benchmark and metric (-: the goal is
+# on the figure itself, otherwise on figure / baseline), <= or >=, value.
+tab=$'\t'
+sed "s/  *|  */$tab/g" >"$goals" <<'EOF_GOALS'
+relay call, dialled | BenchmarkRelayHealthDial ns/op | BenchmarkOpenSSHSpawnHealth ns/op | <= | 0.333
+supervisor idle RSS | BenchmarkIdleRSS/agent rss-KiB | BenchmarkIdleRSS/supervisord rss-KiB | <= | 0.5
+services status | BenchmarkStatusRoundTrip/agent-cli ns/op | BenchmarkStatusRoundTrip/supervisorctl-cli ns/op | <= | 0.5
+snapshot stream | BenchmarkSnapshotStream/agent+sha256 MB/s | BenchmarkSnapshotStream/tar+pigz+sha256sum MB/s | >= | 1.0
+unpack, tmpfs | BenchmarkUnpackRealShaped agent-tmpfs-s | BenchmarkUnpackRealShaped tar-tmpfs-s | <= | 1.0
+unpack, disk | BenchmarkUnpackRealShaped agent-disk-s | BenchmarkUnpackRealShaped tar-disk-s | <= | 1.3
+unpack peak memory, tmpfs | BenchmarkUnpackRealShaped agent-peak-rss-tmpfs-MiB | - | <= | 40
+unpack peak memory, disk | BenchmarkUnpackRealShaped agent-peak-rss-disk-MiB | - | <= | 40
+hermes-box status, whole process | BenchmarkStatusWholeProcess status-ms | - | <= | 100
+EOF_GOALS
 go test -run '^$' -bench . -benchmem -count "$count" ./... | tee "$out"
 echo
-echo "medians over $count runs, goals beside the figures they constrain:"
-awk '
-  FNR == NR { goals[$1 SUBSEP $2] = $3 " " $4; next }
-  /^Benchmark/ {
-    name = $1; sub(/-[0-9]+$/, "", name)
-    for (i = 3; i < NF; i += 2) { key = name SUBSEP $(i+1); vals[key] = vals[key] " " $i }
-  }
-  END {
-    for (key in vals) {
-      split(key, parts, SUBSEP); n = split(substr(vals[key], 2), v, " ")
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
-      med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-      verdict = ""
-      if (key in goals) {
-        split(goals[key], g, " ")
-        ok = (g[1] == "<=") ? (med <= g[2] + 0) : (med >= g[2] + 0)
-        verdict = sprintf("goal %s %s: %s", g[1], g[2], ok ? "met" : "MISSED")
-      }
-      printf "  %-44s %-34s %14.3f  %s\n", parts[1], parts[2], med, verdict
+echo "medians over $count runs:"
+# medians prints "benchmark<TAB>metric<TAB>median" for every figure.
+medians() {
+  awk '
+    /^Benchmark/ {
+      name = $1; sub(/-[0-9]+$/, "", name)
+      for (i = 3; i < NF; i += 2) { key = name "\t" $(i+1); vals[key] = vals[key] " " $i }
     }
-  }' "$goals" "$out" | sort
+    END {
+      for (key in vals) {
+        n = split(substr(vals[key], 2), v, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+        printf "%s\t%s\n", key, (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      }
+    }' "$out" | sort
+}
+medians | awk -F '\t' '{ printf "  %-50s %-34s %14.3f\n", $1, $2, $3 }'
+echo
+echo "goals:"
+medians | awk -F '\t' '
+  FNR == NR { med[$1 " " $2] = $3; next }
+  {
+    what = $1; fig = $2; base = ($3 == "-") ? "" : $3; op = $4; want = $5
+    if (!(fig in med) || (base != "" && !(base in med))) {
+      printf "  %-34s goal %s %s: not measured (skipped or failed: %s%s)\n", what, op, want, fig, (base != "" ? ", " base : "")
+      next
+    }
+    v = med[fig] + 0; shown = sprintf("%s %.4g", fig, v)
+    if (base != "") {
+      if (med[base] + 0 == 0) { printf "  %-34s goal %s %s: baseline is zero\n", what, op, want; next }
+      shown = shown sprintf(" / %s %.4g", base, med[base]); v = v / med[base]
+      shown = shown sprintf(" = %.3f×", v)
+    }
+    ok = (op == "<=") ? (v <= want + 0) : (v >= want + 0)
+    printf "  %-34s %s; goal %s %s: %s\n", what, shown, op, want, ok ? "met" : "MISSED"
+  }' - "$goals"

@@ -52,6 +52,15 @@ const (
 	// CheckGate is the approval gate installed and active as provisioned:
 	// its mechanism, and the effective approval mode read from Hermes itself.
 	CheckGate Code = "gate"
+	// What provisioning installed, checked cheaply (files) in every report
+	// and deeply (the commands run) in init's readiness (added 2026-11-23,
+	// schema unchanged: checks is a map of codes).
+	CheckHermesVersion Code = "hermes-version"
+	CheckHermesExtras  Code = "hermes-messaging-extra"
+	CheckNodeNPM       Code = "node-npm"
+	CheckTmuxTerminfo  Code = "tmux-terminfo"
+	CheckCodexVersion  Code = "codex-version"
+	CheckExecutorImage Code = "executor-image"
 )
 
 // ServiceState is a supervised program's state, as supervisord names them.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,11 +52,17 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(b.Project, "bin", "hermes-box-agent-linux-amd64"), agent, 0o755)
+	// The host copies in the agent named for its own architecture; the
+	// guest's (GuestArch) is built under that name.
+	writeFile(t, filepath.Join(b.Project, "bin", "hermes-box-agent-linux-"+runtime.GOARCH), agent, 0o755)
 	conf := fmt.Sprintf("HERMES_BOX_MACHINE_NAME=%s\nHERMES_BOX_BUILDER_NAME=%s\nHERMES_BOX_SSH_PORT=%d\n"+
-		"HERMES_BOX_CPUS=2\nHERMES_BOX_MEMORY_MIB=1536\n"+
-		"HERMES_BOX_UV_SHA256=%s\nHERMES_BOX_CODEX_SHA256=%s\n",
-		b.Machine, b.Builder, b.SSHPort, art.UVSHA256, art.CodexSHA256)
+		"HERMES_BOX_CPUS=2\nHERMES_BOX_MEMORY_MIB=1536\n", b.Machine, b.Builder, b.SSHPort)
+	// amd64 has no pinned uv and Codex digests, so the configuration names
+	// the stand-ins'; arm64's are pinned (and may not be overridden), and
+	// the test pins replace the artifacts either way.
+	if GuestArch() == "amd64" {
+		conf += fmt.Sprintf("HERMES_BOX_UV_SHA256=%s\nHERMES_BOX_CODEX_SHA256=%s\n", art.UVSHA256, art.CodexSHA256)
+	}
 	writeFile(t, filepath.Join(b.Project, "hermes-box.conf"), []byte(conf), 0o644)
 	for _, kv := range e.environ {
 		if !strings.HasPrefix(kv, "HERMES_BOX_") {
@@ -135,6 +142,8 @@ func TestBoxLifecycle(t *testing.T) {
 	phase(t, "status --json", b.checkStatus)
 	phase(t, "host key", b.checkHostKey)
 	phase(t, "ssh", b.checkSSH)
+	phase(t, "remapped pack repaired", b.checkRepairs)
+	phase(t, "supervisorctl restart hermes", b.checkSupervisorctl)
 	phase(t, "logs", b.checkLogs)
 	phase(t, "executor connect-hermes", b.checkConnectHermes)
 	phase(t, "write workspace file", func() { b.writeNote("before the snapshot") })
@@ -171,7 +180,7 @@ func (b *box) checkInit(art *artifactServer) {
 		ev, ok := steps[s]
 		mustf(t, ok && ev.Fields["changed"] == "false", "provision step %s: %+v; want it done with nothing to change (the image holds every package)", s, ev)
 	}
-	for _, s := range []string{"node", "uv", "hermes", "codex", "smoke", "workspace-seed"} {
+	for _, s := range []string{"node", "uv", "hermes", "codex-pin", "smoke", "workspace-seed"} {
 		mustf(t, steps[s].Fields["changed"] == "true", "provision step %s did not change anything: %+v", s, steps[s])
 	}
 	art.checkFetchedOnce(t)
@@ -271,6 +280,51 @@ func (b *box) checkSSH() {
 	r := b.run(2*time.Minute, "ssh", "--", "sudo -n true")
 	mustf(t, r.Code != 0, "boxadmin became root with sudo -n true")
 	mustf(t, b.ssh("sudo -n -u hermes sh -c 'cd && pwd'") == "/home/hermes", "hermes' home")
+}
+
+// asRoot runs command as root in the box the way its user does: boxadmin
+// becomes hermes, whose sudo is unrestricted.
+func (b *box) asRoot(command string) string {
+	return b.ssh("sudo -n -u hermes sudo -n " + command)
+}
+
+// checkRepairs: the runtime booted from a pack the stand-in remapped as
+// smolvm does (every owner the host's 501:20, setuid bits dropped), and
+// boot's repairs put it right: the startup log says so, and sudo, SSH and
+// the relay (status, above) work.
+func (b *box) checkRepairs() {
+	t := b.t
+	log := b.asRoot("cat /var/log/hermes-box-startup.log")
+	for _, want := range []string{"stage=ownership-repair ok: chowned", "from 501:20 (smolvm's host mapping)", "stage=sudo-modes ok: repaired /usr/bin/sudo",
+		"stage=home-ownership ok: chowned /home/boxadmin", "stage=stray-files ok: removed /",
+		// Codex is not in the pack: the first boot installed it.
+		"stage=codex ok: Codex "} {
+		mustf(t, strings.Contains(log, want), "startup log lacks %q:\n%s", want, tailText(log, 4000))
+	}
+	mustf(t, b.asRoot("stat -c '%u:%g %a' /usr/bin/sudo /home/boxadmin/.ssh/authorized_keys") == "0:0 4755\n1001:1001 600", "sudo and authorized_keys after the repairs")
+}
+
+// checkSupervisorctl: `sudo supervisorctl restart hermes` in the box gives
+// the gateway a new pid, which supervisorctl status and hermes-box status
+// both show.
+func (b *box) checkSupervisorctl() {
+	t := b.t
+	before := b.asRoot("supervisorctl pid hermes")
+	out := b.asRoot("supervisorctl restart hermes")
+	mustf(t, out == "hermes: stopped\nhermes: started", "supervisorctl restart hermes: %q", out)
+	after := b.asRoot("supervisorctl pid hermes")
+	mustf(t, after != before && after != "0", "hermes pid %s before the restart, %s after", before, after)
+	st := b.asRoot("supervisorctl status hermes")
+	mustf(t, strings.HasPrefix(st, "hermes") && strings.Contains(st, "RUNNING") && strings.Contains(st, "pid "+after+","), "supervisorctl status hermes: %q", st)
+	r := b.must(2*time.Minute, "status", "--json")
+	rep, err := health.Decode([]byte(r.Stdout))
+	mustf(t, err == nil, "status --json: %v", err)
+	found := false
+	for _, s := range rep.Services {
+		found = found || s.Name == "hermes" && s.State == health.ServiceRunning && strconv.Itoa(s.PID) == after
+	}
+	mustf(t, found, "hermes-box status does not show hermes RUNNING with pid %s: %+v", after, rep.Services)
+	t.Logf("supervisorctl restart hermes: pid %s -> %s; status: %s", before, after, st)
 }
 
 // checkLogs: the Hermes stand-in's log came through the relay.

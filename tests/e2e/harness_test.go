@@ -36,7 +36,11 @@ func newEnv(t *testing.T) *Env {
 	if os.Getenv("HERMES_BOX_E2E") != "1" {
 		t.Skip("end-to-end VM tests run only with HERMES_BOX_E2E=1 (make e2e)")
 	}
-	for _, tool := range []string{"qemu-system-x86_64", "qemu-img", "debootstrap", "mkfs.ext4", "go"} {
+	qemu := "qemu-system-x86_64"
+	if GuestArch() == "arm64" {
+		qemu = "qemu-system-aarch64"
+	}
+	for _, tool := range []string{qemu, "qemu-img", "debootstrap", "mkfs.ext4", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			prerequisite(t, "%s not found: install qemu-system-x86 debootstrap e2fsprogs", tool)
 		}
@@ -86,6 +90,17 @@ func phase(t *testing.T, name string, fn func()) {
 	t.Logf("phase %-28s %6.1f s", name, time.Since(start).Seconds())
 }
 
+// GuestArch is the guest's architecture: SMOLVM_QEMU_ARCH (make e2e-arm64
+// sets arm64, which the stand-in smolvm reads too), else amd64. The host
+// picks the agent by its own architecture, so the guest's agent is written
+// under the host's name (see newBox).
+func GuestArch() string {
+	if os.Getenv("SMOLVM_QEMU_ARCH") == "arm64" {
+		return "arm64"
+	}
+	return "amd64"
+}
+
 func (e *Env) buildBinaries() {
 	builds := []struct {
 		out, pkg string
@@ -102,7 +117,7 @@ func (e *Env) buildBinaries() {
 		cmd.Dir = e.Root
 		cmd.Env = os.Environ()
 		if b.static {
-			cmd.Env = append(cmd.Env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+			cmd.Env = append(cmd.Env, "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+GuestArch())
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e.t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
@@ -118,6 +133,7 @@ func (e *Env) buildImage() {
 		return
 	}
 	cmd := exec.CommandContext(e.t.Context(), filepath.Join(e.Root, "scripts", "build-e2e-image.sh"))
+	cmd.Env = append(os.Environ(), "E2E_ARCH="+GuestArch())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

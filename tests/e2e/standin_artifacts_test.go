@@ -58,7 +58,20 @@ func artifactPaths() []string {
 	return []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/codex/codex.tar.gz", "/node/SHASUMS256.txt", "/node/" + nodeName() + ".tar.gz"}
 }
 
-func nodeName() string { return fmt.Sprintf("node-v%d.0.0-linux-x64", pins.NodeMajor) }
+func nodeName() string {
+	if GuestArch() == "arm64" {
+		return fmt.Sprintf("node-v%d.0.0-linux-arm64", pins.NodeMajor)
+	}
+	return fmt.Sprintf("node-v%d.0.0-linux-x64", pins.NodeMajor)
+}
+
+// otherNode is another architecture's tarball name.
+func otherNode() string {
+	if GuestArch() == "arm64" {
+		return strings.Replace(nodeName(), "arm64", "x64", 1)
+	}
+	return strings.Replace(nodeName(), "x64", "arm64", 1)
+}
 
 // newArtifactServer builds the artifacts from tests/e2e/testdata/standin,
 // starts the server and writes pins.json and ca.pem into PinsDir.
@@ -111,8 +124,11 @@ func (a *artifactServer) build(t *testing.T, dir string) {
 	}
 	a.served["/hermes/install.sh"] = read("install.sh")
 	uvDir := "uv-x86_64-unknown-linux-gnu/"
+	if GuestArch() == "arm64" {
+		uvDir = "uv-aarch64-unknown-linux-gnu/"
+	}
 	a.served["/uv/uv.tar.gz"] = tarGz(t, []tarEntry{{uvDir, nil}, {uvDir + "uv", read("uv")}, {uvDir + "uvx", read("uv")}})
-	manifest, _ := json.Marshal(map[string]string{"version": pins.Codex.Version, "target": pins.CodexTarget(pins.AMD64), "entrypoint": "bin/codex"})
+	manifest, _ := json.Marshal(map[string]string{"version": pins.Codex.Version, "target": pins.CodexTarget(pins.Arch(GuestArch())), "entrypoint": "bin/codex"})
 	a.served["/codex/codex.tar.gz"] = tarGz(t, []tarEntry{{"codex-package.json", manifest}, {"bin/", nil}, {"bin/codex", read("codex")}})
 	nd := nodeName() + "/"
 	node := tarGz(t, []tarEntry{{nd, nil}, {nd + "bin/", nil}, {nd + "bin/node", read("node")},
@@ -121,7 +137,7 @@ func (a *artifactServer) build(t *testing.T, dir string) {
 	// The list also names another architecture's tarball, which must not be
 	// the one picked.
 	a.served["/node/SHASUMS256.txt"] = fmt.Appendf(nil, "%s  %s\n%s  %s\n",
-		digest([]byte("other")), strings.Replace(nodeName(), "x64", "arm64", 1)+".tar.gz", digest(node), nodeName()+".tar.gz")
+		digest([]byte("other")), otherNode()+".tar.gz", digest(node), nodeName()+".tar.gz")
 }
 
 func (a *artifactServer) serve(w http.ResponseWriter, r *http.Request) {

@@ -227,7 +227,45 @@ func (t *agent) provision(args []string) int {
 		t.fail("provision: %v", err)
 		return 1
 	}
+	if err := t.tools(); err != nil {
+		t.fail("provision: %v", err)
+		return 1
+	}
 	return 0
+}
+
+// standinTools are what provision installs that health's tool checks run:
+// each a script printing a version. The one named in <root>/.testagent/
+// broken-tool fails instead, as a half-provisioned box's would.
+var standinTools = []string{
+	"usr/local/bin/hermes", "usr/local/lib/hermes-agent/venv/bin/python", "usr/local/bin/node", "usr/local/bin/npm",
+	"usr/bin/tmux", "usr/bin/infocmp", "workspace/codex-home/bin/codex",
+}
+
+func (t *agent) tools() error {
+	broken := strings.TrimSpace(readFile(t.path("broken-tool")))
+	for _, name := range standinTools {
+		script := "#!/bin/sh\necho \"" + filepath.Base(name) + " stand-in 1.0\"\n"
+		if name == broken {
+			script = "#!/bin/sh\necho \"" + filepath.Base(name) + ": broken install\" >&2\nexit 1\n"
+		}
+		if err := writeExec(filepath.Join(t.root, name), script); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"usr/share/terminfo/t/tmux-256color", "usr/share/terminfo/x/xterm-256color"} {
+		if err := writeExec(filepath.Join(t.root, name), "terminfo"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeExec(p, body string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(body), 0o755)
 }
 
 // accounts adds the box's users to the root's passwd and group files, with

@@ -43,8 +43,10 @@ func write(t *testing.T, root, name, body string, mode os.FileMode) string {
 // accounts writes passwd and group with hermes as the test's own user.
 func accounts(t *testing.T, root string) {
 	t.Helper()
-	write(t, root, "etc/passwd", fmt.Sprintf("root:x:0:0::/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", os.Getuid(), os.Getgid()), 0o644)
-	write(t, root, "etc/group", fmt.Sprintf("hermes:x:%d:\n", os.Getgid()), 0o644)
+	u, g := os.Getuid(), os.Getgid()
+	write(t, root, "etc/passwd", fmt.Sprintf("root:x:0:0::/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n"+
+		"boxadmin:x:%d:%d::/home/boxadmin:/bin/bash\nsshd:x:100:65534::/run/sshd:/usr/sbin/nologin\n", u, g, u, g), 0o644)
+	write(t, root, "etc/group", fmt.Sprintf("hermes:x:%d:\nboxadmin:x:%d:\n", g, g), 0o644)
 }
 
 // tarball is a seed archive of entries (gzipped when gz), owned by the
@@ -81,11 +83,16 @@ func TestPrepareIsIdempotent(t *testing.T) {
 		tartest.Entry{Name: "work/hard", Type: tar.TypeLink, Link: "work/bin/run"},
 		tartest.Entry{Name: "hermes-home/config.yaml", Type: tar.TypeReg, Body: "a: 1\n"},
 	), 0o600)
-	if err := Prepare(t.Context(), Options{Root: root}); err != nil {
+	if err := Prepare(t.Context(), Options{Root: root, Hostname: fixedHost}); err != nil {
 		t.Fatal(err)
 	}
 	first := startupLog(t, root)
-	want := []string{"restore-wait skipped", "host-keys ok", "ownership-repair skipped", "tmp-modes ok", "run-dirs ok", "workspace-seed ok", "workspace-ownership skipped"}
+	want := []string{"restore-wait skipped", "stray-files skipped", "ownership-repair skipped", "accounts ok", "sudo-modes skipped",
+		"home-ownership skipped", "ssh-modes skipped", "hermes-home-link ok", "hosts ok", "host-keys ok", "tmp-modes ok", "run-dirs ok",
+		"workspace-seed ok", "workspace-ownership ok", "codex skipped"}
+	if len(first) != len(want) || len(Steps()) != len(want) {
+		t.Fatalf("startup log has %d lines for %d steps, want %d:\n%s", len(first), len(Steps()), len(want), strings.Join(first, "\n"))
+	}
 	for i, w := range want {
 		name, outcome, _ := strings.Cut(w, " ")
 		if !strings.Contains(first[i], "stage="+name+" "+outcome+":") {
@@ -112,12 +119,17 @@ func TestPrepareIsIdempotent(t *testing.T) {
 
 	// A second boot changes nothing.
 	os.WriteFile(filepath.Join(root, "workspace/work/mine"), []byte("user data"), 0o600)
-	if err := Prepare(t.Context(), Options{Root: root}); err != nil {
+	if err := Prepare(t.Context(), Options{Root: root, Hostname: fixedHost}); err != nil {
 		t.Fatal(err)
 	}
 	second := startupLog(t, root)[len(want):]
-	if !strings.Contains(second[5], "workspace-seed skipped: workspace already seeded from seed-7") {
-		t.Errorf("second seed: %q", second[5])
+	for i, line := range second {
+		if !strings.Contains(line, " skipped: ") && !strings.Contains(line, "stage=host-keys ok") && !strings.Contains(line, "stage=tmp-modes ok") && !strings.Contains(line, "stage=run-dirs ok") {
+			t.Errorf("second boot, line %d changed something: %q", i, line)
+		}
+	}
+	if !strings.Contains(second[12], "workspace-seed skipped: workspace already seeded from seed-7") {
+		t.Errorf("second seed: %q", second[12])
 	}
 	if keys2, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub")); !bytes.Equal(keys1, keys2) {
 		t.Error("host key changed on the second boot")
@@ -136,8 +148,6 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 		want    string
 		failed  bool
 	}{
-		{"used workspace", "s1\n", "", func(root string) { os.MkdirAll(filepath.Join(root, "workspace/work"), 0o755) }, "workspace is not empty", false},
-		{"other seed recorded", "s2\n", "", func(root string) { write(t, root, RestoredID, "s1\n", 0o600) }, "workspace holds seed s1", false},
 		{"bad id", "../x\n", "", nil, `bad seed id "../x\n"`, true},
 		{"two newlines", "s1\n\n", "", nil, "bad seed id", true},
 		{"escaping name", "s1\n", "../evil", nil, `entry "../evil": unsafe archive entry`, true},
@@ -282,5 +292,62 @@ func TestWorkspaceOwnershipChownsForeignTrees(t *testing.T) {
 	}
 	if uid, gid, _ := statOwner(t, f); uid != 1002 || gid != 1002 {
 		t.Fatalf("file owned by %d:%d", uid, gid)
+	}
+}
+
+func fixedHost() (string, error) { return "box", nil }
+
+func TestWorkspaceSeedByID(t *testing.T) {
+	root := t.TempDir()
+	seed := func(id, body string) {
+		write(t, root, SeedID, id+"\n", 0o644)
+		write(t, root, SeedArchive, tarball(t, true,
+			tartest.Entry{Name: "hermes-home/config.yaml", Type: tar.TypeReg, Body: body},
+			tartest.Entry{Name: "work/seeded", Type: tar.TypeReg, Body: body},
+		), 0o600)
+	}
+	run := func() (string, error) { return workspaceSeed(t.Context(), &Options{Root: root}) }
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, "workspace", name))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	seed("s1", "one")
+	if msg, err := run(); err != nil || !strings.Contains(msg, "seeded from s1") {
+		t.Fatalf("first seed: %q, %v", msg, err)
+	}
+	write(t, root, "workspace/work/mine", "user data", 0o600)
+	write(t, root, "workspace/stale", "from s1's time", 0o600)
+	// The same id is a no-op.
+	if _, err := run(); !errorsAsSkip(err, new(skipped)) {
+		t.Fatalf("same id: %v, want skipped", err)
+	}
+	if read("stale") != "from s1's time" {
+		t.Fatal("the same id changed the workspace")
+	}
+	// A different id replaces everything but work/.
+	seed("s2", "two")
+	msg, err := run()
+	if err != nil || !strings.Contains(msg, "reseeded from s2, replacing s1") || !strings.Contains(msg, "work/ kept") {
+		t.Fatalf("reseed: %q, %v", msg, err)
+	}
+	for name, want := range map[string]string{"hermes-home/config.yaml": "two", "work/mine": "user data", "work/seeded": "one"} {
+		if got := read(name); got != want {
+			t.Errorf("%s after the reseed: %q, want %q", name, got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, "workspace/stale")); err == nil {
+		t.Error("a top-level entry outside work/ survived the reseed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "s2\n" {
+		t.Errorf("restored id %q", b)
+	}
+	// A used workspace that never recorded a seed is seeded, work/ kept.
+	os.Remove(filepath.Join(root, RestoredID))
+	seed("s3", "three")
+	if msg, err := run(); err != nil || !strings.Contains(msg, "work/ kept") || read("work/mine") != "user data" || read("hermes-home/config.yaml") != "three" {
+		t.Fatalf("unrecorded workspace: %q, %v", msg, err)
 	}
 }

@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -28,6 +30,13 @@ const (
 	GatewayProgram = boxlayout.HermesService
 	// ServiceUser runs Hermes and Executor.
 	ServiceUser = boxlayout.ServiceUser
+	// ServiceUserID is its uid and gid.
+	ServiceUserID = 1002
+	// BoxAdmin is the relay's SSH login; BoxAdminID its uid and gid.
+	BoxAdmin   = "boxadmin"
+	BoxAdminID = 1001
+	// HermesVenv is Hermes' virtualenv, which Hermes owns.
+	HermesVenv = "/usr/local/lib/hermes-agent/venv"
 	// AgentPath is this agent in the box; the Executor launcher is one of
 	// its verbs.
 	AgentPath = boxlayout.AgentPath
@@ -43,17 +52,17 @@ const (
 
 // BoxOptions select the optional parts of the box's table.
 type BoxOptions struct {
-	ExecutorEnabled bool
+	ExecutorEnabled bool `json:"executorEnabled"`
 	// ExecutorHostPort is the host's published port, for the web base URL.
-	ExecutorHostPort int
+	ExecutorHostPort int `json:"executorHostPort,omitempty"`
 	// ExecutorImage is the pinned image reference; "" means the default pin.
-	ExecutorImage string
+	ExecutorImage string `json:"executorImage,omitempty"`
 	// GatewayExternalSupervisor runs `hermes gateway run` with
 	// --external-supervisor, for Hermes releases that have it: an in-chat
 	// /restart or /update then exits back to this supervisor (status 75,
 	// EX_TEMPFAIL, which autorestart "unexpected" restarts) instead of
 	// starting a detached gateway outside it.
-	GatewayExternalSupervisor bool
+	GatewayExternalSupervisor bool `json:"gatewayExternalSupervisor,omitempty"`
 }
 
 // HermesSourceMarker records the commit of the installed Hermes tree; the
@@ -76,6 +85,40 @@ func GatewayOptions(root string, o BoxOptions) BoxOptions {
 		o.GatewayExternalSupervisor = rel.ExternalSupervisor
 	}
 	return o
+}
+
+// BoxOptionsFile is where a running boot records its options (relative to
+// the root, on /run), so verbs started outside the machine's environment
+// (the relay's health) know what this boot runs.
+const BoxOptionsFile = "run/hermes-box/box-options.json"
+
+// WriteBoxOptions records o for this boot, the image resolved.
+func WriteBoxOptions(root string, o BoxOptions) error {
+	if o.ExecutorEnabled && o.ExecutorImage == "" {
+		o.ExecutorImage = pins.DefaultExecutorImage
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(root, BoxOptionsFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(p, append(b, '\n'), 0o644)
+}
+
+// ReadBoxOptions reads what the running boot recorded.
+func ReadBoxOptions(root string) (BoxOptions, error) {
+	var o BoxOptions
+	b, err := os.ReadFile(filepath.Join(root, BoxOptionsFile))
+	if err != nil {
+		return o, err
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return o, fmt.Errorf("/%s: %w", BoxOptionsFile, err)
+	}
+	return o, nil
 }
 
 func f(v float64) *float64 { return &v }

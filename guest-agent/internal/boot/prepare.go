@@ -38,6 +38,12 @@ type Options struct {
 	Poll time.Duration
 	// Now is the clock; time.Now by default.
 	Now func() time.Time
+	// Hostname is the machine's name; os.Hostname by default.
+	Hostname func() (string, error)
+	// InstallCodex installs Codex into the workspace on the first boot
+	// (the agent's cli wires provision's first-boot steps in); nil skips
+	// the step.
+	InstallCodex func(ctx context.Context, root string) (string, error)
 }
 
 func (o *Options) defaults() {
@@ -50,32 +56,58 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Hostname == nil {
+		o.Hostname = os.Hostname
+	}
 }
 
 func (o *Options) path(rel string) string { return filepath.Join(o.Root, rel) }
 
-// errSkipped marks a step that had nothing to do; its text says why.
+// skipped marks a step that had nothing to do; its text says why.
 type skipped string
 
 func (s skipped) Error() string { return string(s) }
+
+// Skipped is skipped for steps wired in from outside the package.
+func Skipped(why string) error { return skipped(why) }
+
+// codexInstall is the first-boot Codex step; what it does is
+// Options.InstallCodex.
+func codexInstall(ctx context.Context, o *Options) (string, error) {
+	if o.InstallCodex == nil {
+		return "", skipped("no Codex installer wired in")
+	}
+	return o.InstallCodex(ctx, o.Root)
+}
 
 // Step is one idempotent preparation step; Run returns what it did, or a
 // skipped error when there was nothing to do.
 type Step struct {
 	Name string
 	Run  func(ctx context.Context, o *Options) (string, error)
+	// Soft steps log a failure and let the boot go on (the next boot
+	// retries); health reports what they left undone.
+	Soft bool
 }
 
 // Steps are the per-boot preparation, in order.
 func Steps() []Step {
 	return []Step{
-		{"restore-wait", restoreWait},
-		{"host-keys", hostKeys},
-		{"ownership-repair", ownershipRepair},
-		{"tmp-modes", tmpModes},
-		{"run-dirs", runDirs},
-		{"workspace-seed", workspaceSeed},
-		{"workspace-ownership", workspaceOwnership},
+		{"restore-wait", restoreWait, false},
+		{"stray-files", strayFiles, false},
+		{"ownership-repair", ownershipRepair, false},
+		{"accounts", accountsRepair, false},
+		{"sudo-modes", sudoModes, false},
+		{"home-ownership", homeOwnership, false},
+		{"ssh-modes", sshModes, false},
+		{"hermes-home-link", hermesHomeLink, false},
+		{"hosts", hostsEntry, false},
+		{"host-keys", hostKeys, false},
+		{"tmp-modes", tmpModes, false},
+		{"run-dirs", runDirs, false},
+		{"workspace-seed", workspaceSeed, false},
+		{"workspace-ownership", workspaceOwnership, false},
+		{"codex", codexInstall, true},
 	}
 }
 
@@ -104,7 +136,7 @@ func Prepare(ctx context.Context, o Options) error {
 			outcome, msg = "failed", err.Error()
 		}
 		logLine(lf, o.Now(), s.Name, outcome, msg)
-		if err != nil {
+		if err != nil && !s.Soft {
 			return fmt.Errorf("boot step %s: %w", s.Name, err)
 		}
 	}
@@ -150,12 +182,15 @@ func hostKeys(_ context.Context, o *Options) (string, error) {
 	return "host keys: " + strings.Join(fps, ", "), nil
 }
 
-// tmpModes makes /tmp and /var/tmp world-writable and sticky.
+// tmpModes makes /tmp and /var/tmp root's, world-writable and sticky.
 func tmpModes(_ context.Context, o *Options) (string, error) {
 	for _, d := range []string{"tmp", "var/tmp"} {
 		p := o.path(d)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return "", fmt.Errorf("creating /%s: %w", d, err)
+		}
+		if err := os.Lchown(p, 0, 0); err != nil && os.Geteuid() == 0 {
+			return "", fmt.Errorf("chowning /%s: %w", d, err)
 		}
 		if err := os.Chmod(p, os.ModeSticky|0o777); err != nil {
 			return "", fmt.Errorf("setting the mode of /%s: %w", d, err)
@@ -195,6 +230,15 @@ func workspaceOwnership(_ context.Context, o *Options) (string, error) {
 		}
 	}
 	var fixed []string
+	// The workspace's top is hermes' 0750 (a remapped pack leaves it the
+	// host's, which locks hermes out of everything below).
+	changed, err := ensureOwnerMode(o.path(Workspace), u.UID, u.GID, 0o750)
+	if err != nil {
+		return "", err
+	}
+	if changed {
+		fixed = append(fixed, Workspace)
+	}
 	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, boxlayout.CodexHome} {
 		n, err := chownTree(o.path(tree), u.UID, u.GID)
 		if err != nil {

@@ -46,6 +46,9 @@ func Run(ctx context.Context, c Config) error {
 		}
 		t := BoxTable(GatewayOptions(c.Root, bo))
 		table = &t
+		if err := WriteBoxOptions(c.Root, bo); err != nil {
+			return fmt.Errorf("recording the box's options: %w", err)
+		}
 	}
 	programs, err := table.Resolve(c.Root)
 	if err != nil {

@@ -23,11 +23,13 @@ var seedIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // entries are moved into the workspace.
 const seedStaging = ".hermes-box-seed-"
 
-// workspaceSeed fills a new workspace from the seed archive packed into the
-// image (workspace-seed.tar, plain or gzip, with its id beside it). A
-// workspace is new when it has never been seeded and holds nothing; a used
-// workspace is never wiped. The id is recorded last, so an interrupted seed
-// is redone on the next boot.
+// workspaceSeed applies the seed archive packed into the image
+// (workspace-seed.tar, plain or gzip, with its id beside it) by id, as the
+// reference's workspace-seed script does: when the id recorded in the
+// workspace differs (or none is), every top-level entry of the workspace
+// is replaced by the seed's, except the user's work/, which is never
+// touched once it exists; the same id is a no-op. The id is recorded last,
+// so an interrupted seed is redone on the next boot.
 func workspaceSeed(ctx context.Context, o *Options) (string, error) {
 	idBytes, err := os.ReadFile(o.path(SeedID))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -40,31 +42,32 @@ func workspaceSeed(ctx context.Context, o *Options) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("/%s: %w", SeedID, err)
 	}
+	prev := ""
 	if cur, err := os.ReadFile(o.path(RestoredID)); err == nil {
-		if strings.TrimSpace(string(cur)) == id {
+		prev = strings.TrimSpace(string(cur))
+		if prev == id {
 			return "", skipped("workspace already seeded from " + id)
 		}
-		return "", skipped(fmt.Sprintf("workspace holds seed %s; seed %s not applied to a used workspace", strings.TrimSpace(string(cur)), id))
 	}
 	ws := o.path(Workspace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", err
 	}
-	empty, err := workspaceIsNew(ws)
-	if err != nil {
-		return "", err
-	}
-	if !empty {
-		return "", skipped("workspace is not empty; not seeding it")
-	}
-	n, err := extractSeed(ctx, o.path(SeedArchive), ws)
+	n, kept, err := extractSeed(ctx, o.path(SeedArchive), ws)
 	if err != nil {
 		return "", fmt.Errorf("seeding the workspace from /%s: %w", SeedArchive, err)
 	}
 	if err := atomicfile.Write(o.path(RestoredID), []byte(id+"\n"), 0o600); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("workspace seeded from %s (%d entries)", id, n), nil
+	msg := fmt.Sprintf("workspace seeded from %s (%d entries)", id, n)
+	if prev != "" {
+		msg = fmt.Sprintf("workspace reseeded from %s, replacing %s (%d entries)", id, prev, n)
+	}
+	if kept {
+		msg += "; work/ kept as it was"
+	}
+	return msg, nil
 }
 
 // parseSeedID accepts an id followed by exactly one newline.
@@ -83,58 +86,87 @@ func truncate(s string) string {
 	return s
 }
 
-// workspaceIsNew reports whether ws holds nothing but lost+found and stale
-// staging directories (which it removes).
-func workspaceIsNew(ws string) (bool, error) {
-	ents, err := os.ReadDir(ws)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range ents {
-		switch {
-		case e.Name() == "lost+found":
-		case strings.HasPrefix(e.Name(), seedStaging):
-			if err := os.RemoveAll(filepath.Join(ws, e.Name())); err != nil {
-				return false, err
-			}
-		default:
-			return false, nil
-		}
-	}
-	return true, nil
-}
+// keepOnReseed are the workspace's top-level entries a seed never replaces.
+var keepOnReseed = map[string]bool{"lost+found": true, "work": true}
 
 // extractSeed unpacks the archive into a staging directory inside ws, then
-// moves its top-level entries into ws.
-func extractSeed(ctx context.Context, archive, ws string) (int, error) {
+// replaces ws's top-level entries with the staged ones, keeping work/ and
+// lost+found; stale staging directories of an interrupted seed go first.
+// It returns the entry count and whether an existing work/ was kept.
+func extractSeed(ctx context.Context, archive, ws string) (int, bool, error) {
+	if err := removeStaging(ws); err != nil {
+		return 0, false, err
+	}
 	f, err := os.Open(archive)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	staging, err := os.MkdirTemp(ws, seedStaging)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer os.RemoveAll(staging)
 	r, err := maybeGunzip(f)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	n, err := untar(ctx, r, staging)
 	if err != nil {
-		return n, err
+		return n, false, err
 	}
-	ents, err := os.ReadDir(staging)
+	kept, err := replaceTop(ws, staging)
+	return n, kept, err
+}
+
+func removeStaging(ws string) error {
+	ents, err := os.ReadDir(ws)
 	if err != nil {
-		return n, err
+		return err
 	}
 	for _, e := range ents {
-		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(ws, e.Name())); err != nil {
-			return n, err
+		if strings.HasPrefix(e.Name(), seedStaging) {
+			if err := os.RemoveAll(filepath.Join(ws, e.Name())); err != nil {
+				return err
+			}
 		}
 	}
-	return n, nil
+	return nil
+}
+
+// replaceTop removes ws's top-level entries (but the kept ones and the
+// staging directory) and moves staging's entries in.
+func replaceTop(ws, staging string) (bool, error) {
+	ents, err := os.ReadDir(ws)
+	if err != nil {
+		return false, err
+	}
+	kept := false
+	for _, e := range ents {
+		name := e.Name()
+		if keepOnReseed[name] || filepath.Join(ws, name) == staging {
+			kept = kept || name == "work"
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(ws, name)); err != nil {
+			return kept, err
+		}
+	}
+	staged, err := os.ReadDir(staging)
+	if err != nil {
+		return kept, err
+	}
+	for _, e := range staged {
+		if keepOnReseed[e.Name()] {
+			if _, err := os.Lstat(filepath.Join(ws, e.Name())); err == nil {
+				continue
+			}
+		}
+		if err := os.Rename(filepath.Join(staging, e.Name()), filepath.Join(ws, e.Name())); err != nil {
+			return kept, err
+		}
+	}
+	return kept, nil
 }
 
 func maybeGunzip(r io.Reader) (io.Reader, error) {

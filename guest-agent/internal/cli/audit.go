@@ -14,8 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
-func init() { register(auditVerb) }
-
 var auditVerb = verb{
 	name:    "audit",
 	summary: "verify, show or print the approval gate's hash-chained audit log (verify|show [--json], raw)",

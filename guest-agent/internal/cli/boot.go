@@ -8,12 +8,9 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 )
 
-func init() { register(bootVerb) }
-
 var bootVerb = verb{
 	name:    "boot",
 	summary: "prepare the box and supervise its services until SIGTERM (the entrypoint)",
-	relay:   false,
 	run:     runBoot,
 }
 
@@ -23,7 +20,9 @@ func runBoot(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
-	cfg := boot.Config{Options: boot.Options{Root: e.root}, Logger: e.log}
+	cfg := boot.Config{Options: boot.Options{Root: e.root, InstallCodex: func(ctx context.Context, root string) (string, error) {
+		return installCodex(ctx, root, nil)
+	}}, Logger: e.log}
 	if *tableFile != "" {
 		b, err := os.ReadFile(*tableFile)
 		if err != nil {

@@ -1,4 +1,4 @@
-// Package cli is the agent's command line: a small table of verbs parsed
+// Package cli is the agent's command line: one table of verbs (verbs.go) parsed
 // with the standard flag package, so the static binary stays lean. The same
 // table serves the relay, which dispatches an allow-listed subset in-process.
 package cli
@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -41,7 +40,8 @@ type env struct {
 type verb struct {
 	name    string
 	summary string
-	// relay marks verbs the host may call through the relay.
+	// relay marks verbs the host may call through the relay; only the
+	// table in verbs.go sets it.
 	relay bool
 	run   func(ctx context.Context, e *env, args []string) error
 }
@@ -62,19 +62,17 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 }
 
-// verbs is the table of every verb; each verb's file registers itself.
-var verbs = map[string]verb{}
-
-// register adds a verb to the table; called from the init of each verb's file.
-func register(v verb) {
-	if _, dup := verbs[v.name]; dup {
-		panic("duplicate agent verb " + v.name)
-	}
-	verbs[v.name] = v
-}
-
 // Run parses args and runs one verb, returning the process exit status.
 func Run(ctx context.Context, args []string, stdio Stdio) int {
+	return RunAs(ctx, "hermes-box-agent", args, stdio)
+}
+
+// RunAs is Run for the binary invoked under name (argv[0]'s base name):
+// as supervisorctl, the agent is its supervisorctl verb.
+func RunAs(ctx context.Context, name string, args []string, stdio Stdio) int {
+	if name == SupervisorctlName {
+		args = append([]string{SupervisorctlName}, args...)
+	}
 	fs := flag.NewFlagSet("hermes-box-agent", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	root := fs.String("root", "/", "file system root to work on (tests)")
@@ -98,7 +96,7 @@ func dispatch(ctx context.Context, e *env, argv []string, fromRelay bool) error 
 		printUsage(e.Err)
 		return usageError("no verb given")
 	}
-	v, ok := verbs[argv[0]]
+	v, ok := lookup(argv[0])
 	if !ok || (fromRelay && !v.relay) {
 		if fromRelay {
 			return usageError("verb %q is not allowed through the relay", argv[0])
@@ -158,13 +156,8 @@ func writeJSON(w io.Writer, v any) error {
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: hermes-box-agent [--root DIR] VERB [ARGS]")
-	names := make([]string, 0, len(verbs))
-	for n := range verbs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, verbs[n].summary)
+	for _, v := range Verbs() {
+		fmt.Fprintf(w, "  %-13s %s\n", v.name, v.summary)
 	}
 }
 

@@ -109,7 +109,8 @@ func TestUsage(t *testing.T) {
 // Every verb's --help (and -h) prints its usage and exits 0 without an
 // error event.
 func TestEveryVerbHelp(t *testing.T) {
-	for name := range verbs {
+	for _, v := range Verbs() {
+		name := v.name
 		for _, flag := range []string{"--help", "-h"} {
 			t.Run(name+flag, func(t *testing.T) {
 				code, _, errs := run(t, "", "--root", t.TempDir(), name, flag)

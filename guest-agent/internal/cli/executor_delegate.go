@@ -26,14 +26,11 @@ const OCIHelperName = boxlayout.OCIHelperName
 // the helper.
 var ExecutorInProcess verbenv.Func
 
-func init() { register(executorDelegateVerb) }
-
 const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
 
-var executorDelegateVerb = verb{
+var executorVerb = verb{
 	name:    "executor",
 	summary: executorDelegateSummary,
-	relay:   true,
 	run:     runExecutorDelegate,
 }
 

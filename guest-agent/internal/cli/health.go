@@ -18,18 +18,16 @@ import (
 // started is when this agent process started.
 var started = time.Now()
 
-func init() { register(healthVerb) }
-
 var healthVerb = verb{
 	name:    "health",
 	summary: "report the box's health (--json for the versioned report)",
-	relay:   true,
 	run:     runHealth,
 }
 
 func runHealth(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "health", "[--json] [--workspace PATH]")
+	fs := newFlags(e, "health", "[--json] [--deep] [--workspace PATH]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	deep := fs.Bool("deep", false, "also run the installed tools (hermes, python, node, npm, tmux, infocmp, codex), as init's readiness does")
 	workspace := fs.String("workspace", "", "workspace path (default <root>/workspace)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
@@ -40,6 +38,7 @@ func runHealth(ctx context.Context, e *env, args []string) error {
 	report := probe.Collect(probe.Options{Workspace: *workspace, Version: buildinfo.Version, Started: started})
 	addServiceHealth(ctx, e, report)
 	addGateHealth(ctx, e, report)
+	addToolHealth(ctx, e, report, *deep)
 	if *asJSON {
 		enc := json.NewEncoder(e.Out)
 		enc.SetIndent("", "  ")

@@ -8,12 +8,9 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hostkeys"
 )
 
-func init() { register(hostkeysVerb) }
-
 var hostkeysVerb = verb{
 	name:    "hostkeys",
 	summary: "create missing SSH host keys and print their fingerprints as JSON",
-	relay:   false,
 	run: func(ctx context.Context, e *env, args []string) error {
 		fs := newFlags(e, "hostkeys", "")
 		if err := parseFlags(fs, args, 0); err != nil {

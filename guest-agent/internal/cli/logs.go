@@ -16,12 +16,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
-func init() { register(logsVerb) }
-
 var logsVerb = verb{
 	name:    "logs",
 	summary: "NAME [-n N] [-f]: print (and follow) a service's log",
-	relay:   true,
 	run:     runLogs,
 }
 

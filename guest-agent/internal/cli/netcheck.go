@@ -10,12 +10,9 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/netcheck"
 )
 
-func init() { register(netcheckVerb) }
-
 var netcheckVerb = verb{
 	name:    "netcheck",
 	summary: "check the default IPv4 route and IPv4 DNS for the package host (JSON; exit 1 when not ready)",
-	relay:   false,
 	run:     runNetcheck,
 }
 

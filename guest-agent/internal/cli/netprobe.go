@@ -12,12 +12,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
-func init() { register(netprobeVerb) }
-
 var netprobeVerb = verb{
 	name:    "netprobe",
 	summary: "prove the network mode: read a plan (JSON) on stdin, print the probes (JSON); exit 1 when one contradicts the mode",
-	relay:   true,
 	run:     runNetprobe,
 }
 

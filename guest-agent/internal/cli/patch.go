@@ -17,8 +17,6 @@ import (
 // hermesSourceDir is where the installer puts Hermes, relative to the root.
 const hermesSourceDir = "usr/local/lib/hermes-agent"
 
-func init() { register(patchVerb) }
-
 var patchVerb = verb{
 	name:    "patch",
 	summary: "put the approval gate into the Hermes tree (hermes [--root DIR] [--commit SHA]), or --check DIR: the version, its gate mechanism, and everything that mechanism relies on",

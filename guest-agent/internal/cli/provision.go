@@ -12,12 +12,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-func init() { register(provisionVerb) }
-
 var provisionVerb = verb{
 	name:    "provision",
 	summary: "turn this Ubuntu builder into a Hermes Box image (--dry-run lists the changes)",
-	relay:   false,
 	run:     runProvision,
 }
 
@@ -46,6 +43,13 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	}
 	if !tp.SkipGate {
 		cfg.Gate = newGatePatcher()
+	}
+	if tp.CAFile != "" {
+		// Recorded with the Codex pin: the first boot fetches from the
+		// same test server.
+		if cfg.TestCAPEM, err = os.ReadFile(tp.CAFile); err != nil {
+			return fmt.Errorf("test pins: reading caFile: %w", err)
+		}
 	}
 	if *keys != "" {
 		if cfg.AuthorizedKeys, err = os.ReadFile(*keys); err != nil {

@@ -8,8 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(relayVerb) }
-
 var relayVerb = verb{
 	name:    "relay",
 	summary: "read one protocol request on stdin and run its verb (the host's entry point)",

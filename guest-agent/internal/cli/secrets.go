@@ -14,12 +14,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(secretsVerb) }
-
 var secretsVerb = verb{
 	name:    "secrets",
 	summary: "set: read the mapped secrets on stdin, keep them on tmpfs, restart the Hermes gateway with them",
-	relay:   true,
 	run:     runSecrets,
 }
 

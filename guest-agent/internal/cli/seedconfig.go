@@ -9,8 +9,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-func init() { register(seedConfigVerb) }
-
 var seedConfigVerb = verb{
 	name:    "seed-config",
 	summary: "set the approval gate's settings (for the pinned Hermes's mechanism), security and terminal backend in Hermes' config.yaml, keeping the rest",

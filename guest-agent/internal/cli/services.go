@@ -9,12 +9,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(servicesVerb) }
-
 var servicesVerb = verb{
 	name:    "services",
 	summary: "status [--json] | start|stop|restart NAME|all: the supervised services",
-	relay:   true,
 	run:     runServices,
 }
 

@@ -8,12 +8,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(snapshotVerb) }
-
 var snapshotVerb = verb{
 	name:    "snapshot",
 	summary: "write rootfs|workspace: a gzip tar on stdout; apply: restore the parts framed on stdin",
-	relay:   true,
 	run:     runSnapshot,
 }
 

@@ -9,12 +9,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-func init() { register(versionVerb) }
-
 var versionVerb = verb{
 	name:    "version",
 	summary: "print the agent's version",
-	relay:   true,
 	run: func(ctx context.Context, e *env, args []string) error {
 		fs := newFlags(e, "version", "")
 		if err := parseFlags(fs, args, 0); err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	ispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs/tarfstest"
 )
 
 // benchImage is the ~300 MB three-layer image the extraction benchmark
@@ -132,6 +134,7 @@ func setupBenchImage(b *testing.B) {
 // like Executor's is tarfs' BenchmarkUnpackRealShaped.
 func BenchmarkExtractSyntheticHalfRandom(b *testing.B) {
 	setupBenchImage(b)
+	checkSyntheticExtraction(b)
 	b.Run("agent", func(b *testing.B) {
 		b.SetBytes(benchImage.bytes)
 		for b.Loop() {
@@ -160,6 +163,40 @@ func BenchmarkExtractSyntheticHalfRandom(b *testing.B) {
 			}
 		}
 	})
+}
+
+// checkSyntheticExtraction checks what the benchmark measures: the agent's
+// tree equals GNU tar's extraction of the same layers with their whiteouts
+// applied (content, modes, links, times).
+func checkSyntheticExtraction(b *testing.B) {
+	tarBin, err := exec.LookPath("tar")
+	if err != nil {
+		return // the gnu-tar sub-benchmark says so
+	}
+	layout := filepath.Join(benchImage.dir, "layout")
+	got, want := filepath.Join(b.TempDir(), "agent"), filepath.Join(b.TempDir(), "tar")
+	var blobs []string
+	for _, l := range benchImage.layers {
+		p, err := blobPath(layout, string(l.Digest))
+		if err != nil {
+			b.Fatal(err)
+		}
+		blobs = append(blobs, p)
+	}
+	for _, d := range []string{got, want} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := Extract(b.Context(), layout, benchImage.layers, got, ExtractOptions{UID: -1, GID: -1}); err != nil {
+		b.Fatal(err)
+	}
+	if err := tarfstest.TarReference(b.Context(), tarBin, blobs, want); err != nil {
+		b.Fatal(err)
+	}
+	if err := tarfstest.CompareTrees(got, want); err != nil {
+		b.Fatalf("the agent's extraction differs from GNU tar's: %v", err)
+	}
 }
 
 // benchDest returns a fresh destination, removed outside the timed region.

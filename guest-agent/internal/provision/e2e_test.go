@@ -83,7 +83,6 @@ func checkOrder(t *testing.T, f *fixture) {
 		{"GET /node/latest-v24.x/SHASUMS256.txt", "GET /node/latest-v24.x/" + nodeTarball, "event node: " + nodeTarball + " verified", "event node: installed " + nodeTarball},
 		{"GET /uv/uv.tar.gz", "event uv: uv 0.11.21 verified", "run " + filepath.Join(f.root, "workspace/hermes-home/bin/uv") + " --version"},
 		{"GET /hermes/install.sh", "event hermes: Hermes installer verified", "--stage repository", "event hermes: installer stage complete done"},
-		{"GET /codex/codex.tar.gz", "event codex: codex 0.141.0-aarch64-unknown-linux-musl verified", "event codex: installed codex"},
 		// Nothing is downloaded before the system's packages are in.
 		{"run apt-get install", "GET /node/latest-v24.x/SHASUMS256.txt"},
 	}
@@ -99,7 +98,11 @@ func checkOrder(t *testing.T, f *fixture) {
 		}
 	}
 	// Each artifact was fetched exactly once.
-	for _, get := range []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/codex/codex.tar.gz", "/node/latest-v24.x/" + nodeTarball} {
+	// Codex is the first boot's (FirstBootSteps), never provisioning's.
+	if i := f.tl.index("GET /codex/codex.tar.gz"); i >= 0 {
+		t.Errorf("provisioning fetched Codex (timeline line %d); the first boot installs it", i)
+	}
+	for _, get := range []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/node/latest-v24.x/" + nodeTarball} {
 		n := 0
 		for _, l := range f.tl.snapshot() {
 			if l == "GET "+get {
@@ -209,9 +212,13 @@ func checkSeedArchive(t *testing.T, f *fixture) {
 		{"./", 0o750, hermesID, ""},
 		{"./hermes-home/", 0o700, hermesID, ""},
 		{"./hermes-home/bin/uv", 0o755, hermesID, ""},
-		{"./codex-home/config.toml", 0o600, hermesID, ""},
-		{"./codex-home/packages/standalone/current", 0o777, hermesID, "releases/0.141.0-aarch64-unknown-linux-musl"},
+		{"./codex-home/", 0o700, hermesID, ""},
 		{"./.hermes-box-snapshot-id", 0o600, 0, ""},
+	}
+	for name := range got {
+		if strings.HasPrefix(name, "./codex-home/packages") || name == "./codex-home/config.toml" {
+			t.Errorf("the seed carries %s; Codex is installed on the first boot", name)
+		}
 	}
 	for _, c := range checks {
 		h := got[c.name]
@@ -269,36 +276,94 @@ func checkProductionPins(t *testing.T) {
 
 func TestProvisionStopsAtTheFirstFailureAndResumes(t *testing.T) {
 	f, cfg := e2eFixture(t)
-	good := f.served["/codex/codex.tar.gz"]
-	f.served["/codex/codex.tar.gz"] = []byte("tampered package")
+	// The smoke checks fail: a terminfo entry is missing.
+	f.runner.handlers["infocmp"] = func(Command) (Output, error) {
+		return Output{Stderr: []byte("infocmp: couldn't open terminfo file")}, errors.New("exit status 1")
+	}
 	p := f.provisioner(cfg)
 	rep, err := p.Run(t.Context())
 	var se *StepError
-	if !errors.As(err, &se) || se.Step != "codex" || !errors.Is(err, download.ErrDigestMismatch) {
-		t.Fatalf("got %v; want step codex failing on the digest", err)
+	if !errors.As(err, &se) || se.Step != "smoke" || !strings.Contains(err.Error(), "smoke check") {
+		t.Fatalf("got %v; want step smoke failing", err)
 	}
-	if last := rep.Steps[len(rep.Steps)-1]; last.Name != "codex" {
+	if last := rep.Steps[len(rep.Steps)-1]; last.Name != "smoke" {
 		t.Fatalf("the run went on to %s", last.Name)
 	}
-	for _, never := range []string{"workspace/codex-home/packages/standalone/current", "workspace/codex-home/bin/codex", "workspace/codex-home/config.toml", "var/lib/hermes-box/workspace-seed.tar"} {
+	for _, never := range []string{"var/lib/hermes-box/smoke-passed", "var/lib/hermes-box/workspace-seed.tar"} {
 		if exists(filepath.Join(f.root, never)) {
 			t.Errorf("%s exists after the failed run", never)
 		}
 	}
 	ran := len(f.runner.commands())
-	f.served["/codex/codex.tar.gz"] = good
+	delete(f.runner.handlers, "infocmp")
 	rep, err = p.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range rep.Steps {
-		if s.State == stateChanged && s.Name != "codex" && !slices.Contains([]string{"codex-config", "hermes-env", "cleanup", "smoke", "workspace-seed", "finalize"}, s.Name) {
+		if s.State == stateChanged && !slices.Contains([]string{"smoke", "workspace-seed", "finalize"}, s.Name) {
 			t.Errorf("the resumed run redid step %s", s.Name)
 		}
 	}
 	for _, l := range f.runner.lines()[ran:] {
 		if strings.Contains(l, "apt-get") || strings.Contains(l, "--stage") {
 			t.Errorf("the resumed run repeated %q", l)
+		}
+	}
+}
+
+// TestFirstBootCodex: provisioning records the Codex pin in the image; the
+// first boot's steps install the verified package from it (a tampered one
+// is refused with nothing installed), lay it out as `codex update` keeps
+// it, seed config.toml only when there is none, and run no command.
+func TestFirstBootCodex(t *testing.T) {
+	f, cfg := e2eFixture(t)
+	if _, err := f.provisioner(cfg, "codex-pin").Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pin, err := ReadCodexPin(f.root)
+	if err != nil || pin.Archive != cfg.Pins.Codex || pin.Target != "aarch64-unknown-linux-musl" {
+		t.Fatalf("pin %+v, %v", pin, err)
+	}
+	good := f.served["/codex/codex.tar.gz"]
+	f.served["/codex/codex.tar.gz"] = []byte("tampered package")
+	first := func() (Report, error) {
+		p, err := NewFirstBoot(Config{Root: f.root, Owner: f.owner, Fetcher: cfg.Fetcher, Events: cfg.Events}, pin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Run(t.Context())
+	}
+	_, err = first()
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "codex" || !errors.Is(err, download.ErrDigestMismatch) {
+		t.Fatalf("got %v; want step codex failing on the digest", err)
+	}
+	for _, never := range []string{"workspace/codex-home/packages/standalone/current", "workspace/codex-home/bin/codex", "workspace/codex-home/config.toml"} {
+		if exists(filepath.Join(f.root, never)) {
+			t.Errorf("%s exists after the refused package", never)
+		}
+	}
+	f.served["/codex/codex.tar.gz"] = good
+	if rep, err := first(); err != nil || rep.Changed != 2 {
+		t.Fatalf("first boot: %+v, %v", rep, err)
+	}
+	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
+	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
+	f.wantFile("/workspace/codex-home/config.toml", nil, 0o600, hermesID, hermesID)
+	// The user's configuration survives later boots.
+	if err := os.WriteFile(filepath.Join(f.root, "workspace/codex-home/config.toml"), []byte("model = \"mine\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := first(); err != nil || rep.Changed != 0 {
+		t.Fatalf("second boot: %+v, %v", rep, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "workspace/codex-home/config.toml")); string(b) != "model = \"mine\"\n" {
+		t.Errorf("config.toml after a later boot: %q", b)
+	}
+	for _, l := range f.runner.lines() {
+		if strings.Contains(l, "codex") {
+			t.Errorf("the first boot ran a command: %s", l)
 		}
 	}
 }

@@ -412,7 +412,8 @@ func (f *fixture) provisioner(cfg Config, names ...string) *Provisioner {
 	}
 	if len(names) > 0 {
 		var keep []Step
-		for _, s := range p.steps {
+		// The first boot's steps are runnable by name too.
+		for _, s := range append(p.steps, FirstBootSteps()...) {
 			for _, n := range names {
 				if s.Name == n {
 					keep = append(keep, s)

@@ -69,6 +69,9 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Now stamps the workspace seed id; nil is time.Now.
 	Now func() time.Time
+	// TestCAPEM is a test server's certificate authority, recorded with the
+	// Codex pin for the first boot; only test pins set it.
+	TestCAPEM []byte
 }
 
 // Provisioner runs the steps of one Config.

@@ -522,13 +522,17 @@ var loginShellFiles = []file{
 	{Path: "/etc/tmux.conf", Data: asset("tmux.conf"), Mode: 0o644},
 }
 
+// inBoxLinks make the agent answer as supervisorctl inside the box (`sudo
+// supervisorctl restart hermes`), as the reference's supervisord did.
+var inBoxLinks = []link{{Path: "/usr/local/bin/supervisorctl", Target: "/usr/local/sbin/hermes-box-agent"}}
+
 func checkLoginShell(_ context.Context, p *Provisioner) (Status, error) {
-	s, err := p.collect(nil, loginShellFiles, nil)
+	s, err := p.collect(nil, loginShellFiles, inBoxLinks)
 	return Status{Pending: s}, err
 }
 
 func applyLoginShell(_ context.Context, p *Provisioner) error {
-	return p.put(nil, loginShellFiles, nil)
+	return p.put(nil, loginShellFiles, inBoxLinks)
 }
 
 // The workspace layout.

@@ -327,12 +327,5 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 
 var codexConfig = file{Path: codexHome + "/config.toml", Data: asset("codex-config.toml"), Mode: 0o600, UID: hermesID, GID: hermesID}
 
-func checkCodexConfig(_ context.Context, p *Provisioner) (Status, error) {
-	s, err := p.fileStatus(codexConfig)
-	return Status{Pending: s}, err
-}
-
-func applyCodexConfig(_ context.Context, p *Provisioner) error { return p.writeFile(codexConfig) }
-
 // errNotInstalled marks a post-condition an installer did not meet.
 var errNotInstalled = errors.New("not installed")

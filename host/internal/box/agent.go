@@ -178,12 +178,22 @@ func (b *Box) execRelay(machine string) *relay.Exec {
 // services status, executor status).
 const maxVerbResult = 1 << 20
 
-// health asks the agent for its report.
+// health asks the agent for its report (the cheap checks, as status shows).
 func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
+	return b.healthReport(ctx, tr, false)
+}
+
+// healthReport asks the agent for its report; deep also runs the
+// installed tools (hermes, the messaging extra, node, npm, tmux, codex).
+func (b *Box) healthReport(ctx context.Context, tr relay.Transport, deep bool) (*health.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
 	out := bounded.NewBuffer(maxVerbResult, "the agent's health report")
-	if err := b.call(ctx, tr, []string{"health", "--json"}, nil, out); err != nil {
+	argv := []string{"health", "--json"}
+	if deep {
+		argv = append(argv, "--deep")
+	}
+	if err := b.call(ctx, tr, argv, nil, out); err != nil {
 		return nil, err
 	}
 	return health.Decode(out.Bytes())

@@ -23,7 +23,7 @@ func (b *Box) refreshDiscovery(ctx context.Context, tr relay.Transport) error {
 	done := b.ui.Step("discovery", "Hermes' MCP discovery of Executor's tools")
 	restarted, err := b.askRefresh(ctx, tr)
 	if err == nil && restarted {
-		err = b.waitHealthy(ctx, tr)
+		err = b.waitRunning(ctx, tr)
 	}
 	done(err)
 	return err

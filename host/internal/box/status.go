@@ -65,8 +65,17 @@ type Summary struct {
 }
 
 // Status gathers the machine state, the listener check and, when the box
-// runs, the agent's report.
+// runs, the agent's report. The agent is asked at once, while smolvm is
+// (the SSH handshake and sshd's session start are most of a status's time,
+// the smolvm call and the listener check most of the rest); its answer is
+// used only when the machine runs, and the call is cancelled otherwise.
+// The pinned host key is checked before anything is sent, so an early dial
+// to a port that is not the box's reveals nothing.
 func (b *Box) Status(ctx context.Context) (*Status, error) {
+	actx, cancel := context.WithCancel(ctx)
+	agent := make(chan agentAnswer, 1)
+	go func() { agent <- b.agentHealth(actx) }()
+	defer func() { cancel(); <-agent }()
 	now := time.Now().UTC()
 	st := &Status{Machine: json.RawMessage("null"), Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
 		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
@@ -98,7 +107,9 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 			msg = lerr.Error()
 		}
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
-		b.mergeAgentHealth(ctx, st)
+		a := <-agent
+		agent <- a // for the deferred receive
+		mergeAgentHealth(st, a)
 	}
 	st.Network = b.networkStatus()
 	st.Summarize()
@@ -130,21 +141,41 @@ func (b *Box) summary(m smolvm.Machine, st *Status) Summary {
 	return s
 }
 
-// mergeAgentHealth adds the agent's report over the SSH relay.
-func (b *Box) mergeAgentHealth(ctx context.Context, st *Status) {
+// agentAnswer is the agent's report or why there is none.
+type agentAnswer struct {
+	report *health.Report
+	err    error
+	audit  *health.Check // the host's check of the audit chain
+}
+
+// agentHealth asks the agent for its report over the SSH relay.
+func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 	tr, err := b.sshRelay()
-	var r *health.Report
-	if err == nil {
-		r, err = b.health(ctx, tr)
-	}
 	if err != nil {
-		st.HealthError = err.Error()
-		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+err.Error(), st.Time)
+		return agentAnswer{err: err}
+	}
+	r, err := b.health(ctx, tr)
+	if err != nil {
+		return agentAnswer{err: err}
+	}
+	// Every status records the audit chain's head.
+	audit := b.anchorAudit(ctx, tr, time.Now().UTC())
+	return agentAnswer{report: r, audit: &audit}
+}
+
+// mergeAgentHealth adds the agent's report to st, the host's checks over
+// the agent's.
+func mergeAgentHealth(st *Status, a agentAnswer) {
+	if a.err != nil {
+		st.HealthError = a.err.Error()
+		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+a.err.Error(), st.Time)
 		return
 	}
 	host := st.Checks
-	host[checkAudit] = b.anchorAudit(ctx, tr, st.Time)
-	st.Report = *r
+	if a.audit != nil {
+		host[checkAudit] = *a.audit
+	}
+	st.Report = *a.report
 	if st.Checks == nil {
 		st.Checks = map[health.Code]health.Check{}
 	}

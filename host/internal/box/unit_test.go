@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -60,21 +62,54 @@ func TestDeepCheck(t *testing.T) {
 	}
 }
 
+// refusingTransport fails every call as sshd refusing the key does.
+type refusingTransport struct{ calls int }
+
+func (r *refusingTransport) Run(context.Context, protocol.Request, io.Reader, io.Writer, func(protocol.Event)) (int, error) {
+	r.calls++
+	return 0, fmt.Errorf("dialing 127.0.0.1:2222: %w: ssh: unable to authenticate", relay.ErrAuthRefused)
+}
+
+// TestWaitHealthyStopsWhenTheKeyIsRefused: sshd refusing the project key
+// (a box whose authorized_keys sshd will not read) fails at once.
+func TestWaitHealthyStopsWhenTheKeyIsRefused(t *testing.T) {
+	a := &Box{timing: fastTimings(), ui: nopUI{}}
+	tr := &refusingTransport{}
+	if err := a.waitHealthy(t.Context(), tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
+		t.Fatalf("got %v after %d calls; want ErrAuthRefused after 1", err, tr.calls)
+	}
+}
+
+// halfProvisioned is a deep report of a box whose Hermes does not run.
+var halfProvisioned = &health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusUnhealthy,
+	Checks: map[health.Code]health.Check{health.CheckHermesVersion: {Status: health.StatusUnhealthy, Severity: health.SeverityCritical,
+		Message: "/usr/local/bin/hermes --version: exit status 1"}},
+	Services: []health.Service{{Name: "sshd", State: health.ServiceRunning}, {Name: "hermes", State: health.ServiceRunning}}}
+
 // reportsTransport answers each health request with the next report.
 type reportsTransport struct {
 	reports []*health.Report
 	calls   int
+	// deep answers a deep request (health --deep), when set.
+	deep *health.Report
+	argv [][]string
 }
 
-func (r *reportsTransport) Run(_ context.Context, _ protocol.Request, _ io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+func (r *reportsTransport) Run(_ context.Context, req protocol.Request, _ io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	r.argv = append(r.argv, req.Argv)
 	rep := r.reports[min(r.calls, len(r.reports)-1)]
+	if r.deep != nil && slices.Contains(req.Argv, "--deep") {
+		rep = r.deep
+	}
 	r.calls++
 	return 0, json.NewEncoder(stdout).Encode(rep)
 }
 
 // TestWaitHealthyWaitsForStartingServices: a service still STARTING when the
 // agent first answers is waited for; a FATAL one fails at once; a report
-// that never passes fails at the deadline.
+// that never passes fails at the deadline. Once the cheap report passes,
+// one deep report (the installed tools run) must pass too: a
+// half-provisioned box (hermes --version fails) is never ready.
 func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 	report := func(status health.Status, hermes health.ServiceState) *health.Report {
 		return &health.Report{SchemaVersion: health.SchemaVersion, Status: status, Checks: map[health.Code]health.Check{},
@@ -86,13 +121,15 @@ func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 	tests := []struct {
 		name      string
 		reports   []*health.Report
+		deep      *health.Report
 		ok        bool
 		wantCalls int
 	}{
-		{"starting, then running", []*health.Report{starting, starting, running}, true, 3},
-		{"backoff, then running", []*health.Report{report(health.StatusDegraded, health.ServiceBackoff), running}, true, 2},
-		{"fatal fails at once", []*health.Report{starting, fatal, running}, false, 2},
-		{"never running", []*health.Report{starting}, false, -1},
+		{"starting, then running", []*health.Report{starting, starting, running}, nil, true, 4},
+		{"backoff, then running", []*health.Report{report(health.StatusDegraded, health.ServiceBackoff), running}, nil, true, 3},
+		{"fatal fails at once", []*health.Report{starting, fatal, running}, nil, false, 2},
+		{"never running", []*health.Report{starting}, nil, false, -1},
+		{"half-provisioned", []*health.Report{running}, halfProvisioned, false, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,13 +137,20 @@ func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 			a.timing.startupDeadline = 300 * time.Millisecond
 			ctx, cancel := context.WithTimeout(t.Context(), a.timing.startupDeadline)
 			defer cancel()
-			tr := &reportsTransport{reports: tt.reports}
+			tr := &reportsTransport{reports: tt.reports, deep: tt.deep}
 			err := a.waitHealthy(ctx, tr)
 			if (err == nil) != tt.ok || (tt.wantCalls > 0 && tr.calls != tt.wantCalls) {
 				t.Fatalf("err %v after %d reports; want ok=%v after %d", err, tr.calls, tt.ok, tt.wantCalls)
 			}
-			if !tt.ok && !strings.Contains(err.Error(), "hermes is") {
-				t.Errorf("the error does not name the service: %v", err)
+			if tt.ok && !slices.Contains(tr.argv[len(tr.argv)-1], "--deep") {
+				t.Errorf("ready after %v; the last report was not deep", tr.argv)
+			}
+			want := "hermes is"
+			if tt.deep != nil {
+				want = "hermes-version unhealthy"
+			}
+			if !tt.ok && !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not name %q: %v", want, err)
 			}
 		})
 	}

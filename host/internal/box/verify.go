@@ -21,18 +21,17 @@ var errNoMachine = errors.New("machine does not exist")
 // machineState returns the smolvm state of the machine, wrapping
 // errNoMachine when there is none.
 func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, error) {
-	exists, err := b.vm.Exists(ctx, name)
-	if err != nil {
-		return smolvm.Machine{}, err
-	}
-	if !exists {
+	// One smolvm call: `machine status` of a missing machine fails with
+	// "not found" (smolvm.ErrNotFound), so no `machine ls` is needed first.
+	m, err := b.vm.Status(ctx, name)
+	if smolvm.IsNotFound(err) {
 		// After an interrupted restore, init is not the way back.
 		if err := b.checkInterruptedRestore(""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
 		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name), Code: userr.ExitNoBox}
 	}
-	return b.vm.Status(ctx, name)
+	return m, err
 }
 
 // waitPort polls until something accepts on the SSH port.
@@ -115,20 +114,38 @@ func (b *Box) checkListeners(ctx context.Context, ports []int) error {
 // waitHealthy polls the agent's health until it answers and its report
 // passes the deep check. Services still starting (STARTING, BACKOFF) are
 // waited for, as the reference waits for supervisorctl to say RUNNING; a
-// service that gave up (FATAL) fails at once, as does a host key mismatch.
-// The startup deadline in ctx bounds the whole wait.
+// service that gave up (FATAL) fails at once, as do a host key mismatch and
+// sshd refusing the project key. The startup deadline in ctx bounds the
+// whole wait. Once the cheap report passes, the box is ready only when a
+// deep one (the installed tools run) passes too, so a half-provisioned box
+// is never called ready.
 func (b *Box) waitHealthy(ctx context.Context, tr relay.Transport) error {
+	return b.waitFor(ctx, tr, true)
+}
+
+// waitRunning is waitHealthy without the deep report: for a box already
+// proven ready whose gateway was only restarted.
+func (b *Box) waitRunning(ctx context.Context, tr relay.Transport) error {
+	return b.waitFor(ctx, tr, false)
+}
+
+func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) error {
 	var last error
+	deep := false
 	for {
-		report, err := b.health(ctx, tr)
+		report, err := b.healthReport(ctx, tr, deep)
 		if err == nil {
-			if err = deepCheck(report); err == nil {
+			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil
+			}
+			if err == nil {
+				deep = true
+				continue
 			}
 			if gaveUp(report) || errors.Is(err, ErrGate) {
 				return err
 			}
-		} else if errors.Is(err, relay.ErrHostKeyMismatch) {
+		} else if errors.Is(err, relay.ErrHostKeyMismatch) || errors.Is(err, relay.ErrAuthRefused) {
 			return err
 		}
 		last = err

@@ -27,7 +27,7 @@ func TestShell(t *testing.T) {
 	if r.stdout != "out\n"+root+"\n" || !strings.Contains(r.stderr, "err") {
 		t.Errorf("shell stdout %q (want out and %s), stderr %q", r.stdout, root, r.stderr)
 	}
-	expectCalls(t, r.calls, []string{"machine ls --json", "machine status --name hermes-box --json", "machine shell --name hermes-box"})
+	expectCalls(t, r.calls, []string{"machine status --name hermes-box --json", "machine shell --name hermes-box"})
 
 	mustRun(t, h, "stop")
 	r = h.runInput("echo never\n", "shell")

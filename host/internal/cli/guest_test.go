@@ -97,7 +97,7 @@ func fail(err error) int {
 // writeBootTable writes the program table the fake smolvm hands to the
 // real agent's boot: the stand-in sshd on the machine's guest address for
 // port 22 and the stand-in Hermes gateway, with the box's checks.
-func writeBootTable(t *testing.T, path string) {
+func writeBootTable(t testing.TB, path string) {
 	t.Helper()
 	zero := 0.0
 	wait := 5.0

@@ -31,7 +31,7 @@ var (
 
 // buildBinaries builds hermes-box, the real agent, the test agent (linked
 // to the real agent) and the fake smolvm, installed as `smolvm`.
-func buildBinaries(t *testing.T) {
+func buildBinaries(t testing.TB) {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "hermes-box-cli-test-")
@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 // harness is a project, a fake smolvm and Debian's sshd standing in for the
 // box's sshd: the fake's published SSH port forwards to it.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	root    string // the project root (and data dir)
 	state   string // the fake smolvm's state
 	log     string // the fake's argv log
@@ -92,7 +92,7 @@ const (
 	builder = "hermes-builder"
 )
 
-func newHarness(t *testing.T, conf ...string) *harness {
+func newHarness(t testing.TB, conf ...string) *harness {
 	t.Helper()
 	buildBinaries(t)
 	h := &harness{t: t, root: t.TempDir(), conf: conf, agentFn: "hermes-box-agent-linux-" + runtime.GOARCH}
@@ -290,7 +290,7 @@ func lines(calls []call) []string {
 }
 
 // expectCalls compares the exact argv sequence.
-func expectCalls(t *testing.T, got []call, want []string) {
+func expectCalls(t testing.TB, got []call, want []string) {
 	t.Helper()
 	g := lines(got)
 	if strings.Join(g, "\n") != strings.Join(want, "\n") {
@@ -332,14 +332,14 @@ func (h *harness) stopMachines() {
 	}
 }
 
-func readFile(t *testing.T, p string) []byte {
+func readFile(t testing.TB, p string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	must(t, err)
 	return b
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 					t.Errorf("1.9.x left the private pack populated: %v", entries)
 				}
 			}
-			status := []string{"machine ls --json", "machine status --name hermes-box --json"}
+			status := []string{"machine status --name hermes-box --json"}
 			r = mustRun(t, h, "stop")
 			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
 			all = append(all, r.calls...)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -41,6 +42,11 @@ const DefaultDialTimeout = 15 * time.Second
 // ErrHostKeyMismatch is wrapped by dial errors when the server presented a
 // key other than the pinned one.
 var ErrHostKeyMismatch = errors.New("host key does not match the pinned key")
+
+// ErrAuthRefused is wrapped by dial errors when sshd answered but refused
+// the project key (on a box that sshd's checks lock out, such as an
+// authorized_keys file someone else owns, waiting does not help).
+var ErrAuthRefused = errors.New("the box's sshd refused the project key")
 
 // SSH is the transport over the box's sshd. Every Run opens and closes its own
 // connection; use Dial for a Client that runs several calls on one.
@@ -106,6 +112,10 @@ func (s *SSH) Dial(ctx context.Context) (*Client, error) {
 	}
 	if err != nil {
 		conn.Close()
+		// x/crypto/ssh has no typed error for a refused key.
+		if strings.Contains(err.Error(), "unable to authenticate") {
+			return nil, fmt.Errorf("dialing %s: %w: %w", s.Addr, ErrAuthRefused, err)
+		}
 		return nil, fmt.Errorf("dialing %s: %w", s.Addr, err)
 	}
 	command := s.Command

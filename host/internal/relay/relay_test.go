@@ -167,7 +167,7 @@ func TestSSHRunRefusals(t *testing.T) {
 		wantAuthTries bool
 	}{
 		{name: "wrong pinned host key", wrongHostKey: true, wantIs: ErrHostKeyMismatch, wantMsg: "host key does not match"},
-		{name: "unauthorized client key", wrongClient: true, wantMsg: "unable to authenticate", wantAuthTries: true},
+		{name: "unauthorized client key", wrongClient: true, wantIs: ErrAuthRefused, wantMsg: "unable to authenticate", wantAuthTries: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

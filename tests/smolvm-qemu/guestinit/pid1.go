@@ -54,6 +54,9 @@ func pid1() {
 		console("remount / rw: %v", err)
 	}
 	_ = os.Chmod("/tmp", 0o1777)
+	if owner := kernelArgs()["smolvm.remap"]; owner != "" {
+		remapBoot(owner)
+	}
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	cmd := exec.Command("/proc/self/exe", "serve")
 	cmd.Stdout, cmd.Stderr = consoleFile(), consoleFile()

@@ -70,6 +70,13 @@ func (s *Store) PackCreate(ctx context.Context, vm, smolfilePath, output, versio
 	if err := qemuImg(ctx, "convert", "-O", "qcow2", filepath.Join(dir, diskFile), flat); err != nil {
 		return storageError("flatten disk", err)
 	}
+	owner, err := PackOwner()
+	if err != nil {
+		return err
+	}
+	if err := remapDisk(ctx, tmp, filepath.Join(dir, kernelFile), flat, owner); err != nil {
+		return agentError("pack from VM", err)
+	}
 	m := Manifest{
 		Format: packFormat, SmolvmVersion: version, Created: time.Now().Unix(), FromVM: vm,
 		Entrypoint: nonNil(sf.Entrypoint), Cmd: nonNil(sf.Cmd), Env: nonNil(sf.Env), Workdir: sf.Workdir,

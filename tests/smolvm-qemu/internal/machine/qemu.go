@@ -36,6 +36,9 @@ func Accel() string {
 	if a := os.Getenv("SMOLVM_QEMU_ACCEL"); a != "" {
 		return a
 	}
+	if GuestArch() != runtime.GOARCH {
+		return "tcg" // another architecture is always emulated
+	}
 	if _, err := os.Stat("/dev/kvm"); err != nil {
 		return "tcg"
 	}
@@ -48,33 +51,46 @@ func Accel() string {
 	return "tcg"
 }
 
-// qemuArgs is the QEMU command line of a machine: -M pc, root disk on NVMe
-// (built into the Debian cloud kernel), the stand-in's init as PID 1,
-// user-mode networking with host forwards on 127.0.0.1 only, virtio-rng, and
-// virtio-serial control ports backed by unix sockets.
-func qemuArgs(dir string, r *Record) []string {
+// baseArgs is the QEMU command line of one boot of kernel on disk: -M pc
+// (virt on arm64), root disk on NVMe (built into the Debian cloud kernel),
+// the stand-in's init as PID 1, virtio-rng, the console to a file, and
+// extra appended to the kernel command line.
+func baseArgs(kernel, disk, consoleLog, extra string, cpus, memMiB int) []string {
 	accel := Accel()
-	cpus := min(max(r.CPUs, 1), runtime.NumCPU())
 	cpu := "max"
 	if accel == "kvm" {
 		cpu = "host"
 	}
-	appendLine := fmt.Sprintf("console=ttyS0 root=/dev/nvme0n1 rw init=%s panic=-1 quiet smolvm.name=%s", initPath, r.Name)
-	if r.Net || len(r.Ports) > 0 {
-		appendLine += " smolvm.net=1"
+	machine, tty := "pc", "ttyS0"
+	if GuestArch() == "arm64" {
+		// QARMA pointer authentication is slow under TCG; the
+		// implementation-defined algorithm is much cheaper.
+		machine, tty, cpu = "virt", "ttyAMA0", "max,pauth-impdef=on"
 	}
-	a := []string{
-		"-name", "smolvm-qemu:" + r.Name, "-accel", accel, "-M", "pc", "-cpu", cpu,
-		"-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(r.MemMiB),
+	appendLine := fmt.Sprintf("console=%s root=/dev/nvme0n1 rw init=%s panic=-1 quiet %s", tty, initPath, extra)
+	return []string{
+		"-accel", accel, "-M", machine, "-cpu", cpu,
+		"-smp", strconv.Itoa(min(max(cpus, 1), runtime.NumCPU())), "-m", strconv.Itoa(memMiB),
 		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-		"-daemonize", "-pidfile", filepath.Join(dir, pidFile),
-		"-serial", "file:" + filepath.Join(dir, consoleFile),
-		"-kernel", filepath.Join(dir, kernelFile), "-append", appendLine,
-		"-drive", "file=" + filepath.Join(dir, diskFile) + ",format=qcow2,if=none,id=d0",
+		"-serial", "file:" + consoleLog,
+		"-kernel", kernel, "-append", strings.TrimSpace(appendLine),
+		"-drive", "file=" + disk + ",format=qcow2,if=none,id=d0",
 		"-device", "nvme,drive=d0,serial=smolvmroot",
 		"-device", "virtio-rng-pci",
-		"-device", "virtio-serial-pci",
 	}
+}
+
+// qemuArgs is the QEMU command line of a machine: baseArgs plus
+// user-mode networking with host forwards on 127.0.0.1 only, and
+// virtio-serial control ports backed by unix sockets, daemonised.
+func qemuArgs(dir string, r *Record) []string {
+	extra := "smolvm.name=" + r.Name
+	if r.Net || len(r.Ports) > 0 {
+		extra += " smolvm.net=1"
+	}
+	a := append([]string{"-name", "smolvm-qemu:" + r.Name, "-daemonize", "-pidfile", filepath.Join(dir, pidFile)},
+		baseArgs(filepath.Join(dir, kernelFile), filepath.Join(dir, diskFile), filepath.Join(dir, consoleFile), extra, r.CPUs, r.MemMiB)...)
+	a = append(a, "-device", "virtio-serial-pci")
 	for i := range CtlPorts {
 		a = append(a, "-chardev", fmt.Sprintf("socket,id=c%d,path=%s,server=on,wait=off", i, ctlSocket(dir, i)),
 			"-device", fmt.Sprintf("virtserialport,chardev=c%d,name=smolvm.ctl.%d", i, i))
@@ -89,6 +105,26 @@ func qemuArgs(dir string, r *Record) []string {
 	return a
 }
 
+// GuestArch is the guest's architecture: SMOLVM_QEMU_ARCH (amd64 or
+// arm64), else amd64.
+func GuestArch() string {
+	if os.Getenv("SMOLVM_QEMU_ARCH") == "arm64" {
+		return "arm64"
+	}
+	return "amd64"
+}
+
+// qemuBinary is SMOLVM_QEMU_BINARY, else the system emulator of GuestArch.
+func qemuBinary() string {
+	if q := os.Getenv("SMOLVM_QEMU_BINARY"); q != "" {
+		return q
+	}
+	if GuestArch() == "arm64" {
+		return "qemu-system-aarch64"
+	}
+	return "qemu-system-x86_64"
+}
+
 // launch starts QEMU daemonised and returns its pid. QEMU's own parent
 // exits once the VM is set up, so errors such as a busy host port come back
 // here.
@@ -97,11 +133,7 @@ func launch(ctx context.Context, dir string, r *Record) (int, error) {
 		_ = os.Remove(ctlSocket(dir, i))
 	}
 	_ = os.Remove(filepath.Join(dir, pidFile))
-	qemu := os.Getenv("SMOLVM_QEMU_BINARY")
-	if qemu == "" {
-		qemu = "qemu-system-x86_64"
-	}
-	cmd := exec.CommandContext(ctx, qemu, qemuArgs(dir, r)...)
+	cmd := exec.CommandContext(ctx, qemuBinary(), qemuArgs(dir, r)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Dir = dir

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/toolcheck"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// hermesEnv is the environment Hermes' own commands run with.
+var hermesEnv = []string{"HOME=/home/hermes", "HERMES_HOME=" + boot.HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
+const codexHome = "/workspace/codex-home"
+
+// toolChecks are the deep health checks: one per thing provisioning (or
+// the first boot) installed, as the reference's smoke tests and start
+// script prove them.
+func toolChecks() []toolcheck.ToolCheck {
+	return []toolcheck.ToolCheck{
+		{Code: health.CheckHermesVersion, Files: []string{"/usr/local/bin/hermes"},
+			Commands: [][]string{{"/usr/local/bin/hermes", "--version"}}, User: boot.ServiceUser, Env: hermesEnv},
+		{Code: health.CheckHermesExtras, Files: []string{boot.HermesVenv + "/bin/python"},
+			Commands: [][]string{{boot.HermesVenv + "/bin/python", "-c", "import discord"}}, User: boot.ServiceUser, Env: hermesEnv},
+		{Code: health.CheckNodeNPM, Files: []string{"/usr/local/bin/node", "/usr/local/bin/npm"},
+			Commands: [][]string{{"/usr/local/bin/node", "--version"}, {"/usr/local/bin/npm", "--version"}}, User: boot.ServiceUser, Env: hermesEnv},
+		{Code: health.CheckTmuxTerminfo,
+			Files: []string{"/usr/bin/tmux", "/usr/share/terminfo/t/tmux-256color|/lib/terminfo/t/tmux-256color",
+				"/usr/share/terminfo/x/xterm-256color|/lib/terminfo/x/xterm-256color"},
+			Commands: [][]string{{"/usr/bin/tmux", "-V"}, {"/usr/bin/infocmp", "tmux-256color"}, {"/usr/bin/infocmp", "xterm-256color"}},
+			Env:      []string{"PATH=/usr/bin:/bin", "TERM=dumb"}},
+		{Code: health.CheckCodexVersion, Files: []string{codexHome + "/bin/codex", codexHome + "/config.toml"},
+			Commands: [][]string{{codexHome + "/bin/codex", "--version"}}, User: boot.ServiceUser,
+			Env: append([]string{"CODEX_HOME=" + codexHome}, hermesEnv...)},
+	}
+}
+
+// executorCheck is the Executor's environment and active image, when the
+// running boot says Executor is enabled: the image it runs is pinned by
+// digest, and the active release (`current`) holds that digest.
+func executorCheck(root string) (toolcheck.ToolCheck, bool) {
+	o, err := boot.ReadBoxOptions(root)
+	if err != nil || !o.ExecutorEnabled {
+		return toolcheck.ToolCheck{}, false
+	}
+	return toolcheck.ToolCheck{Code: health.CheckExecutorImage, Files: []string{boot.ExecutorDir},
+		Cheap: func(root string) (string, error) { return activeImage(root, o.ExecutorImage) }}, true
+}
+
+// executorRuntime is where the Executor's releases live (oci's default
+// runtime root; the lean agent does not link the oci package).
+const executorRuntime = "/workspace/.hermes-box-runtime/executor"
+
+func activeImage(root, image string) (string, error) {
+	_, digest, ok := strings.Cut(image, "@")
+	if !ok || !strings.HasPrefix(digest, "sha256:") {
+		return "", fmt.Errorf("executor image %q is not pinned by digest", image)
+	}
+	cur := filepath.Join(root, executorRuntime, "current")
+	target, err := os.Readlink(cur)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("no active Executor release (%s is missing)", executorRuntime+"/current")
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(root, executorRuntime, target, ".repository-digest"))
+	if err != nil {
+		return "", fmt.Errorf("active Executor release %s: %w", target, err)
+	}
+	if got := strings.TrimSpace(string(b)); !strings.HasSuffix(got, "@"+digest) {
+		return "", fmt.Errorf("active Executor release is %s, the box runs %s", got, image)
+	}
+	return "active release " + target + " is " + image, nil
+}
+
+// credentials resolves a user in the root's passwd and group files.
+func credentials(root, user string) (*syscall.Credential, error) {
+	u, err := passwd.Lookup(root, user)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}, nil
+}
+
+// addToolHealth adds the tool checks (and the Executor's, when enabled) to
+// the report: files only, or the commands too when deep.
+func addToolHealth(ctx context.Context, e *env, r *health.Report, deep bool) {
+	checks := toolChecks()
+	if c, ok := executorCheck(e.root); ok {
+		checks = append(checks, c)
+	}
+	o := toolcheck.ToolOptions{Root: e.root, Deep: deep, Creds: credentials, Now: r.Time}
+	for code, c := range toolcheck.RunToolChecks(ctx, checks, o) {
+		r.Checks[code] = c
+	}
+	r.Summarize()
+}

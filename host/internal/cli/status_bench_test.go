@@ -1,0 +1,125 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/health"
+)
+
+// BenchmarkStatusWholeProcess runs the built `hermes-box status --json` as a
+// whole process against the fake smolvm and Debian's sshd in the running
+// box, and in the same rounds the baseline: OpenSSH's client spawned for
+// the agent's `health --json` alone (a handshake, a session, the agent).
+// It reports both medians in milliseconds, their ratio, and the status
+// process's CPU time (its own and its children's, the fake smolvm's runs).
+// Every round checks its output: a healthy report that decodes with
+// shared/health, and the agent's report from the baseline.
+func BenchmarkStatusWholeProcess(b *testing.B) {
+	const sshPath = "/usr/bin/ssh"
+	if _, err := os.Stat(sshPath); err != nil {
+		b.Skipf("%s is missing (install openssh-client)", sshPath)
+	}
+	h := newHarness(b)
+	initBox(b, h)
+	baseline := h.openSSHHealth(b, sshPath)
+	var status, spawn, cpu []float64
+	for b.Loop() {
+		wall, used := h.timedStatus(b)
+		status, cpu = append(status, wall), append(cpu, used)
+		spawn = append(spawn, timed(b, baseline))
+	}
+	b.ReportMetric(median(status), "status-ms")
+	b.ReportMetric(median(cpu), "status-cpu-ms")
+	b.ReportMetric(median(spawn), "openssh-health-ms")
+	b.ReportMetric(median(status)/median(spawn), "status/openssh-health")
+}
+
+// timedStatus runs `hermes-box status --json` once and checks its report;
+// it returns the wall and CPU milliseconds of the whole process.
+func (h *harness) timedStatus(b *testing.B) (wall, used float64) {
+	cmd := h.command(b.Context(), "status", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall = ms(time.Since(start))
+	if err != nil {
+		b.Fatalf("status: %v\n%s", err, stderr.Bytes())
+	}
+	r, err := health.Decode(stdout.Bytes())
+	if err != nil || r.Status != health.StatusHealthy || r.Agent.Version == "" {
+		b.Fatalf("status --json: %v, report %+v\n%s", err, r, stderr.Bytes())
+	}
+	used = ms(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
+	return wall, used
+}
+
+// openSSHHealth returns the baseline command's runner: the system ssh
+// client with the project key and the pinned host key, running the box's
+// agent's `health --json`.
+func (h *harness) openSSHHealth(b *testing.B, sshPath string) func(context.Context) error {
+	knownHosts := filepath.Join(b.TempDir(), "known_hosts")
+	must(b, keys.WriteKnownHosts(knownHosts, "127.0.0.1", h.port, h.sshd.HostKey))
+	agent := `"$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `"`
+	args := []string{
+		"-F", os.DevNull, "-i", filepath.Join(h.root, "state", "hermes-box-ed25519"), "-o", "IdentitiesOnly=yes",
+		"-o", "UserKnownHostsFile=" + knownHosts, "-o", "GlobalKnownHostsFile=" + os.DevNull,
+		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+		"-p", strconv.Itoa(h.port), h.sshd.User + "@127.0.0.1", agent + " health --json",
+	}
+	var env []string
+	for _, kv := range h.env {
+		if !strings.HasPrefix(kv, "SSH_AUTH_SOCK=") {
+			env = append(env, kv)
+		}
+	}
+	return func(ctx context.Context) error {
+		cmd := exec.CommandContext(ctx, sshPath, args...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err == nil {
+			_, err = health.Decode(out)
+		}
+		if err != nil {
+			b.Fatalf("ssh health --json: %v\n%s", err, stderr.Bytes())
+		}
+		return nil
+	}
+}
+
+// timed runs fn once and returns its wall milliseconds.
+func timed(b *testing.B, fn func(context.Context) error) float64 {
+	start := time.Now()
+	if err := fn(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	return ms(time.Since(start))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
