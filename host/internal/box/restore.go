@@ -255,3 +255,10 @@ func portableConfig(env *backupRun) []byte {
 	}
 	return []byte(sb.String())
 }
+
+// NeedsRecovery reports an error that leaves the box for the next command
+// to recover (an interrupted cut-over, a snapshot that could not restart
+// the services): its message says how, even after Ctrl-C.
+func NeedsRecovery(err error) bool {
+	return errors.Is(err, backup.ErrInterrupted) || errors.Is(err, backup.ErrNotSettled)
+}

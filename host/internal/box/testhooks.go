@@ -15,6 +15,7 @@ var hooks struct {
 	timing       string // "fast" shortens every wait
 	agentPins    string // a directory of stand-in artifacts for provision (testpins.go)
 	guestPins    string // the agent's own variable for them
+	netprobePlan string // a JSON netproof.Plan whose targets replace the production ones (tests must not probe outside addresses)
 	noGate       string // "stand-in": accept a Hermes tree the gate step never touched (the tests' stand-in Hermes)
 }
 

@@ -10,4 +10,5 @@ func init() {
 	hooks.agentPins = "HBX_TEST_AGENT_PINS"
 	hooks.guestPins = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
 	hooks.noGate = "HBX_TEST_NO_GATE"
+	hooks.netprobePlan = "HBX_TEST_NETPROBE_PLAN"
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -44,7 +43,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	if ctx.Err() != nil && !errors.Is(err, backup.ErrInterrupted) && !errors.Is(err, backup.ErrNotSettled) {
+	if ctx.Err() != nil && !box.NeedsRecovery(err) {
 		return userr.ExitInterrupted // Ctrl-C: the user knows; end quietly
 	}
 	code := userr.Code(err)
