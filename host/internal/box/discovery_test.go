@@ -29,7 +29,7 @@ func (v *verbTransport) Run(_ context.Context, req protocol.Request, _ io.Reader
 }
 
 func TestRefreshDiscovery(t *testing.T) {
-	healthy, err := json.Marshal(health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusHealthy, Checks: map[health.Code]health.Check{},
+	healthy, err := json.Marshal(health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusHealthy, Checks: map[health.Code]health.Check{health.CheckGate: gateActive},
 		Services: []health.Service{{Name: "hermes", State: health.ServiceRunning}}})
 	if err != nil {
 		t.Fatal(err)

@@ -43,8 +43,13 @@ func TestHostPlatform(t *testing.T) {
 func TestDeepCheck(t *testing.T) {
 	report := func(status health.Status, services ...health.Service) *health.Report {
 		return &health.Report{Status: status, Checks: map[health.Code]health.Check{
-			health.CheckWorkspaceDisk: {Status: status, Severity: health.SeverityWarning, Message: "disk"}}, Services: services}
+			health.CheckWorkspaceDisk: {Status: status, Severity: health.SeverityWarning, Message: "disk"},
+			health.CheckGate:          gateActive}, Services: services}
 	}
+	noGate := report(health.StatusHealthy)
+	delete(noGate.Checks, health.CheckGate)
+	gateOff := report(health.StatusHealthy)
+	gateOff.Checks[health.CheckGate] = health.Check{Status: health.StatusUnhealthy, Severity: health.SeverityInfo, Message: "mode manual"}
 	tests := []struct {
 		name string
 		r    *health.Report
@@ -54,6 +59,8 @@ func TestDeepCheck(t *testing.T) {
 		{"degraded is a warning only", report(health.StatusDegraded), true},
 		{"unhealthy", report(health.StatusUnhealthy), false},
 		{"service down", report(health.StatusHealthy, health.Service{Name: "hermes", State: health.ServiceFatal}), false},
+		{"no gate check", noGate, false},
+		{"gate not active, whatever its severity", gateOff, false},
 	}
 	for _, tt := range tests {
 		if err := deepCheck(tt.r); (err == nil) != tt.ok {
@@ -80,10 +87,13 @@ func TestWaitHealthyStopsWhenTheKeyIsRefused(t *testing.T) {
 	}
 }
 
+// gateActive is the gate check of a box whose approval gate is in place.
+var gateActive = health.Check{Status: health.StatusHealthy, Severity: health.SeverityCritical, Message: "smart-plugin: mode smart, as provisioned"}
+
 // halfProvisioned is a deep report of a box whose Hermes does not run.
 var halfProvisioned = &health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusUnhealthy,
-	Checks: map[health.Code]health.Check{health.CheckHermesVersion: {Status: health.StatusUnhealthy, Severity: health.SeverityCritical,
-		Message: "/usr/local/bin/hermes --version: exit status 1"}},
+	Checks: map[health.Code]health.Check{health.CheckGate: gateActive, health.CheckHermesVersion: {Status: health.StatusUnhealthy,
+		Severity: health.SeverityCritical, Message: "/usr/local/bin/hermes --version: exit status 1"}},
 	Services: []health.Service{{Name: "sshd", State: health.ServiceRunning}, {Name: "hermes", State: health.ServiceRunning}}}
 
 // reportsTransport answers each health request with the next report.
@@ -112,7 +122,7 @@ func (r *reportsTransport) Run(_ context.Context, req protocol.Request, _ io.Rea
 // half-provisioned box (hermes --version fails) is never ready.
 func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 	report := func(status health.Status, hermes health.ServiceState) *health.Report {
-		return &health.Report{SchemaVersion: health.SchemaVersion, Status: status, Checks: map[health.Code]health.Check{},
+		return &health.Report{SchemaVersion: health.SchemaVersion, Status: status, Checks: map[health.Code]health.Check{health.CheckGate: gateActive},
 			Services: []health.Service{{Name: "sshd", State: health.ServiceRunning}, {Name: "hermes", State: hermes}}}
 	}
 	starting := report(health.StatusDegraded, health.ServiceStarting)

@@ -180,7 +180,13 @@ func standInTree(r *health.Report, c health.Check) bool {
 // deepCheck judges a report: unhealthy, a service not RUNNING or an
 // approval gate that is not installed and active as provisioned fails.
 func deepCheck(r *health.Report) error {
-	if c, ok := r.Checks[health.CheckGate]; ok && c.Status != health.StatusHealthy && !standInTree(r, c) {
+	c, ok := r.Checks[health.CheckGate]
+	if !ok {
+		// Every agent that provisioned a gate reports it: a report without
+		// the check is a box whose gate cannot be shown to be there.
+		return fmt.Errorf("%w: the box reports no %q check", ErrGate, health.CheckGate)
+	}
+	if c.Status != health.StatusHealthy && !standInTree(r, c) {
 		// Whatever severity the box gave it: a box without its gate
 		// runs the agent's commands unreviewed.
 		return fmt.Errorf("%w: %s", ErrGate, termsafe.String(c.Message))
