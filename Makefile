@@ -9,7 +9,10 @@ ARCHES   := arm64 amd64
 # Plain go commands build, vet and test everything: no build tags. The
 # Executor's image pull lives in its own main package,
 # guest-agent/cmd/hermes-box-agent-oci, so the agent that supervises the box
-# and answers every relay call stays lean.
+# and answers every relay call stays lean. The one tag, hbxtest, names the
+# test hooks (HBX_TEST_*, the agent's test-only pins) in the binaries the
+# tests build (sshdtest.GoBuild adds it); the release binaries below never
+# have it, and tests/release_hooks_test.go checks their strings.
 
 SHARED_SRC := $(shell find shared go.mod go.sum -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null)
 HOST_SRC   := $(shell find host -type f ! -name '*_test.go' ! -path '*/testdata/*' 2>/dev/null) $(SHARED_SRC)
@@ -70,6 +73,7 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME, default 5s each)
 lint: ## gofmt check, go vet, staticcheck, shellcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags hbxtest ./host/internal/box/ ./guest-agent/internal/cli/
 	$(GO) tool staticcheck ./...
 	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
 

@@ -42,14 +42,17 @@ type Config struct {
 	// allow-list of HERMES_BOX_NETWORK_MODE=strict.
 	NetworkHosts []string
 
-	MachineName string      // HERMES_BOX_MACHINE_NAME
-	BuilderName string      // HERMES_BOX_BUILDER_NAME
-	SSHPort     int         // HERMES_BOX_SSH_PORT, on 127.0.0.1
-	CPUs        int         // HERMES_BOX_CPUS
-	MemoryMiB   int         // HERMES_BOX_MEMORY_MIB
-	StorageGB   int         // HERMES_BOX_STORAGE_GB
-	OverlayGB   int         // HERMES_BOX_OVERLAY_GB
-	NetworkMode NetworkMode // HERMES_BOX_NETWORK_MODE
+	MachineName string // HERMES_BOX_MACHINE_NAME
+	BuilderName string // HERMES_BOX_BUILDER_NAME
+	SSHPort     int    // HERMES_BOX_SSH_PORT, on 127.0.0.1
+	CPUs        int    // HERMES_BOX_CPUS
+	MemoryMiB   int    // HERMES_BOX_MEMORY_MIB
+	StorageGB   int    // HERMES_BOX_STORAGE_GB
+	OverlayGB   int    // HERMES_BOX_OVERLAY_GB
+	// SnapshotMaxMiB (HERMES_BOX_SNAPSHOT_MAX_MIB) bounds one backup part;
+	// 0 derives it from the disks (SnapshotPartCap).
+	SnapshotMaxMiB int
+	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
 	// SmolvmAllowNewer (HERMES_BOX_SMOLVM_ALLOW_NEWER) lets the host drive
 	// a smolvm release newer than every row of the pins table, with the
 	// newest row's capabilities and a warning on every command.
@@ -290,4 +293,16 @@ func (c *Config) resolve(p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(c.ProjectRoot, p)
+}
+
+// SnapshotPartCap is the most bytes one part of a backup (rootfs.tar.gz,
+// workspace.tar.gz) may have: HERMES_BOX_SNAPSHOT_MAX_MIB when set, else the
+// box's disks (storage plus overlay) plus 1 GiB: a compressed archive of
+// what the disks hold is never larger, so a stream past it is not the box's
+// files.
+func (c *Config) SnapshotPartCap() int64 {
+	if c.SnapshotMaxMiB > 0 {
+		return int64(c.SnapshotMaxMiB) << 20
+	}
+	return int64(c.StorageGB+c.OverlayGB+1) << 30
 }

@@ -22,6 +22,7 @@ const (
 	keyMemoryMiB       = "HERMES_BOX_MEMORY_MIB"
 	keyStorageGB       = "HERMES_BOX_STORAGE_GB"
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
+	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
 	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
@@ -62,6 +63,7 @@ var settings = []setting{
 	{keyMemoryMiB, "8192", func(c *Config) any { return &c.MemoryMiB }, checkPositive},
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
+	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
 	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
@@ -153,6 +155,13 @@ func checkNonEmpty(p any) error {
 func checkPort(p any) error {
 	if n := *p.(*int); n < 1 || n > 65535 {
 		return fmt.Errorf("must be a port from 1 to 65535, got %d", n)
+	}
+	return nil
+}
+
+func checkNonNegative(p any) error {
+	if n := *p.(*int); n < 0 {
+		return fmt.Errorf("must be at least 0, got %d", n)
 	}
 	return nil
 }

@@ -18,13 +18,18 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/bounded"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // ProtocolVersion is the MCP revision the client asks for.
 const ProtocolVersion = "2025-03-26"
 
-// maxResponse bounds one response body.
-const maxResponse = 16 << 20
+// maxResponse bounds one response body; a longer one is an error, not a
+// truncated answer. Executor's answers come from the box, which may be
+// hostile, and what the host buffers stays well under its memory budget.
+const maxResponse = 8 << 20
 
 // ErrUnauthorized is returned when the server refuses the API key.
 var ErrUnauthorized = errors.New("the MCP server refused the API key")
@@ -40,12 +45,30 @@ type Client struct {
 }
 
 // New returns a client for url authenticating with apiKey (sent as a bearer
-// token). A nil httpClient means one with a 30 s timeout.
+// token). A nil httpClient means one with a 30 s timeout. Whatever the
+// client, redirects are not followed (NoRedirects).
 func New(url, apiKey string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{url: url, apiKey: apiKey, http: httpClient}
+	return &Client{url: url, apiKey: apiKey, http: NoRedirects(httpClient)}
+}
+
+// ErrRedirect is returned for a response that redirects: the server is in
+// the box, and following it would send the API key wherever the box points.
+var ErrRedirect = errors.New("redirect refused")
+
+// NoRedirects returns a copy of c that fails on any redirect with
+// ErrRedirect, and with a 30 s timeout when c has none.
+func NoRedirects(c *http.Client) *http.Client {
+	cp := *c
+	cp.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("%w: the server in the box redirected to %s (the API key is sent to the box only)", ErrRedirect, req.URL.Redacted())
+	}
+	if cp.Timeout == 0 {
+		cp.Timeout = 30 * time.Second
+	}
+	return &cp
 }
 
 // Tool is one entry of tools/list.
@@ -190,7 +213,7 @@ func (c *Client) call(ctx context.Context, method string, params any) (json.RawM
 	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
 		c.session = s
 	}
-	body := io.LimitReader(resp.Body, maxResponse)
+	body := bounded.Reader(resp.Body, maxResponse, "the MCP response to "+method)
 	var r *rpcResponse
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
@@ -205,6 +228,7 @@ func (c *Client) call(ctx context.Context, method string, params any) (json.RawM
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	if r.Error != nil {
+		r.Error.Message = termsafe.String(r.Error.Message)
 		return nil, fmt.Errorf("%s: %w", method, r.Error)
 	}
 	if string(r.ID) != fmt.Sprint(id) {
@@ -249,10 +273,13 @@ func (c *Client) post(ctx context.Context, msg rpcRequest) (*http.Response, erro
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 == 3 {
+		return nil, fmt.Errorf("%s: %w: HTTP %d", msg.Method, ErrRedirect, resp.StatusCode)
+	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		return nil, fmt.Errorf("%s: %w (HTTP %d)", msg.Method, ErrUnauthorized, resp.StatusCode)
 	}
-	return nil, fmt.Errorf("%s: HTTP %d: %s", msg.Method, resp.StatusCode, strings.TrimSpace(string(snippet)))
+	return nil, fmt.Errorf("%s: HTTP %d: %s", msg.Method, resp.StatusCode, termsafe.String(strings.TrimSpace(string(snippet))))
 }
 
 func decodeResponse(r io.Reader) (*rpcResponse, error) {
@@ -267,7 +294,7 @@ func decodeResponse(r io.Reader) (*rpcResponse, error) {
 // notifications and server requests on the stream are skipped.
 func readSSE(r io.Reader, id int) (*rpcResponse, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxResponse)
+	sc.Buffer(make([]byte, 64<<10), maxResponse+64<<10) // the reader's limit comes first
 	var data []string
 	dispatch := func() (*rpcResponse, bool) {
 		defer func() { data = data[:0] }()

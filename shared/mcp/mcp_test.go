@@ -3,9 +3,14 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 )
 
@@ -87,5 +92,82 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := c.call(t.Context(), "bogus/method", nil); !errors.As(err, &rpcErr) || rpcErr.Code != -32601 {
 		t.Fatalf("got %v, want a JSON-RPC error", err)
+	}
+}
+
+// TestNoRedirects: a server in the box that redirects gets no second
+// request, wherever it points, and the API key goes nowhere else.
+func TestNoRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+	}))
+	defer other.Close()
+	for _, code := range []int{301, 302, 307, 308} {
+		box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/steal", code)
+		}))
+		_, err := New(box.URL+"/mcp", "secret-key", nil).ListTools(t.Context())
+		box.Close()
+		if !errors.Is(err, ErrRedirect) || strings.Contains(err.Error(), "secret-key") {
+			t.Fatalf("HTTP %d: got %v, want ErrRedirect", code, err)
+		}
+		// A caller's own client is wrapped too.
+		box = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/steal", code)
+		}))
+		_, err = New(box.URL+"/mcp", "secret-key", &http.Client{}).ListTools(t.Context())
+		box.Close()
+		if !errors.Is(err, ErrRedirect) {
+			t.Fatalf("HTTP %d with the caller's client: got %v", code, err)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target got %d requests", n)
+	}
+}
+
+// TestResponseBounded: an endless answer is cut off with an error naming
+// the limit, for JSON and for an event stream, and for a stream of
+// notifications that never answers.
+func TestResponseBounded(t *testing.T) {
+	for _, tc := range []struct{ name, ctype, prefix, fill string }{
+		{"json", "application/json", `{"jsonrpc":"2.0","id":1,"result":{"x":"`, "A"},
+		{"sse data", "text/event-stream", "data: ", "A"},
+		{"sse notifications", "text/event-stream", "", "data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent atomic.Int64
+			box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				io.WriteString(w, tc.prefix)
+				chunk := []byte(strings.Repeat(tc.fill, 64<<10/len(tc.fill)))
+				for i := 0; i < 4*maxResponse/len(chunk); i++ {
+					n, err := w.Write(chunk)
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}))
+			defer box.Close()
+			_, err := New(box.URL+"/mcp", "k", nil).ListTools(t.Context())
+			if !errors.Is(err, bounded.ErrLimit) || !strings.Contains(err.Error(), "8 MiB") {
+				t.Fatalf("got %v, want the limit named", err)
+			}
+		})
+	}
+}
+
+// TestErrorsShowEscapes: text from the server in an error is made safe.
+func TestErrorsShowEscapes(t *testing.T) {
+	box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(500)
+		io.WriteString(w, "\x1b]52;c;cHduZWQ=\x07")
+	}))
+	defer box.Close()
+	_, err := New(box.URL+"/mcp", "k", nil).ListTools(t.Context())
+	if err == nil || strings.Contains(err.Error(), "\x1b") || !strings.Contains(err.Error(), `\x1b]52`) {
+		t.Fatalf("got %q", err)
 	}
 }

@@ -111,7 +111,9 @@ func (e *Env) buildBinaries() {
 		{"hermes-box-agent", "./guest-agent", true},
 	}
 	for _, b := range builds {
-		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
+		// hbxtest names the test hooks this run uses (HBX_TEST_HOST,
+		// HBX_TEST_AGENT_PINS and the agent's test-only pins).
+		cmd := exec.CommandContext(e.t.Context(), "go", "build", "-tags", "hbxtest", "-trimpath", "-o", filepath.Join(e.Bin, b.out), b.pkg)
 		cmd.Dir = e.Root
 		cmd.Env = os.Environ()
 		if b.static {

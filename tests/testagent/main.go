@@ -89,6 +89,9 @@ func (t *agent) relay() int {
 		return 2
 	}
 	t.record(append([]string{"relay:"}, req.Argv...))
+	if code, ok := t.hostile(req); ok {
+		return code
+	}
 	if notRelayed[req.Argv[0]] {
 		// The real agent's allow-list: these verbs run only directly.
 		t.fail("verb %q is not allowed through the relay", req.Argv[0])

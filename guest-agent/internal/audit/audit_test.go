@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/auditchain"
 )
 
 // chain builds a valid log of n entries the way the reviewer writes it.
@@ -80,7 +82,7 @@ func TestVerifyTornAndLongLines(t *testing.T) {
 	if _, err := Verify(strings.NewReader(torn)); err == nil || !strings.Contains(err.Error(), "line 3: incomplete") {
 		t.Fatalf("torn: %v", err)
 	}
-	long := join(chain(1)) + strings.Repeat("x", maxLine+10) + "\n"
+	long := join(chain(1)) + strings.Repeat("x", auditchain.MaxLine+10) + "\n"
 	if _, err := Verify(strings.NewReader(long)); err == nil || !strings.Contains(err.Error(), "line 2: line longer") {
 		t.Fatalf("long: %v", err)
 	}

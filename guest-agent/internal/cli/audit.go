@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 var auditVerb = verb{
 	name:    "audit",
-	summary: "verify or show the approval gate's hash-chained audit log (verify|show [--json])",
+	summary: "verify, show or print the approval gate's hash-chained audit log (verify|show [--json], raw)",
+	relay:   true,
 	run:     runAudit,
 }
 
@@ -35,10 +38,13 @@ type auditBreak struct {
 }
 
 func runAudit(_ context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "show") {
-		return usageError("audit: want verify or show")
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "show" && args[0] != "raw") {
+		return usageError("audit: want verify, show or raw")
 	}
 	sub := args[0]
+	if sub == "raw" {
+		return rawAudit(e, args[1:])
+	}
 	fs := newFlags(e, "audit "+sub, "[--json] [--file PATH]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	file := fs.String("file", "", "audit log (default <root>"+audit.DefaultPath+")")
@@ -99,13 +105,42 @@ func printAudit(e *env, sub string, res auditResult, asJSON bool) error {
 	if sub == "show" {
 		for _, r := range res.Records {
 			x := r.Entry
-			fmt.Fprintf(e.Out, "%4d %s %-8s risk=%-8s conf=%.2f %s\n       %s\n", x.Seq, x.Time, x.Decision, x.Risk, x.Confidence, x.Command, x.Reason)
+			// The command and the reason come from what the model was
+			// asked to run: shown, never obeyed.
+			fmt.Fprintf(e.Out, "%4d %s %-8s risk=%-8s conf=%.2f %s\n       %s\n",
+				termsafe.Args(x.Seq, x.Time, x.Decision, x.Risk, x.Confidence, x.Command, x.Reason)...)
 		}
 	}
 	if res.OK {
 		_, err := fmt.Fprintf(e.Out, "audit log %s: %d entries, chain intact\n", res.File, res.Count)
 		return err
 	}
-	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, res.Broken.Reason)
+	_, err := fmt.Fprintf(e.Out, "audit log %s: chain BROKEN at line %d: %s\n", res.File, res.Broken.Line, termsafe.String(res.Broken.Reason))
 	return err
+}
+
+// rawAudit prints the log's exact bytes (nothing when there is no log yet):
+// the host verifies the chain itself and checks that it extends the head it
+// recorded last time.
+func rawAudit(e *env, args []string) error {
+	flags := newFlags(e, "audit raw", "[--file PATH]")
+	file := flags.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
+	if err := parseFlags(flags, args, 0); err != nil {
+		return err
+	}
+	if *file == "" {
+		*file = filepath.Join(e.root, audit.DefaultPath)
+	}
+	f, err := os.Open(*file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading audit log: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(e.Out, f); err != nil {
+		return fmt.Errorf("printing audit log: %w", err)
+	}
+	return nil
 }

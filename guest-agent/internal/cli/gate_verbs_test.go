@@ -189,6 +189,39 @@ func TestAuditVerb(t *testing.T) {
 	}
 }
 
+// TestAuditShowEscapes: a gated command carrying escapes is shown with them
+// made visible; the JSON result keeps the exact command.
+func TestAuditShowEscapes(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "workspace", "hermes-home", "logs", "gate-audit.jsonl")
+	must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	body := fmt.Sprintf(`{"command":"echo \u001b]0;pwned\u0007","command_sha256":"%064x","confidence":0.9,"decision":"deny","prev":"%s","reason":"\u001b[1Aok","risk":"high","seq":1,"time":"t"}`, 1, strings.Repeat("0", 64))
+	sum := sha256.Sum256([]byte(body))
+	must(t, os.WriteFile(path, []byte(`{"entry":`+body+`,"hash":"`+hex.EncodeToString(sum[:])+"\"}\n"), 0o600))
+	code, out, errs := run(t, "", "--root", root, "audit", "show")
+	if code != 0 || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, `echo \x1b]0;pwned\x07`) || !strings.Contains(out, `\x1b[1Aok`) {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+	code, out, _ = run(t, "", "--root", root, "audit", "show", "--json")
+	if code != 0 || !strings.Contains(out, `echo \u001b]0;pwned\u0007`) {
+		t.Fatalf("json: exit %d %s", code, out)
+	}
+}
+
+// TestAuditRaw: the exact bytes of the log, for the host to verify; no log
+// is no output.
+func TestAuditRaw(t *testing.T) {
+	root := t.TempDir()
+	if code, out, errs := run(t, request("audit", "raw"), "--root", root, "relay"); code != 0 || out != "" {
+		t.Fatalf("absent log: exit %d %q %s", code, out, errs)
+	}
+	path := writeChain(t, root, 3)
+	want, _ := os.ReadFile(path)
+	if code, out, errs := run(t, request("audit", "raw"), "--root", root, "relay"); code != 0 || out != string(want) {
+		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+}
+
 // TestPatchHermesVerb019 patches the 0.19.0 excerpt with the default pin:
 // the service-tier edit, the plugin beside the config, the smart settings.
 func TestPatchHermesVerb019(t *testing.T) {

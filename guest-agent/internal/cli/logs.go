@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 var logsVerb = verb{
@@ -50,13 +51,17 @@ func runLogs(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("logs %s: %w", name, err)
 	}
 	defer func() { f.Close() }()
-	if err := tail(f, e.Out, *lines); err != nil {
+	// The log is the service's own output (Hermes logs the commands it
+	// runs): escapes in it are shown, not obeyed.
+	out := termsafe.NewWriter(e.Out)
+	defer out.Flush()
+	if err := tail(f, out, *lines); err != nil {
 		return fmt.Errorf("logs %s: %w", name, err)
 	}
 	if !*follow {
 		return nil
 	}
-	return followFile(ctx, &f, path, e.Out)
+	return followFile(ctx, &f, path, out)
 }
 
 // logPath asks a running boot for the program's log; without one it falls

@@ -111,3 +111,17 @@ func TestLogsWithoutBootUsesTheBoxTable(t *testing.T) {
 		t.Fatalf("no name: exit %d, want 2", code)
 	}
 }
+
+// TestLogsShowEscapes: a service log carrying terminal escapes (Hermes logs
+// the commands it runs) is printed with the escapes made visible.
+func TestLogsShowEscapes(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "workspace/hermes-home/logs/hermes-gateway.log")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte("ran \x1b]52;c;cHduZWQ=\x07\n\x1b[2J\x1b[Hall checks passed\xff\n"), 0o600)
+	code, out, errs := run(t, request("logs", "hermes", "-n", "2"), "--root", root, "relay")
+	want := "ran \\x1b]52;c;cHduZWQ=\\x07\n\\x1b[2J\\x1b[Hall checks passed\uFFFD\n"
+	if code != 0 || out != want {
+		t.Fatalf("exit %d, %q, want %q: %s", code, out, want, errs)
+	}
+}

@@ -69,7 +69,7 @@ func TestProvisionTestPinsWarnAndValidate(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"uv":{"url":"http://127.0.0.1/uv","sha256":"`+strings.Repeat("a", 64)+`"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(provision.TestPinsEnv, path)
+	t.Setenv(testPinsEnvName, path)
 	code, _, errs := run(t, "", "--root", t.TempDir(), "provision", "--dry-run", "--arch", "arm64")
 	if code != 1 || !strings.Contains(errs, "not an https address") || !strings.Contains(errs, "test-only stand-in artifacts") {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -105,3 +105,9 @@ func TestNetcheckVerb(t *testing.T) {
 		t.Fatalf("stderr %q (%v)", errs, err)
 	}
 }
+
+// testPinsEnvName is the test-only pins hook's name, which this package's
+// tests give the hook whatever the build tags.
+const testPinsEnvName = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
+
+func init() { testPinsEnv = testPinsEnvName }

@@ -113,12 +113,9 @@ func (a Artifact) validate() error {
 	return nil
 }
 
-// TestPinsEnv names the environment variable through which tests, and only
-// tests, point the agent at a JSON file of stand-in artifacts on a loopback
-// HTTPS server. Production never sets it; the agent warns when it is set.
-const TestPinsEnv = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
-
-// TestPins is the file TestPinsEnv names. Every field is optional; a set
+// TestPins is the file of stand-in artifacts that tests, and only tests,
+// point the agent at (the hook is named only in binaries built with the
+// hbxtest tag; see the agent's cli/provision_testpins_hbxtest.go). Every field is optional; a set
 // field replaces that part of the resolved pins in this run only.
 type TestPins struct {
 	Installer *Artifact `json:"installer,omitempty"`

@@ -163,7 +163,7 @@ func BenchmarkSnapshotStream(b *testing.B) {
 		b.SetBytes(size)
 		out := b.TempDir()
 		for b.Loop() {
-			_, _, err := writePart(b.Context(), filepath.Join(out, "w.tar.gz"), func(w io.Writer) error {
+			_, _, err := writePart(b.Context(), filepath.Join(out, "w.tar.gz"), Limits{}.withDefaults(), func(w io.Writer) error {
 				c := exec.CommandContext(b.Context(), bin, "--root", root, "snapshot", "write", "workspace")
 				c.Stdout = w
 				return c.Run()

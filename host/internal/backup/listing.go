@@ -12,17 +12,25 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
 // ListArchive reads a gzip tar and returns its entry names, normalized and
 // sorted: directories end in "/" ("." is "./"), names that are absolute or
-// contain ".." are refused.
+// contain ".." are refused. The default Limits apply.
 func ListArchive(ctx context.Context, r io.Reader) ([]string, error) {
+	return listArchive(ctx, r, Limits{}.withDefaults())
+}
+
+// listArchive is ListArchive within lim's entry, name and unpacked limits.
+func listArchive(ctx context.Context, r io.Reader, lim Limits) ([]string, error) {
 	zr, err := gzip.NewReader(ctxReader{ctx, r})
 	if err != nil {
 		return nil, fmt.Errorf("reading gzip: %w", err)
 	}
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(bounded.Reader(zr, lim.MaxUnpacked, "the unpacked archive"))
+	budget := listBudget{lim: lim}
 	var names []string
 	for {
 		hdr, err := tr.Next()
@@ -31,6 +39,9 @@ func ListArchive(ctx context.Context, r io.Reader) ([]string, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading tar: %w", err)
+		}
+		if err := budget.add(hdr.Name); err != nil {
+			return nil, err
 		}
 		name, err := normalize(hdr)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -39,11 +40,23 @@ type MachineOps interface {
 	Delete(ctx context.Context, name string) error
 }
 
-// Timeouts of the work that must finish even after the caller gave up.
+// Timeouts of the work that puts things back after a failure. Once the
+// caller has given up (Ctrl-C, SIGTERM), every such step has at most
+// InterruptTimeout left: the command ends within seconds, and what it could
+// not finish is left for the next command, which says what it does (the
+// restore journal, the reaping of candidates).
 const (
-	CleanupTimeout  = 2 * time.Minute
-	RecoveryTimeout = 3 * time.Hour
+	CleanupTimeout   = 2 * time.Minute
+	RecoveryTimeout  = 30 * time.Minute
+	InterruptTimeout = 10 * time.Second
 )
+
+// interruptGrace is InterruptTimeout; tests shorten it.
+var interruptGrace = InterruptTimeout
+
+// ErrInterrupted marks a restore stopped by the caller during the cut-over:
+// the original machine is in the safety snapshot the error names.
+var ErrInterrupted = errors.New("restore interrupted")
 
 // candidateMark is in every candidate machine's name.
 const candidateMark = "-restore-"
@@ -97,10 +110,26 @@ func (r *Restore) defaults() {
 	}
 }
 
-// detached is a context that survives the caller's cancellation (Ctrl-C)
-// but not its own timeout.
+// detached is a context for a recovery step: it survives the caller's
+// cancellation (Ctrl-C) by InterruptTimeout at most, and never outlives d.
 func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(interruptGrace, cancel)
+	})
+	return rctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 func (r *Restore) fresh(ctx context.Context, dir string) error {
@@ -188,9 +217,10 @@ func (r *Restore) restartOriginal(ctx context.Context, wasRunning bool, cause er
 	return cause
 }
 
-// cutOver replaces the original with the backup. From here on the
-// caller's cancellation is ignored: stopping halfway would leave no
-// machine at all.
+// cutOver replaces the original with the backup. The journal names the
+// safety snapshot first: when the caller gives up halfway, the cut-over
+// stops within InterruptTimeout and the journal stays, so that every later
+// command says where the original is and `restore SAFETY` brings it back.
 func (r *Restore) cutOver(ctx context.Context, dir, safety string, wasRunning bool) error {
 	rctx, cancel := detached(ctx, r.RecoveryTimeout)
 	defer cancel()
@@ -210,6 +240,9 @@ func (r *Restore) cutOver(ctx context.Context, dir, safety string, wasRunning bo
 		if err = r.Ops.Apply(rctx, r.Machine, r.Port, dir); err == nil {
 			err = r.Ops.Health(rctx, r.Machine, r.Port)
 		}
+		if err != nil && ctx.Err() != nil {
+			return r.interrupted(safety, err)
+		}
 		if err != nil {
 			r.Log.Warn("final restore validation failed; rolling back", "error", err)
 			if cerr := r.remove(ctx, r.Machine); cerr != nil {
@@ -221,7 +254,16 @@ func (r *Restore) cutOver(ctx context.Context, dir, safety string, wasRunning bo
 		r.clearJournal()
 		return r.settle(rctx, wasRunning)
 	}
+	if ctx.Err() != nil {
+		return r.interrupted(safety, err)
+	}
 	return r.rollback(ctx, safety, wasRunning, err)
+}
+
+// interrupted ends a cut-over the caller gave up on, leaving the journal.
+func (r *Restore) interrupted(safety string, cause error) error {
+	return fmt.Errorf("%w during the cut-over: %s may be missing or incomplete; the original is in %s and `hermes-box restore %s` brings it back (until then every command says so): %w",
+		ErrInterrupted, r.Machine, safety, safety, cause)
 }
 
 // rollback recreates the original from the safety snapshot.
@@ -231,6 +273,9 @@ func (r *Restore) rollback(ctx context.Context, safety string, wasRunning bool, 
 	err := r.Ops.CreateRestore(rctx, r.Machine, r.Port)
 	if err == nil {
 		err = r.Ops.Apply(rctx, r.Machine, r.Port, safety)
+	}
+	if err != nil && ctx.Err() != nil {
+		return r.interrupted(safety, errors.Join(cause, err))
 	}
 	if err != nil {
 		return fmt.Errorf("restore failed and original-machine rollback also failed; the original is in %s: %w", safety, errors.Join(cause, err))

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // recordingOps records every call as "op name [port|dir]" and fails the
@@ -223,12 +224,17 @@ func TestRestoreCutOverFailureRollsBackFromSafetySnapshot(t *testing.T) {
 	}
 }
 
-func TestRestoreCancellationDoesNotStopRollback(t *testing.T) {
+// TestRestoreCancellation: Ctrl-C during the candidate still removes the
+// candidate and restarts the original (short steps, on fresh contexts);
+// during the cut-over the restore stops at once, leaving the journal that
+// names the safety snapshot instead of a long rollback.
+func TestRestoreCancellation(t *testing.T) {
 	tests := []struct {
 		name, cancelAt, wantLast string
+		interrupted              bool
 	}{
-		{"during candidate", "health box-restore-N", "start box"},
-		{"during cut-over", "health box", "apply box /b/safety"},
+		{"during candidate", "health box-restore-N", "start box", false},
+		{"during cut-over", "health box", "health box", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,9 +247,18 @@ func TestRestoreCancellationDoesNotStopRollback(t *testing.T) {
 					o.fail[tt.cancelAt] = context.Canceled
 				}
 			}
-			err := runRestore(t, ctx, o)
+			state := t.TempDir()
+			r := &Restore{Ops: o, Machine: "box", Port: 2222, StateDir: state, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			err := r.Run(ctx, "/b/new")
 			if err == nil {
 				t.Fatal("restore succeeded")
+			}
+			safety, _ := Interrupted(state)
+			if tt.interrupted != errors.Is(err, ErrInterrupted) || tt.interrupted != (safety == "/b/safety") {
+				t.Errorf("interrupted %v: err %v, journal names %q", tt.interrupted, err, safety)
+			}
+			if tt.interrupted && !strings.Contains(err.Error(), "hermes-box restore /b/safety") {
+				t.Errorf("the error does not say how to recover: %v", err)
 			}
 			idx := slices.Index(o.calls, tt.cancelAt+" !cancelled")
 			if idx < 0 {
@@ -270,5 +285,33 @@ func TestRestoreDeleteFailureKeepsOriginal(t *testing.T) {
 	}
 	if last := o.calls[len(o.calls)-1]; last != "start box" {
 		t.Errorf("last call %q", last)
+	}
+}
+
+// TestDetachedEndsSoonAfterCancel: a recovery step survives the caller's
+// cancellation, but only for the grace period.
+func TestDetachedEndsSoonAfterCancel(t *testing.T) {
+	old := interruptGrace
+	interruptGrace = 50 * time.Millisecond
+	defer func() { interruptGrace = old }()
+	parent, cancelParent := context.WithCancel(t.Context())
+	rctx, cancel := detached(parent, time.Hour)
+	defer cancel()
+	cancelParent()
+	if rctx.Err() != nil {
+		t.Fatal("the recovery context ended with its parent")
+	}
+	select {
+	case <-rctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recovery context outlived the grace period")
+	}
+	// Already cancelled: the grace period starts at once.
+	rctx2, cancel2 := detached(parent, time.Hour)
+	defer cancel2()
+	select {
+	case <-rctx2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a recovery context of a cancelled caller outlived the grace period")
 	}
 }

@@ -61,6 +61,10 @@ func (s *Snapshot) Run(ctx context.Context) (dir string, err error) {
 	return Write(ctx, s.BackupsDir, s.Meta, src)
 }
 
+// ErrNotSettled is a machine a snapshot could not return to its previous
+// state; the error says which command does.
+var ErrNotSettled = errors.New("returning the machine to its previous state failed")
+
 // settle returns the machine to its state before the snapshot.
 func (s *Snapshot) settle(ctx context.Context, wasRunning bool, dir string, cause error) error {
 	rctx, cancel := detached(ctx, RecoveryTimeout)
@@ -75,8 +79,12 @@ func (s *Snapshot) settle(ctx context.Context, wasRunning bool, dir string, caus
 	if err == nil {
 		return cause
 	}
-	if cause == nil {
-		return fmt.Errorf("snapshot saved at %s, but returning the machine to its previous state failed: %w", dir, err)
+	recover := "`hermes-box restart` restarts its services"
+	if !wasRunning || s.LeaveStopped {
+		recover = "`hermes-box stop` stops it"
 	}
-	return errors.Join(cause, fmt.Errorf("returning the machine to its previous state: %w", err))
+	if cause == nil {
+		return fmt.Errorf("snapshot saved at %s, but %w (%s): %w", dir, ErrNotSettled, recover, err)
+	}
+	return errors.Join(cause, fmt.Errorf("%w (%s): %w", ErrNotSettled, recover, err))
 }

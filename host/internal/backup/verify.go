@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
 // Verified is a backup that passed every check.
@@ -107,9 +109,10 @@ func verifyContents(ctx context.Context, dir string) (Manifest, error) {
 }
 
 // openRegular opens path without following a symlink and insists on a
-// regular file.
+// regular file. It opens without blocking: a FIFO planted in a backup
+// directory would otherwise block the open until something writes to it.
 func openRegular(path string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -143,9 +146,10 @@ func readListing(path string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	// One name and its newline per entry at most.
+	data, err := bounded.ReadAll(f, DefaultMaxNames+DefaultMaxEntries, path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("%w: reading %s: %w", ErrInvalid, path, err)
 	}
 	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
 		return nil, fmt.Errorf("%w: %s does not end in a newline", ErrInvalid, path)

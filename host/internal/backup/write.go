@@ -36,6 +36,8 @@ type Meta struct {
 	GOOS        string
 	Fingerprint string // SSH key fingerprint, "SHA256:…"
 	Now         time.Time
+	// Limits bound the parts; the zero value is the defaults.
+	Limits Limits
 }
 
 // tempPrefix names the directory a backup is written in before it is
@@ -54,6 +56,10 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
 	}
+	lim := meta.Limits.withDefaults()
+	if err := lim.checkFree(backupsDir); err != nil {
+		return "", fmt.Errorf("snapshot: %w", err)
+	}
 	tmp, err := os.MkdirTemp(backupsDir, tempPrefix)
 	if err != nil {
 		return "", fmt.Errorf("creating backup: %w", err)
@@ -71,12 +77,13 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	listings := map[string][]string{}
 	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
 		est := previousSize(backupsDir, meta.Machine, p.file)
-		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), func(w io.Writer) error {
+		fill := func(w io.Writer) error {
 			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
-			err := src(ctx, p.part, tw)
+			err := src(ctx, p.part, &partWriter{w: tw, lim: lim, dir: backupsDir, part: p.part})
 			done(err)
 			return err
-		})
+		}
+		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), lim, fill)
 		if err != nil {
 			return "", fmt.Errorf("snapshot of %s: %w", p.part, err)
 		}
@@ -154,7 +161,7 @@ func publishDir(tmp, parent, base string) (string, error) {
 
 // writePart creates path (0600, never an existing file) and fills it with
 // what fill writes, hashing and listing the archive on the way.
-func writePart(ctx context.Context, path string, fill func(io.Writer) error) (sum string, names []string, err error) {
+func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer) error) (sum string, names []string, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", nil, err
@@ -166,21 +173,25 @@ func writePart(ctx context.Context, path string, fill func(io.Writer) error) (su
 	listed := make(chan error, 1)
 	go func() {
 		var lerr error
-		names, lerr = ListArchive(ctx, pr)
-		if lerr != nil {
-			_, _ = io.Copy(io.Discard, pr) // keep the writer unblocked
+		names, lerr = listArchive(ctx, pr, lim)
+		if lerr == nil {
+			// The archive has ended; what follows it is still hashed
+			// and stored, as the verifier will read it.
+			_, _ = io.Copy(io.Discard, pr)
 		}
+		// A failed listing fails the writer at once: the rest of a
+		// stream that breaks a limit is not stored.
 		pr.CloseWithError(lerr)
 		listed <- lerr
 	}()
 	werr := fill(io.MultiWriter(bw, h, pw))
 	pw.CloseWithError(werr)
 	lerr := <-listed
+	if lerr != nil && (werr == nil || !errors.Is(lerr, werr)) {
+		return "", nil, fmt.Errorf("listing %s: %w", filepath.Base(path), lerr)
+	}
 	if werr != nil {
 		return "", nil, werr
-	}
-	if lerr != nil {
-		return "", nil, fmt.Errorf("listing %s: %w", filepath.Base(path), lerr)
 	}
 	if err := bw.Flush(); err != nil {
 		return "", nil, err

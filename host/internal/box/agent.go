@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +14,10 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // Call runs one agent verb over tr: the request carries argv and says
@@ -29,6 +30,9 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 	if stdout == nil {
 		stdout = io.Discard
 	}
+	if onEvent != nil {
+		onEvent = (&eventBudget{emit: onEvent, steps: map[string]bool{}}).event
+	}
 	code, err := tr.Run(ctx, req, stdin, stdout, onEvent)
 	if err != nil {
 		return err
@@ -37,6 +41,56 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 		return &ExitError{Argv: argv, Code: code}
 	}
 	return nil
+}
+
+// Per call, the events of the box passed on: at most maxEventSteps step
+// names, maxLogEvents other events and maxEventText bytes of messages. A box
+// that invents step names or repeats warnings cannot fill the terminal or
+// the host's memory.
+const (
+	maxEventSteps = 256
+	maxLogEvents  = 1000
+	maxEventText  = 512 << 10
+)
+
+// eventBudget passes a call's events on within the limits, and says once
+// that it dropped some.
+type eventBudget struct {
+	emit    func(protocol.Event)
+	steps   map[string]bool
+	logs    int
+	text    int
+	dropped bool
+}
+
+func (e *eventBudget) event(ev protocol.Event) {
+	ok := true
+	switch {
+	case ev.Step != "":
+		if !e.steps[ev.Step] {
+			ok = len(e.steps) < maxEventSteps
+			if ok {
+				e.steps[ev.Step] = true
+			}
+		}
+	default:
+		e.logs++
+		ok = e.logs <= maxLogEvents
+	}
+	e.text += min(len(ev.Message), termsafe.MaxLine)
+	if e.text > maxEventText {
+		ok = false
+	}
+	if ok {
+		e.emit(ev)
+		return
+	}
+	if !e.dropped {
+		e.dropped = true
+		e.emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn,
+			Message: fmt.Sprintf("the box sent more than %d step names, %d messages or %d KiB of text in one call; the rest are dropped",
+				maxEventSteps, maxLogEvents, maxEventText>>10)})
+	}
 }
 
 // ExitError is an agent verb that exited non-zero; hermes-box exits with
@@ -120,6 +174,10 @@ func (b *Box) execRelay(machine string) *relay.Exec {
 	return &relay.Exec{Machine: machine, Execer: b.vm}
 }
 
+// maxVerbResult bounds the answer of a verb the host reads whole (health,
+// services status, executor status).
+const maxVerbResult = 1 << 20
+
 // health asks the agent for its report (the cheap checks, as status shows).
 func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
 	return b.healthReport(ctx, tr, false)
@@ -130,12 +188,12 @@ func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, e
 func (b *Box) healthReport(ctx context.Context, tr relay.Transport, deep bool) (*health.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	var out bytes.Buffer
+	out := bounded.NewBuffer(maxVerbResult, "the agent's health report")
 	argv := []string{"health", "--json"}
 	if deep {
 		argv = append(argv, "--deep")
 	}
-	if err := b.call(ctx, tr, argv, nil, &out); err != nil {
+	if err := b.call(ctx, tr, argv, nil, out); err != nil {
 		return nil, err
 	}
 	return health.Decode(out.Bytes())

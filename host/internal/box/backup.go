@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -72,7 +72,8 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Fingerprint: e.finger, Now: time.Now()}
+		GOOS: runtime.GOOS, Fingerprint: e.finger, Now: time.Now(),
+		Limits: backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}}
 }
 
 func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
@@ -106,8 +107,8 @@ func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string
 // except sshd: the snapshot's streams still come over SSH. StartServices
 // starts the ones it stopped.
 func (o *boxOps) StopServices(ctx context.Context, name string) error {
-	var out bytes.Buffer
-	if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "status", "--json"}, nil, &out); err != nil {
+	out := bounded.NewBuffer(maxVerbResult, "the agent's services status")
+	if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "status", "--json"}, nil, out); err != nil {
 		return err
 	}
 	var st protocol.ServicesStatus

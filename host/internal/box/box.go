@@ -22,16 +22,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// Test hooks. They change only how hermes-box reaches a box it owns, never
-// what it asks smolvm to do, and exist so that tests can stand a real sshd
-// and a fake smolvm in for the box.
-const (
-	envTestSSHUser      = "HBX_TEST_SSH_USER"      // the SSH login user instead of boxadmin
-	envTestRelayCommand = "HBX_TEST_RELAY_COMMAND" // the remote command instead of relay.DefaultCommand
-	envTestHost         = "HBX_TEST_HOST"          // "supported" skips the host OS/arch check
-	envTestTiming       = "HBX_TEST_TIMING"        // "fast" shortens every wait
-)
-
 // UI renders the lifecycle's steps and the agent's events.
 type UI interface {
 	// Event renders one event of the agent (or of the host).
@@ -55,7 +45,7 @@ type Box struct {
 	hostCheck func() error
 	sshUser   string
 	relayCmd  string
-	// testPinsDir is the HBX_TEST_AGENT_PINS hook (testpins.go).
+	// testPinsDir is the agent pins hook (testpins.go).
 	testPinsDir string
 	// drv is the machine driver of snapshot, restore and package.
 	drv *smolDriver
@@ -111,17 +101,17 @@ func New(cfg *config.Config, ui UI) *Box {
 	if cfg.ExecutorEnabled {
 		b.timing.startupDeadline = 2 * time.Hour
 	}
-	if v := os.Getenv(envTestTiming); v == "fast" {
+	if v := hookValue(hooks.timing); v == "fast" {
 		b.timing = fastTimings()
 	}
-	if os.Getenv(envTestHost) == "supported" {
+	if hookValue(hooks.host) == "supported" {
 		b.hostCheck = func() error { return nil }
 	}
-	if v := os.Getenv(envTestSSHUser); v != "" {
+	if v := hookValue(hooks.sshUser); v != "" {
 		b.sshUser = v
 	}
-	b.relayCmd = os.Getenv(envTestRelayCommand)
-	b.testPinsDir = os.Getenv(envTestAgentPins)
+	b.relayCmd = hookValue(hooks.relayCommand)
+	b.testPinsDir = hookValue(hooks.agentPins)
 	b.drv = newSmolDriver(b)
 	if cfg.SmolvmAllowNewer {
 		// Every command says so when the release is not in the table.

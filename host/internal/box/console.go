@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // ExitStatus is a status passed through unchanged (of `ssh CMD`, of the
@@ -120,5 +121,11 @@ func (b *Box) Logs(ctx context.Context, w io.Writer, service string, lines int, 
 	if follow {
 		argv = append(argv, "-f")
 	}
-	return b.RunAgent(ctx, argv, nil, w)
+	// The log is the box's: shown, never obeyed, whatever the agent did.
+	safe := termsafe.NewWriter(w)
+	err = b.RunAgent(ctx, argv, nil, safe)
+	if ferr := safe.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

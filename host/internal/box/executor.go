@@ -14,6 +14,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -85,11 +86,13 @@ func (e *Executor) secrets() SecretStore {
 	return e.Secrets
 }
 
+// http is the client for Executor's port: the server is in the box, so it
+// follows no redirect (the API key goes to the box's endpoint only).
 func (e *Executor) http() *http.Client {
 	if e.HTTP == nil {
 		e.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
-	return e.HTTP
+	return mcp.NoRedirects(e.HTTP)
 }
 
 // PortalURL is the Executor portal on the host.
@@ -232,6 +235,11 @@ type ExecutorStatus struct {
 
 // Status gathers the machine's state, Executor's health and, from the
 // agent, the active image (with sizes, the disk use too).
+// executorStatusTimeout bounds the agent's executor status (--sizes walks
+// the Executor's directories).
+const executorStatusTimeout = 2 * time.Minute
+
+// Status gathers Executor's state: the machine, its health, the agent's metadata.
 func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	v := ExecutorStatus{Enabled: e.Enabled, Machine: e.Machine, URL: e.PortalURL(), AuthStored: e.KeyStored()}
 	state, err := e.State(ctx)
@@ -252,9 +260,12 @@ func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	if sizes {
 		argv = append(argv, "--sizes")
 	}
-	var out strings.Builder
+	// The answer is the box's: bounded, and in bounded time.
+	out := bounded.NewBuffer(maxVerbResult, "the agent's executor status")
 	var st protocol.ExecutorStatus
-	if err := e.Agent.RunAgent(ctx, argv, nil, &out); err != nil {
+	actx, cancel := context.WithTimeout(ctx, executorStatusTimeout)
+	defer cancel()
+	if err := e.Agent.RunAgent(actx, argv, nil, out); err != nil {
 		v.MetadataError = err.Error()
 	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
 		v.MetadataError = "decoding the agent's executor status: " + err.Error()

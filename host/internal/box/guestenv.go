@@ -13,11 +13,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// envTestNetprobePlan names a JSON netproof.Plan whose targets replace the
-// production ones (tests must not probe outside addresses); mode and
-// allowed hosts still come from the configuration.
-const envTestNetprobePlan = "HBX_TEST_NETPROBE_PLAN"
-
 // startSecrets resolves the box's mapped secrets before it starts, so a
 // missing host variable refuses the start and names it. Other machines
 // (a restore's candidate) get none: ok is false.
@@ -78,18 +73,18 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 // gateway probed on the machine's published SSH port), or the test hook's.
 func (b *Box) netprobePlan(port int) (netproof.Plan, error) {
 	plan := netproof.DefaultPlan(string(b.cfg.NetworkMode), b.cfg.NetworkHosts, port)
-	path := os.Getenv(envTestNetprobePlan)
+	path := hookValue(hooks.netprobePlan)
 	if path == "" {
 		return plan, nil
 	}
-	b.ui.Warn("%s is set: proving the network mode against test targets", envTestNetprobePlan)
+	b.ui.Warn("%s is set: proving the network mode against test targets", hooks.netprobePlan)
 	doc, err := os.ReadFile(path)
 	if err != nil {
-		return plan, fmt.Errorf("%s: %w", envTestNetprobePlan, err)
+		return plan, fmt.Errorf("%s: %w", hooks.netprobePlan, err)
 	}
 	var t netproof.Plan
 	if err := json.Unmarshal(doc, &t); err != nil {
-		return plan, fmt.Errorf("%s: %w", envTestNetprobePlan, err)
+		return plan, fmt.Errorf("%s: %w", hooks.netprobePlan, err)
 	}
 	t.Mode, t.Allowed = plan.Mode, plan.Allowed
 	return t, t.Validate()

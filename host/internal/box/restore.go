@@ -14,8 +14,10 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // Snapshot backs the box up under label and returns the backup's path; the
@@ -30,15 +32,34 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 	}
 	var dir string
 	err = env.locked(ctx, func() error {
+		b.recordAuditHead(ctx)
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
 	return dir, err
 }
 
+// recordAuditHead records the audit chain's head before a snapshot of a
+// running box, and warns when the log no longer extends the last one.
+func (b *Box) recordAuditHead(ctx context.Context) {
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil || m.State != smolvm.StateRunning {
+		return
+	}
+	tr, err := b.sshRelay()
+	if err != nil {
+		return
+	}
+	if c := b.anchorAudit(ctx, tr, time.Now().UTC()); c.Status != health.StatusHealthy {
+		b.ui.Warn("%s", c.Message)
+	}
+}
+
 // Restore restores the backup src (an absolute path): directly when there
-// is no box, else through a candidate box.
-func (b *Box) Restore(ctx context.Context, src string) error {
+// is no box, else through a candidate box. A backup that does not record
+// this project's key fingerprint is refused unless legacyOK vouches for a
+// backup made before fingerprints were recorded.
+func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 	env, err := b.backupRun()
 	if errors.Is(err, userr.ErrNoBox) {
 		return userr.WithHint(fmt.Errorf("restore needs the SSH key the backup was made with, and there is none at %s", b.cfg.SSHKeyPath()),
@@ -53,7 +74,7 @@ func (b *Box) Restore(ctx context.Context, src string) error {
 		if err := b.restoreHostChecks(ctx); err != nil {
 			return err
 		}
-		staged, err := restorePreflight(ctx, env, src)
+		staged, err := restorePreflight(ctx, env, src, legacyOK)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)
 		}
@@ -62,6 +83,14 @@ func (b *Box) Restore(ctx context.Context, src string) error {
 				slog.Warn("removing the staged copy", "error", err)
 			}
 		}()
+		// Recovering an interrupted cut-over: what stands under the box's
+		// name is the half-made replacement; the original is in src.
+		if safety, _ := backup.Interrupted(cfg.StateDir()); safety != "" && safety == src {
+			b.ui.Warn("removing the half-made %s an interrupted restore left, then restoring the original from %s", cfg.MachineName, src)
+			if err := b.removeMachine(cfg.MachineName); err != nil {
+				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
+			}
+		}
 		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir()}
 		if err := r.Run(ctx, staged.Dir); err != nil {
 			return err
@@ -77,7 +106,7 @@ func (b *Box) Restore(ctx context.Context, src string) error {
 
 // restorePreflight checks everything before anything is touched: the base
 // artifact, the backup (staged), and the key fingerprint.
-func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.Staged, error) {
+func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
 	base := env.box.BaseArtifact()
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
@@ -86,13 +115,12 @@ func restorePreflight(ctx context.Context, env *backupRun, src string) (*backup.
 	if err != nil {
 		return nil, err
 	}
-	m := staged.Manifest
-	switch {
-	case m.Legacy():
-		slog.Warn("legacy backup does not record its SSH key fingerprint", "backup", src)
-	case m.Fingerprint != env.finger:
+	if err := backup.CheckOrigin(staged.Manifest, env.finger, legacyOK); err != nil {
 		_ = staged.Remove()
-		return nil, fmt.Errorf("SSH key fingerprint mismatch: backup requires %s, supplied key is %s", m.Fingerprint, env.finger)
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if staged.Manifest.Legacy() {
+		slog.Warn("restoring a legacy backup that records no SSH key fingerprint, as --legacy-backup says", "backup", src)
 	}
 	return staged, nil
 }
@@ -226,4 +254,11 @@ func portableConfig(env *backupRun) []byte {
 		sb.WriteString(a.String() + "\n")
 	}
 	return []byte(sb.String())
+}
+
+// NeedsRecovery reports an error that leaves the box for the next command
+// to recover (an interrupted cut-over, a snapshot that could not restart
+// the services): its message says how, even after Ctrl-C.
+func NeedsRecovery(err error) bool {
+	return errors.Is(err, backup.ErrInterrupted) || errors.Is(err, backup.ErrNotSettled)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -17,6 +18,7 @@ import (
 const (
 	checkMachine  health.Code = "smolvm-machine"
 	checkListener health.Code = "loopback-listener"
+	checkJournal  health.Code = "restore-journal"
 )
 
 // Status is what `status --json` prints: a health report (it decodes with
@@ -91,6 +93,13 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 	st.Machine = m.Raw
 	running := m.State == smolvm.StateRunning
 	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
+	if safety, err := backup.Interrupted(b.cfg.StateDir()); err != nil || safety != "" {
+		msg := fmt.Sprintf("an interrupted restore left the original machine in %s; `hermes-box restore %s` brings it back", safety, safety)
+		if err != nil {
+			msg = "reading the journal of an interrupted restore: " + err.Error()
+		}
+		st.Checks[checkJournal] = hostCheck(false, health.SeverityCritical, msg, now)
+	}
 	if running {
 		lerr := b.listen.CheckLoopback(ctx, b.cfg.SSHPort)
 		msg := fmt.Sprintf("SSH port %d listens on loopback only", b.cfg.SSHPort)
@@ -136,6 +145,7 @@ func (b *Box) summary(m smolvm.Machine, st *Status) Summary {
 type agentAnswer struct {
 	report *health.Report
 	err    error
+	audit  *health.Check // the host's check of the audit chain
 }
 
 // agentHealth asks the agent for its report over the SSH relay.
@@ -145,7 +155,12 @@ func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 		return agentAnswer{err: err}
 	}
 	r, err := b.health(ctx, tr)
-	return agentAnswer{report: r, err: err}
+	if err != nil {
+		return agentAnswer{err: err}
+	}
+	// Every status records the audit chain's head.
+	audit := b.anchorAudit(ctx, tr, time.Now().UTC())
+	return agentAnswer{report: r, audit: &audit}
 }
 
 // mergeAgentHealth adds the agent's report to st, the host's checks over
@@ -157,6 +172,9 @@ func mergeAgentHealth(st *Status, a agentAnswer) {
 		return
 	}
 	host := st.Checks
+	if a.audit != nil {
+		host[checkAudit] = *a.audit
+	}
 	st.Report = *a.report
 	if st.Checks == nil {
 		st.Checks = map[health.Code]health.Check{}

@@ -11,17 +11,15 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// Test hook for provisioning without the internet. HBX_TEST_AGENT_PINS names
-// a host directory holding pins.json (the agent's test-only pin override:
-// stand-in artifacts on a loopback server the test runs) and the files it
-// refers to, such as the server's CA. init copies them into the builder and
-// runs provision with HERMES_BOX_AGENT_TEST_ONLY_PINS pointing at the copy.
-// The production pins are never changed; the agent warns that the override
-// is in use.
+// Test hook for provisioning without the internet (test builds only, see
+// testhooks.go). hooks.agentPins names a host directory holding pins.json
+// (the agent's test-only pin override: stand-in artifacts on a loopback
+// server the test runs) and the files it refers to, such as the server's
+// CA. init copies them into the builder and runs provision with the agent's
+// own hook variable (hooks.guestPins) pointing at the copy. The production
+// pins are never changed; the agent warns that the override is in use.
 const (
-	envTestAgentPins   = "HBX_TEST_AGENT_PINS"
 	guestTestPinsFile  = boxlayout.TestPinsDir + "/pins.json"
-	agentTestPinsEnv   = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
 	testPinsManifest   = "pins.json"
 	maxTestPinsEntries = 32
 )
@@ -34,7 +32,7 @@ func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func(
 	if b.testPinsDir == "" {
 		return nil, noop, nil
 	}
-	b.ui.Warn("%s is set: provisioning with test-only stand-in artifacts, not the production pins", envTestAgentPins)
+	b.ui.Warn("%s is set: provisioning with test-only stand-in artifacts, not the production pins", hooks.agentPins)
 	files, err := testPinFiles(b.testPinsDir)
 	if err != nil {
 		return nil, noop, err
@@ -52,14 +50,14 @@ func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func(
 			return nil, noop, fmt.Errorf("copying the test pins: %w", err)
 		}
 	}
-	return []string{agentTestPinsEnv + "=" + guestTestPinsFile}, cleanup, nil
+	return []string{hooks.guestPins + "=" + guestTestPinsFile}, cleanup, nil
 }
 
 // testPinFiles lists the regular files of dir, which must hold pins.json.
 func testPinFiles(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", envTestAgentPins, err)
+		return nil, fmt.Errorf("%s: %w", hooks.agentPins, err)
 	}
 	var files []string
 	found := false
@@ -71,10 +69,10 @@ func testPinFiles(dir string) ([]string, error) {
 		files = append(files, filepath.Join(dir, e.Name()))
 	}
 	if !found {
-		return nil, fmt.Errorf("%s: %s holds no %s", envTestAgentPins, dir, testPinsManifest)
+		return nil, fmt.Errorf("%s: %s holds no %s", hooks.agentPins, dir, testPinsManifest)
 	}
 	if len(files) > maxTestPinsEntries {
-		return nil, fmt.Errorf("%s: %s holds %d files, more than %d", envTestAgentPins, dir, len(files), maxTestPinsEntries)
+		return nil, fmt.Errorf("%s: %s holds %d files, more than %d", hooks.agentPins, dir, len(files), maxTestPinsEntries)
 	}
 	return files, nil
 }

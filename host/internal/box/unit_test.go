@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func TestHostPlatform(t *testing.T) {
@@ -177,6 +178,40 @@ func (nopUI) Event(protocol.Event)            {}
 func (nopUI) Step(string, string) func(error) { return func(error) {} }
 func (nopUI) Info(string, ...any)             {}
 func (nopUI) Warn(string, ...any)             {}
+
+// TestEventBudget: a box inventing step names or repeating messages gets
+// its first events through, one warning, and nothing more.
+func TestEventBudget(t *testing.T) {
+	var got []protocol.Event
+	b := &eventBudget{emit: func(ev protocol.Event) { got = append(got, ev) }, steps: map[string]bool{}}
+	for i := range 10 * maxEventSteps {
+		b.event(protocol.Event{Type: protocol.EventProgress, Step: fmt.Sprintf("s%d", i)})
+		b.event(protocol.Event{Type: protocol.EventProgress, Step: "s0"}) // a known step always passes
+	}
+	for range 10 * maxLogEvents {
+		b.event(protocol.Event{Type: protocol.EventLog, Message: "m"})
+	}
+	if want := maxEventSteps + 10*maxEventSteps + maxLogEvents + 1; len(got) != want {
+		t.Fatalf("%d events passed, want %d", len(got), want)
+	}
+	big := &eventBudget{emit: func(ev protocol.Event) { got = append(got, ev) }, steps: map[string]bool{}}
+	got = nil
+	for range 1000 {
+		big.event(protocol.Event{Type: protocol.EventLog, Message: strings.Repeat("M", 1<<20)})
+	}
+	if len(got) != maxEventText/termsafe.MaxLine+1 {
+		t.Fatalf("%d events of 1 MiB passed", len(got))
+	}
+	warnings := 0
+	for _, ev := range got {
+		if ev.Type == protocol.EventWarning {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Fatalf("%d warnings", warnings)
+	}
+}
 
 // TestStartSecretsOnlyForTheBox: the box resolves its mapped secrets (a
 // missing host variable refuses, naming it); any other machine, such as a

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // errNoMachine is wrapped when the configured machine does not exist.
@@ -141,7 +142,7 @@ func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) er
 				deep = true
 				continue
 			}
-			if gaveUp(report) {
+			if gaveUp(report) || errors.Is(err, ErrGate) {
 				return err
 			}
 		} else if errors.Is(err, relay.ErrHostKeyMismatch) || errors.Is(err, relay.ErrAuthRefused) {
@@ -164,8 +165,26 @@ func gaveUp(r *health.Report) bool {
 	return false
 }
 
-// deepCheck judges a report: unhealthy or a service not RUNNING fails.
+// ErrGate is a box whose approval gate is not installed and active as
+// provisioned (its gate step was skipped or undone).
+var ErrGate = errors.New("the approval gate is not installed and active as provisioned; the box is refused")
+
+// standInTree reports a gate check of a Hermes tree the gate step never
+// touched (the agent gives it as info, without gate details) while the test
+// hook says the tree is the tests' stand-in Hermes. A release binary has no
+// such hook: there, a box whose gate step was skipped is refused.
+func standInTree(r *health.Report, c health.Check) bool {
+	return hookValue(hooks.noGate) == "stand-in" && r.Gate == nil && c.Severity == health.SeverityInfo
+}
+
+// deepCheck judges a report: unhealthy, a service not RUNNING or an
+// approval gate that is not installed and active as provisioned fails.
 func deepCheck(r *health.Report) error {
+	if c, ok := r.Checks[health.CheckGate]; ok && c.Status != health.StatusHealthy && !standInTree(r, c) {
+		// Whatever severity the box gave it: a box without its gate
+		// runs the agent's commands unreviewed.
+		return fmt.Errorf("%w: %s", ErrGate, termsafe.String(c.Message))
+	}
 	var problems []string
 	for code, c := range r.Checks {
 		if c.Status != health.StatusHealthy && c.Severity != health.SeverityInfo {
@@ -176,6 +195,9 @@ func deepCheck(r *health.Report) error {
 		if s.State != health.ServiceRunning {
 			problems = append(problems, fmt.Sprintf("service %s is %s", s.Name, s.State))
 		}
+	}
+	for i, p := range problems {
+		problems[i] = termsafe.String(p)
 	}
 	if r.Status == health.StatusUnhealthy || hasServiceProblem(r) {
 		return fmt.Errorf("box is %s: %s", r.Status, strings.Join(problems, "; "))

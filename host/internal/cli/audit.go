@@ -1,72 +1,73 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
-	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
-// boxRunner returns the transport to the box: the SSH relay with the
-// project key and the pinned host key, on the configured port.
-var boxRunner = func(cmd *cobra.Command) (relay.Transport, error) {
-	b, err := loadBox(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return b.Relay(cmd.Context(), "the audit log is read from the running box")
+// auditTarget is where the audit log is read from and where the host keeps
+// its anchor.
+type auditTarget struct {
+	tr     relay.Transport
+	anchor string // the anchor file
 }
 
-func newAuditCommand(runner func(*cobra.Command) (relay.Transport, error)) *cobra.Command {
+// boxAudit returns the transport to the box (the SSH relay with the
+// project key and the pinned host key) and the project's anchor file.
+var boxAudit = func(cmd *cobra.Command) (auditTarget, error) {
+	b, err := loadBox(cmd)
+	if err != nil {
+		return auditTarget{}, err
+	}
+	tr, err := b.Relay(cmd.Context(), "the audit log is read from the running box")
+	if err != nil {
+		return auditTarget{}, err
+	}
+	return auditTarget{tr: tr, anchor: filepath.Join(b.Config().StateDir(), auditanchor.FileName)}, nil
+}
+
+func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show the approval gate's audit log from the box, or verify its hash chain",
 		Long: "audit shows every verdict of the gated approval reviewer, as recorded in the box's\n" +
-			"hash-chained audit log. --verify checks the chain and names the first altered line.",
+			"hash-chained audit log. The host reads the log's bytes, verifies the chain itself and\n" +
+			"checks that it extends the head it recorded last time (audit, status and snapshot\n" +
+			"record it), so a log rewritten, truncated or replaced in the box is caught.\n" +
+			"--verify prints the verdict only; a broken chain names its first bad line and exits 1.",
 		Args: cobra.NoArgs,
 	}
-	asJSON := cmd.Flags().Bool("json", false, "print the agent's JSON result")
+	asJSON := cmd.Flags().Bool("json", false, "print the result as JSON")
 	verify := cmd.Flags().Bool("verify", false, "verify the chain instead of listing the entries")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		argv := []string{"audit", "show"}
-		if *verify {
-			argv[1] = "verify"
-		}
-		if *asJSON {
-			argv = append(argv, "--json")
-		}
-		r, err := runner(cmd)
+		t, err := target(cmd)
 		if err != nil {
 			return err
 		}
-		return runAgentVerb(cmd, r, argv)
+		res, err := box.CheckAudit(cmd.Context(), t.tr, t.anchor)
+		if err != nil {
+			return fmt.Errorf("reading the audit log from the box: %w", err)
+		}
+		if *asJSON {
+			err = res.WriteJSON(cmd.OutOrStdout(), !*verify)
+		} else {
+			err = res.WriteText(cmd.OutOrStdout(), !*verify)
+		}
+		if err != nil {
+			return err
+		}
+		if !res.OK {
+			fmt.Fprintf(cmd.ErrOrStderr(), "hermes-box: %s\n", termsafe.String(res.Err().Error()))
+			return box.ExitStatus(1)
+		}
+		return nil
 	}
 	return cmd
-}
-
-// runAgentVerb relays argv, copies the verb's stdout to ours, logs its
-// events, and passes a non-zero exit status through.
-func runAgentVerb(cmd *cobra.Command, r relay.Transport, argv []string) error {
-	stderr := cmd.ErrOrStderr()
-	err := box.Call(cmd.Context(), r, func(ev protocol.Event) {
-		switch ev.Level {
-		case protocol.LevelError, protocol.LevelWarn:
-			fmt.Fprintf(stderr, "hermes-box: box: %s\n", ev.Message)
-		default:
-			slog.Debug("box event", "type", ev.Type, "message", ev.Message)
-		}
-	}, argv, nil, cmd.OutOrStdout())
-	var exit *box.ExitError
-	if errors.As(err, &exit) {
-		return box.ExitStatus(exit.Code)
-	}
-	if err != nil {
-		return fmt.Errorf("running %q in the box: %w", argv, err)
-	}
-	return nil
 }

@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -38,7 +41,7 @@ func (f *fakeBox) Run(_ context.Context, req protocol.Request, stdin io.Reader, 
 	return f.code, f.err
 }
 
-func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) {
+func runAudit(t *testing.T, box *fakeBox, anchor string, args ...string) (int, string, string) {
 	t.Helper()
 	root := newRootCommand()
 	for _, c := range root.Commands() {
@@ -46,11 +49,11 @@ func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) 
 			root.RemoveCommand(c)
 		}
 	}
-	root.AddCommand(newAuditCommand(func(*cobra.Command) (relay.Transport, error) {
+	root.AddCommand(newAuditCommand(func(*cobra.Command) (auditTarget, error) {
 		if box == nil {
-			return nil, errors.New("no box")
+			return auditTarget{}, errors.New("no box")
 		}
-		return box, nil
+		return auditTarget{tr: box, anchor: anchor}, nil
 	}))
 	var out, errb bytes.Buffer
 	root.SetArgs(append([]string{"audit"}, args...))
@@ -69,38 +72,65 @@ func runAudit(t *testing.T, box *fakeBox, args ...string) (int, string, string) 
 	return code, out.String(), errb.String()
 }
 
+// chainOf is a valid audit log of the given decisions.
+func chainOf(decisions ...string) string {
+	var b strings.Builder
+	prev := strings.Repeat("0", 64)
+	for i, d := range decisions {
+		body := fmt.Sprintf(`{"command":"ls %d","command_sha256":"%064x","confidence":0.9,"decision":"%s","prev":"%s","reason":"r","risk":"low","seq":%d,"time":"t"}`, i+1, i+1, d, prev, i+1)
+		sum := sha256.Sum256([]byte(body))
+		prev = hex.EncodeToString(sum[:])
+		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
+	}
+	return b.String()
+}
+
+// TestAuditCommand: the host reads the raw log (audit raw), verifies it and
+// checks it against its anchor, whatever the agent would have said.
 func TestAuditCommand(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
 		box      *fakeBox
-		argv     string
 		code     int
 		out, err string
 	}{
-		{"show", nil, &fakeBox{stdout: "   1 ... approve\n"}, "audit show", 0, "approve", ""},
-		{"show json", []string{"--json"}, &fakeBox{stdout: `{"ok":true}` + "\n"}, "audit show --json", 0, `{"ok":true}`, ""},
-		{"verify intact", []string{"--verify"}, &fakeBox{stdout: "chain intact\n"}, "audit verify", 0, "intact", ""},
-		{"verify tampered", []string{"--verify", "--json"}, &fakeBox{
-			stdout: `{"ok":false,"broken":{"line":3}}` + "\n", code: 1,
-			events: []protocol.Event{{Type: protocol.EventLog, Level: protocol.LevelError, Message: "audit chain broken at line 3"}},
-		}, "audit verify --json", 1, `"line":3`, "box: audit chain broken at line 3"},
-		{"relay fails", nil, &fakeBox{err: errors.New("host key does not match")}, "audit show", 1, "", "host key does not match"},
-		{"no box", nil, nil, "", 1, "", "no box"},
+		{"show", nil, &fakeBox{stdout: chainOf("approve")}, 0, "approve", ""},
+		{"show json", []string{"--json"}, &fakeBox{stdout: chainOf("deny")}, 0, `"ok":true,"entries":1`, ""},
+		{"verify intact", []string{"--verify"}, &fakeBox{stdout: chainOf("deny", "deny")}, 0, "2 entries, chain intact", ""},
+		{"verify tampered", []string{"--verify", "--json"}, &fakeBox{stdout: strings.Replace(chainOf("deny", "deny", "deny"), `"decision":"deny","prev":"`+"", `"decision":"approve","prev":"`, 1)},
+			1, `"line":1`, "line 1"},
+		{"empty log", nil, &fakeBox{}, 0, "0 entries", ""},
+		{"agent fails", nil, &fakeBox{code: 3}, 3, "", ""},
+		{"relay fails", nil, &fakeBox{err: errors.New("host key does not match")}, 1, "", "host key does not match"},
+		{"no box", nil, nil, 1, "", "no box"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errs := runAudit(t, tt.box, tt.args...)
+			code, out, errs := runAudit(t, tt.box, filepath.Join(t.TempDir(), "anchor.json"), tt.args...)
 			if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errs, tt.err) {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 			}
-			if tt.box != nil && strings.Join(tt.box.got, " ") != tt.argv {
-				t.Fatalf("argv %q, want %q", tt.box.got, tt.argv)
+			if tt.box != nil && strings.Join(tt.box.got, " ") != "audit raw" {
+				t.Fatalf("argv %q, want audit raw", tt.box.got)
 			}
 		})
 	}
-	if code, _, _ := runAudit(t, &fakeBox{}, "extra"); code != 1 {
+	if code, _, _ := runAudit(t, &fakeBox{}, filepath.Join(t.TempDir(), "a"), "extra"); code != 1 {
 		t.Fatal("extra argument accepted")
+	}
+}
+
+// TestAuditAnchored: a log the box rewrote whole (every hash recomputed)
+// verifies in itself but not against what the host saw.
+func TestAuditAnchored(t *testing.T) {
+	anchor := filepath.Join(t.TempDir(), "anchor.json")
+	if code, _, errs := runAudit(t, &fakeBox{stdout: chainOf("deny", "deny")}, anchor); code != 0 {
+		t.Fatalf("first audit: %d %s", code, errs)
+	}
+	code, out, errs := runAudit(t, &fakeBox{stdout: chainOf("deny", "approve")}, anchor, "--verify")
+	if code != 1 || !strings.Contains(out, "BROKEN at line 2") || !strings.Contains(errs, "rewritten") {
+		t.Fatalf("rewritten log: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

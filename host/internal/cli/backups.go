@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
@@ -34,7 +34,7 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
-	entries, err := backup.Inventory(cmd.Context(), b.Config().BackupsDir(), deep)
+	entries, err := box.Backups(cmd.Context(), b.Config().BackupsDir(), deep)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func newBackupsDeleteCommand() *cobra.Command {
 			if err != nil || len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			entries, _ := backup.Inventory(cmd.Context(), b.Config().BackupsDir(), false)
+			entries, _ := box.Backups(cmd.Context(), b.Config().BackupsDir(), false)
 			names := make([]string, len(entries))
 			for i, e := range entries {
 				names[i] = e.Name
@@ -85,10 +85,10 @@ func newBackupsDeleteCommand() *cobra.Command {
 				return err
 			}
 			force, _ := cmd.Flags().GetBool("force")
-			var e backup.Entry
+			var e box.BackupEntry
 			err = b.Locked(func() error {
 				var derr error
-				e, derr = backup.Delete(cmd.Context(), b.Config().BackupsDir(), args[0], force)
+				e, derr = box.DeleteBackup(cmd.Context(), b.Config().BackupsDir(), args[0], force)
 				return derr
 			})
 			if err != nil {

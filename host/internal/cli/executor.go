@@ -19,6 +19,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // executorDeps are the boundaries of the executor commands; tests swap them.
@@ -136,6 +137,9 @@ func (x *executorCmd) statusCmd() *cobra.Command {
 }
 
 func printExecutorStatus(w io.Writer, v box.ExecutorStatus) error {
+	// Every string but the host's own came from the box.
+	v.State, v.HealthError, v.MetadataError = termsafe.String(v.State), termsafe.String(v.HealthError), termsafe.String(v.MetadataError)
+	v.Image, v.ImageDigest = termsafe.String(v.Image), termsafe.String(v.ImageDigest)
 	auth := "not stored"
 	if v.AuthStored {
 		auth = "stored in the OS keyring"
@@ -195,7 +199,13 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 			if follow {
 				argv = append(argv, "-f")
 			}
-			return x.box.Agent.RunAgent(cmd.Context(), argv, nil, cmd.OutOrStdout())
+			// The log is the box's: shown, never obeyed.
+			out := termsafe.NewWriter(cmd.OutOrStdout())
+			err := x.box.Agent.RunAgent(cmd.Context(), argv, nil, out)
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
@@ -354,7 +364,7 @@ func (x *executorCmd) runExecute(cmd *cobra.Command, code string, asJSON bool) e
 		return err
 	}
 	if asJSON {
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termsafe.JSON(out))
 		return err
 	}
 	var v any
@@ -428,8 +438,13 @@ func (x *executorCmd) connectKey(cmd *cobra.Command, fromStdin bool) (string, er
 	return box.NormalizeKey(raw)
 }
 
+// writeIndentedJSON prints v as indented JSON with what a terminal could
+// obey escaped (the values come from the box).
 func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(termsafe.JSON(b), '\n'))
+	return err
 }

@@ -75,7 +75,7 @@ func newExecutorProject(t *testing.T) *executorProject {
 		"PATH="+filepath.Join(bins.dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"FAKESMOLVM_STATE="+filepath.Join(t.TempDir(), "smolvm"),
 		"FAKESMOLVM_GUEST_22="+sshd.Addr, "FAKESMOLVM_GUEST_4788="+strings.TrimPrefix(p.health.URL, "http://"),
-		"HERMES_BOX_PROJECT_ROOT="+p.root, "HBX_TEST_SSH_USER="+sshd.User,
+		"HERMES_BOX_PROJECT_ROOT="+p.root, "HBX_TEST_SSH_USER="+sshd.User, "HBX_TEST_NO_GATE=stand-in",
 		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(bins.agent)+" --root "+sshdtest.ShellQuote(p.guest)+" relay",
 	)
 	t.Cleanup(func() { p.smolvm("machine", "stop", "--name", machine) })

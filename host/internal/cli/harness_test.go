@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,6 +132,8 @@ func newHarness(t testing.TB, conf ...string) *harness {
 		"HERMES_BOX_PROJECT_ROOT="+h.root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+h.sshd.User,
 		"HBX_TEST_RELAY_COMMAND="+guestRelayCommand,
+		// The stand-in Hermes has no approval gate to provision.
+		"HBX_TEST_NO_GATE=stand-in",
 	)
 	t.Cleanup(h.stopMachines)
 	return h
@@ -167,6 +170,9 @@ type result struct {
 	code           int
 	stdout, stderr string
 	calls          []call // the smolvm calls this run made
+	maxRSSKiB      int64  // the peak resident set of hermes-box itself (VmHWM, KiB; 0 without /proc)
+	treeRSSKiB     int64  // the rusage peak, which counts the children it waited for (Linux: KiB)
+	elapsed        time.Duration
 }
 
 // run runs hermes-box with args; the smolvm calls it made are returned.
@@ -185,8 +191,23 @@ func (h *harness) runInput(stdin string, args ...string) result {
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), calls: h.calls()[before:]}
+	start := time.Now()
+	err := cmd.Start()
+	var hwm int64
+	if err == nil {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { defer close(done); hwm = watchHWM(cmd.Process.Pid, stop) }()
+		err = cmd.Wait()
+		close(stop)
+		<-done
+	}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), calls: h.calls()[before:], elapsed: time.Since(start), maxRSSKiB: hwm}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.treeRSSKiB = int64(ru.Maxrss)
+		}
+	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
@@ -200,6 +221,32 @@ func (h *harness) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
 	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
 	return cmd
+}
+
+// watchHWM reads the peak resident set (VmHWM) of pid every 10 ms until
+// stop closes or the process is gone, and returns the last value read.
+func watchHWM(pid int, stop <-chan struct{}) int64 {
+	var hwm int64
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return hwm
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && n > hwm {
+					hwm = n
+				}
+			}
+		}
+		select {
+		case <-stop:
+			return hwm
+		case <-t.C:
+		}
+	}
 }
 
 // call is one recorded smolvm invocation, paths normalised.

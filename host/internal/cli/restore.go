@@ -8,16 +8,20 @@ import (
 )
 
 func newRestoreCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Restore a backup: directly when there is no box, else through a candidate box",
 		Long: "restore verifies BACKUP and stages a read-only copy. Without a box it creates one in\n" +
 			"restore mode and applies the backup. With a box it first takes a safety snapshot,\n" +
 			"proves the backup on a candidate box on a random loopback port, then replaces the box,\n" +
-			"rolling back from the safety snapshot if that fails.",
+			"rolling back from the safety snapshot if that fails. A backup whose manifest does not\n" +
+			"record this project's SSH key fingerprint is refused: --legacy-backup restores one made\n" +
+			"before fingerprints were recorded (never one recording another key).",
 		Args: cobra.ExactArgs(1),
 		RunE: restoreAction,
 	}
+	cmd.Flags().Bool("legacy-backup", false, "accept a backup without ssh_key_fingerprint (made before fingerprints were recorded)")
+	return cmd
 }
 
 func restoreAction(cmd *cobra.Command, args []string) error {
@@ -29,7 +33,8 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Restore(cmd.Context(), src); err != nil {
+	legacyOK, _ := cmd.Flags().GetBool("legacy-backup")
+	if err := b.Restore(cmd.Context(), src, legacyOK); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", b.Config().MachineName, src)

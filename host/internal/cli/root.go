@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // ExitCoder is an error that carries the process exit status, such as the
@@ -42,7 +43,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !box.NeedsRecovery(err) {
 		return userr.ExitInterrupted // Ctrl-C: the user knows; end quietly
 	}
 	code := userr.Code(err)
@@ -62,7 +63,8 @@ func reportError(root *cobra.Command, stderr io.Writer, err error) {
 		progress.NewMode(stderr, progress.JSON).Error(err, hint)
 		return
 	}
-	msg := strings.TrimPrefix(err.Error(), "hermes-box: ")
+	// The message may quote the box (restore errors, agent output).
+	msg := termsafe.Text(strings.TrimPrefix(err.Error(), "hermes-box: "))
 	fmt.Fprintf(stderr, "hermes-box: %s\n", msg)
 	if hint != "" && !strings.Contains(msg, hint) {
 		fmt.Fprintf(stderr, "next: %s\n", hint)
@@ -123,7 +125,7 @@ func newRootCommand() *cobra.Command {
 		newShellCommand(),
 		newLogsCommand(),
 		newDestroyCommand(),
-		newAuditCommand(boxRunner),
+		newAuditCommand(boxAudit),
 		newSnapshotCommand(),
 		newBackupsCommand(),
 		newRestoreCommand(),

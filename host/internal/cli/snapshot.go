@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
@@ -28,7 +28,7 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	label := "manual"
 	if len(args) == 1 {
 		label = args[0]
-		if err := backup.CheckLabel(label); err != nil {
+		if err := box.CheckLabel(label); err != nil {
 			return userr.WithCode(err, userr.ExitUsage)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -33,7 +34,11 @@ func newStatusCommand() *cobra.Command {
 			err = writeIndentedJSON(cmd.OutOrStdout(), st)
 		} else {
 			long, _ := cmd.Flags().GetBool("long")
-			err = printStatus(cmd.OutOrStdout(), st, long)
+			// The report's text is the box's: shown, never obeyed.
+			safe := termsafe.NewWriter(cmd.OutOrStdout())
+			if err = printStatus(safe, st, long); err == nil {
+				err = safe.Flush()
+			}
 		}
 		if err != nil {
 			return err
@@ -73,7 +78,7 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	slices.Sort(codes)
 	for _, c := range codes {
 		ch := st.Checks[health.Code(c)]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c, ch.Status, ch.Message)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", termsafe.Args(c, string(ch.Status), ch.Message)...)
 	}
 	if long {
 		for _, sv := range st.Services {

@@ -17,6 +17,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // Mode is how a Renderer draws.
@@ -84,6 +85,9 @@ func (r *Renderer) Event(ev protocol.Event) {
 	r.event(ev)
 }
 
+// maxSteps bounds the steps whose last printed decile is remembered.
+const maxSteps = 256
+
 func (r *Renderer) event(ev protocol.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = r.now().UTC()
@@ -91,11 +95,15 @@ func (r *Renderer) event(ev protocol.Event) {
 	if ev.Type == protocol.EventStep {
 		r.timeStep(&ev)
 	}
+	if r.mode != JSON {
+		// Events come from the box: their text is shown, never obeyed.
+		ev.Step, ev.Message = termsafe.String(ev.Step), termsafe.Text(ev.Message)
+	}
 	switch r.mode {
 	case JSON:
 		b, err := json.Marshal(ev)
 		if err == nil {
-			r.out().Write(append(b, '\n'))
+			r.out().Write(append(termsafe.JSON(b), '\n'))
 		}
 	case TTY:
 		r.tty(ev)
@@ -140,8 +148,12 @@ func (r *Renderer) plain(ev protocol.Event) {
 		fmt.Fprintf(w, "[%s] %s%s%s\n", ev.Step, ev.State, suffix(ev.Message), elapsed(ev))
 	case protocol.EventProgress:
 		pct := percent(ev.Progress)
-		if pct < 0 || pct/10 == r.lastPct[ev.Step] {
+		last, seen := r.lastPct[ev.Step]
+		if pct < 0 || (seen && pct/10 == last) {
 			return
+		}
+		if !seen && len(r.lastPct) >= maxSteps {
+			clear(r.lastPct) // a box inventing step names must not grow this
 		}
 		r.lastPct[ev.Step] = pct / 10
 		fmt.Fprintf(w, "[%s] %d%%%s\n", ev.Step, pct, suffix(ev.Message))

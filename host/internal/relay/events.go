@@ -11,8 +11,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// maxEventLine bounds one stderr line; the rest of a longer line is dropped.
-const maxEventLine = 1 << 20
+// maxEventLine bounds one stderr line; the rest of a longer line is dropped
+// (a stderr line is an event the agent wrote, or a message from a program).
+const maxEventLine = 256 << 10
 
 // RawSourceField is set to RawSourceStderr in the Fields of an event made
 // from a stderr line that was not an event (a crash, a message from sudo).

@@ -3,9 +3,12 @@ package smolvm
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
 // recorder is a Runner that records each call and answers from a script.
@@ -242,4 +245,17 @@ func FuzzErrorMessage(f *testing.F) {
 			t.Fatalf("multi-line message %q", msg)
 		}
 	})
+}
+
+// TestRunnerBoundsStdout: a call whose stdout (a guest's, for machine
+// exec) passes the cap fails naming it, and the child is not left blocked.
+func TestRunnerBoundsStdout(t *testing.T) {
+	head, err := exec.LookPath("head")
+	if err != nil {
+		t.Skip("no head(1)")
+	}
+	res, err := ExecRunner{Path: head}.Run(t.Context(), Cmd{Args: []string{"-c", "20000000", "/dev/zero"}})
+	if !errors.Is(err, bounded.ErrLimit) || len(res.Stdout) > maxStdout {
+		t.Fatalf("got %d bytes, %v", len(res.Stdout), err)
+	}
 }

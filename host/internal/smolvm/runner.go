@@ -12,14 +12,16 @@
 package smolvm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
 // Cmd is one smolvm invocation.
@@ -66,11 +68,12 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	cmd.Stdin = c.Stdin
-	var stdout bytes.Buffer
+	// smolvm's stdout can be a guest's (machine exec): bounded.
+	stdout := bounded.NewSink(maxStdout, "the output of smolvm "+verbOf(c.Args))
 	stderr := &tailBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
 	if c.Stdout == nil {
-		cmd.Stdout = &stdout
+		cmd.Stdout = stdout
 	}
 	if c.Stderr == nil {
 		cmd.Stderr = stderr
@@ -79,6 +82,9 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	if err := stdout.Err(); err != nil {
+		return res, fmt.Errorf("running smolvm: %w", err)
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -93,6 +99,17 @@ func (r ExecRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 		return res, nil
 	}
 	return res, fmt.Errorf("running smolvm: %w", err)
+}
+
+// maxStdout bounds the captured stdout of one smolvm call.
+const maxStdout = 16 << 20
+
+// verbOf names a call by its first two arguments ("machine exec").
+func verbOf(args []string) string {
+	if len(args) > 2 {
+		args = args[:2]
+	}
+	return strings.Join(args, " ")
 }
 
 // tailBuffer keeps the last max bytes written.

