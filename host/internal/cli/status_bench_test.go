@@ -24,7 +24,9 @@ import (
 // It reports both medians in milliseconds, their ratio, and the status
 // process's CPU time (its own and its children's, the fake smolvm's runs).
 // Every round checks its output: a healthy report that decodes with
-// shared/health, and the agent's report from the baseline.
+// shared/health, and the agent's report from the baseline. With
+// HBX_BENCH_BASELINE_HERMES_BOX naming another build of hermes-box (the
+// previous commit's, say), that one takes its turn in every round too.
 func BenchmarkStatusWholeProcess(b *testing.B) {
 	const sshPath = "/usr/bin/ssh"
 	if _, err := os.Stat(sshPath); err != nil {
@@ -33,22 +35,32 @@ func BenchmarkStatusWholeProcess(b *testing.B) {
 	h := newHarness(b)
 	initBox(b, h)
 	baseline := h.openSSHHealth(b, sshPath)
-	var status, spawn, cpu []float64
+	other := os.Getenv("HBX_BENCH_BASELINE_HERMES_BOX")
+	var status, spawn, cpu, prev []float64
 	for b.Loop() {
-		wall, used := h.timedStatus(b)
+		wall, used := h.timedStatus(b, bins.hermesBox)
 		status, cpu = append(status, wall), append(cpu, used)
 		spawn = append(spawn, timed(b, baseline))
+		if other != "" {
+			wall, _ := h.timedStatus(b, other)
+			prev = append(prev, wall)
+		}
 	}
 	b.ReportMetric(median(status), "status-ms")
 	b.ReportMetric(median(cpu), "status-cpu-ms")
 	b.ReportMetric(median(spawn), "openssh-health-ms")
 	b.ReportMetric(median(status)/median(spawn), "status/openssh-health")
+	if other != "" {
+		b.ReportMetric(median(prev), "baseline-status-ms")
+		b.ReportMetric(median(status)/median(prev), "status/baseline-status")
+	}
 }
 
-// timedStatus runs `hermes-box status --json` once and checks its report;
-// it returns the wall and CPU milliseconds of the whole process.
-func (h *harness) timedStatus(b *testing.B) (wall, used float64) {
+// timedStatus runs `bin status --json` once and checks its report; it
+// returns the wall and CPU milliseconds of the whole process.
+func (h *harness) timedStatus(b *testing.B, bin string) (wall, used float64) {
 	cmd := h.command(b.Context(), "status", "--json")
+	cmd.Path, cmd.Args[0] = bin, bin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
