@@ -70,10 +70,12 @@ fuzz: ## Run every fuzz target briefly (FUZZTIME, default 5s each)
 	scripts/fuzz.sh $(or $(FUZZTIME),5s)
 
 .PHONY: lint
-lint: ## gofmt check, go vet, staticcheck, shellcheck
+lint: ## gofmt check, go vet (also for the Mac host), staticcheck, shellcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags hbxtest ./host/internal/box/ ./guest-agent/internal/cli/
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./host/... ./shared/...
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./host
 	$(GO) tool staticcheck ./...
 	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
 
