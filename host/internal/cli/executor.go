@@ -1,22 +1,20 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/browser"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/prompt"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
@@ -40,8 +38,8 @@ func defaultExecutorDeps() executorDeps {
 			}
 			return b.Executor(), nil
 		},
-		openURL:    openBrowser,
-		readSecret: readSecret,
+		openURL:    browser.Open,
+		readSecret: readAPIKey,
 	}
 }
 
@@ -97,23 +95,6 @@ func (x *executorCmd) openCmd() *cobra.Command {
 	})
 }
 
-// openBrowser opens url with the platform's opener; without one the URL
-// printed by open is all there is.
-func openBrowser(ctx context.Context, url string) error {
-	opener := "xdg-open"
-	if runtime.GOOS == "darwin" {
-		opener = "open"
-	}
-	path, err := exec.LookPath(opener)
-	if err != nil {
-		return nil
-	}
-	if err := exec.CommandContext(ctx, path, url).Run(); err != nil {
-		return fmt.Errorf("running %s: %w", opener, err)
-	}
-	return nil
-}
-
 func (x *executorCmd) statusCmd() *cobra.Command {
 	var asJSON, sizes bool
 	cmd := &cobra.Command{
@@ -163,22 +144,9 @@ func printExecutorStatus(w io.Writer, v box.ExecutorStatus) error {
 		fmt.Fprintf(w, "Image:      %s\nDigest:     %s\n", v.Image, v.ImageDigest)
 	}
 	if v.RuntimeBytes != nil && v.DataBytes != nil {
-		fmt.Fprintf(w, "Disk:       runtime %s, data %s\n", humanBytes(*v.RuntimeBytes), humanBytes(*v.DataBytes))
+		fmt.Fprintf(w, "Disk:       runtime %s, data %s\n", progress.Bytes(*v.RuntimeBytes), progress.Bytes(*v.DataBytes))
 	}
 	return nil
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, i := float64(n), 0
-	for f >= unit && i < 4 {
-		f /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGT"[i-1])
 }
 
 func (x *executorCmd) logsCmd() *cobra.Command {
@@ -286,22 +254,6 @@ func (x *executorCmd) authCmd() *cobra.Command {
 	}
 	cmd.AddCommand(set, status, clear)
 	return cmd
-}
-
-// readSecret reads the key without echo from a terminal, else the first
-// line of stdin.
-func readSecret(in io.Reader, prompt io.Writer) (string, error) {
-	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fmt.Fprint(prompt, "Executor API key (input hidden): ")
-		b, err := term.ReadPassword(int(f.Fd()))
-		fmt.Fprintln(prompt)
-		return string(b), err
-	}
-	line, err := bufio.NewReader(io.LimitReader(in, 4096)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
-	}
-	return line, nil
 }
 
 func (x *executorCmd) connectionsCmd() *cobra.Command {
@@ -447,4 +399,9 @@ func writeIndentedJSON(w io.Writer, v any) error {
 	}
 	_, err = w.Write(append(termsafe.JSON(b), '\n'))
 	return err
+}
+
+// readAPIKey asks for the Executor API key (no echo on a terminal).
+func readAPIKey(in io.Reader, w io.Writer) (string, error) {
+	return prompt.Secret(in, w, "Executor API key")
 }

@@ -105,7 +105,7 @@ func newRootCommand() *cobra.Command {
 			return setupLogging(cmd)
 		},
 	}
-	root.SetVersionTemplate(versionLine() + "\n")
+	root.SetVersionTemplate(box.VersionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageErr{err} })
 	flags := root.PersistentFlags()
 	flags.String("log-level", "info", "log level: debug, info, warn or error")
