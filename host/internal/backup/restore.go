@@ -114,12 +114,13 @@ func (r *Restore) defaults() {
 // cancellation (Ctrl-C) by InterruptTimeout at most, and never outlives d.
 func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	grace := interruptGrace // read now: the step's own grace, whenever the caller is cancelled
 	var mu sync.Mutex
 	var timer *time.Timer
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		timer = time.AfterFunc(interruptGrace, cancel)
+		timer = time.AfterFunc(grace, cancel)
 	})
 	return rctx, func() {
 		stop()
