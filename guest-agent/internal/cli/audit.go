@@ -14,13 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
-var auditVerb = verb{
-	name:    "audit",
-	summary: "verify, show or print the approval gate's hash-chained audit log (verify|show [--json], raw)",
-	relay:   true,
-	run:     runAudit,
-}
-
 // auditResult is what `audit verify --json` prints; `audit show --json`
 // adds the entries.
 type auditResult struct {

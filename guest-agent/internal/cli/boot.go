@@ -8,12 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 )
 
-var bootVerb = verb{
-	name:    "boot",
-	summary: "prepare the box and supervise its services until SIGTERM (the entrypoint)",
-	run:     runBoot,
-}
-
 func runBoot(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "boot", "[--table FILE]")
 	tableFile := fs.String("table", "", "program table as JSON instead of the box's (tests)")

@@ -28,12 +28,6 @@ var ExecutorInProcess verbenv.Func
 
 const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
 
-var executorVerb = verb{
-	name:    "executor",
-	summary: executorDelegateSummary,
-	run:     runExecutorDelegate,
-}
-
 // runExecutorDelegate runs connect-hermes and refresh-discovery itself and
 // hands anything else to the helper with the same arguments: `run`
 // replaces this process (the supervisor's pid becomes bun's), anything else

@@ -18,12 +18,6 @@ import (
 // started is when this agent process started.
 var started = time.Now()
 
-var healthVerb = verb{
-	name:    "health",
-	summary: "report the box's health (--json for the versioned report)",
-	run:     runHealth,
-}
-
 func runHealth(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "health", "[--json] [--deep] [--workspace PATH]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")

@@ -8,21 +8,17 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hostkeys"
 )
 
-var hostkeysVerb = verb{
-	name:    "hostkeys",
-	summary: "create missing SSH host keys and print their fingerprints as JSON",
-	run: func(ctx context.Context, e *env, args []string) error {
-		fs := newFlags(e, "hostkeys", "")
-		if err := parseFlags(fs, args, 0); err != nil {
-			return err
-		}
-		keys, err := hostkeys.Ensure(e.root)
-		if err != nil {
-			return err
-		}
-		if err := json.NewEncoder(e.Out).Encode(keys); err != nil {
-			return fmt.Errorf("writing host keys: %w", err)
-		}
-		return nil
-	},
+func runHostkeys(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "hostkeys", "")
+	if err := parseFlags(fs, args, 0); err != nil {
+		return err
+	}
+	keys, err := hostkeys.Ensure(e.root)
+	if err != nil {
+		return err
+	}
+	if err := json.NewEncoder(e.Out).Encode(keys); err != nil {
+		return fmt.Errorf("writing host keys: %w", err)
+	}
+	return nil
 }

@@ -16,12 +16,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
-var logsVerb = verb{
-	name:    "logs",
-	summary: "NAME [-n N] [-f]: print (and follow) a service's log",
-	run:     runLogs,
-}
-
 // followPoll is how often `logs -f` looks for new output.
 var followPoll = 200 * time.Millisecond
 

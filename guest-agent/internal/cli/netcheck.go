@@ -10,12 +10,6 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/netcheck"
 )
 
-var netcheckVerb = verb{
-	name:    "netcheck",
-	summary: "check the default IPv4 route and IPv4 DNS for the package host (JSON; exit 1 when not ready)",
-	run:     runNetcheck,
-}
-
 func runNetcheck(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "netcheck", "[--arch ARCH] [--host NAME] [--proc DIR]")
 	arch := fs.String("arch", runtime.GOARCH, "guest architecture, which picks the package host")

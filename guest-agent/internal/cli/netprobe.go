@@ -12,12 +12,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
-var netprobeVerb = verb{
-	name:    "netprobe",
-	summary: "prove the network mode: read a plan (JSON) on stdin, print the probes (JSON); exit 1 when one contradicts the mode",
-	run:     runNetprobe,
-}
-
 // maxPlanBytes bounds the plan read from stdin.
 const maxPlanBytes = 64 << 10
 

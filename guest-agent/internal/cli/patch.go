@@ -17,12 +17,6 @@ import (
 // hermesSourceDir is where the installer puts Hermes, relative to the root.
 const hermesSourceDir = "usr/local/lib/hermes-agent"
 
-var patchVerb = verb{
-	name:    "patch",
-	summary: "put the approval gate into the Hermes tree (hermes [--root DIR] [--commit SHA]), or --check DIR: the version, its gate mechanism, and everything that mechanism relies on",
-	run:     runPatch,
-}
-
 // runPatch accepts `patch hermes [flags] [DIR]` and `patch --check DIR`.
 func runPatch(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "hermes" {

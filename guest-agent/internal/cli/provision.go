@@ -12,12 +12,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-var provisionVerb = verb{
-	name:    "provision",
-	summary: "turn this Ubuntu builder into a Hermes Box image (--dry-run lists the changes)",
-	run:     runProvision,
-}
-
 func runProvision(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "provision", "[--dry-run] [--arch ARCH] [--authorized-keys FILE] [--hermes-commit SHA] [--uv-sha256 HEX] [--codex-sha256 HEX]")
 	dryRun := fs.Bool("dry-run", false, "only list what would change")

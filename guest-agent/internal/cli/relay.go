@@ -8,12 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-var relayVerb = verb{
-	name:    "relay",
-	summary: "read one protocol request on stdin and run its verb (the host's entry point)",
-	run:     runRelay,
-}
-
 // runRelay reads the request line, checks it, and runs the verb in this
 // process: no shell ever sees the argv. Bytes after the request line stay on
 // stdin for verbs that read data.

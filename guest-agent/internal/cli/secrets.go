@@ -14,12 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-var secretsVerb = verb{
-	name:    "secrets",
-	summary: "set: read the mapped secrets on stdin, keep them on tmpfs, restart the Hermes gateway with them",
-	run:     runSecrets,
-}
-
 // secretsResult is what `secrets set` prints: names only.
 type secretsResult = protocol.SecretsStored
 

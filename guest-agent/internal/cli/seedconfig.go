@@ -9,12 +9,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-var seedConfigVerb = verb{
-	name:    "seed-config",
-	summary: "set the approval gate's settings (for the pinned Hermes's mechanism), security and terminal backend in Hermes' config.yaml, keeping the rest",
-	run:     runSeedConfig,
-}
-
 func runSeedConfig(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "seed-config", "[--file PATH] [--commit SHA]")
 	file := fs.String("file", "", "Hermes config file (default <root>/"+hermesconfig.DefaultPath+")")

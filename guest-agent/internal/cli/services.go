@@ -9,12 +9,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-var servicesVerb = verb{
-	name:    "services",
-	summary: "status [--json] | start|stop|restart NAME|all: the supervised services",
-	run:     runServices,
-}
-
 // servicesOutput is what `services … --json` prints.
 type servicesOutput = protocol.ServicesStatus
 

@@ -8,12 +8,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-var snapshotVerb = verb{
-	name:    "snapshot",
-	summary: "write rootfs|workspace: a gzip tar on stdout; apply: restore the parts framed on stdin",
-	run:     runSnapshot,
-}
-
 func runSnapshot(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		return usageError("snapshot: want write rootfs|workspace or apply")

@@ -17,12 +17,6 @@ const SupervisorctlName = "supervisorctl"
 
 const supervisorctlUsage = "status [NAME...] | start|stop|restart NAME...|all | pid NAME | tail [-f] NAME: supervisorctl's in-box commands"
 
-var supervisorctlVerb = verb{
-	name:    SupervisorctlName,
-	summary: supervisorctlUsage,
-	run:     runSupervisorctl,
-}
-
 // Exit statuses of supervisorctl 4 (LSB): 3 when a program asked about is
 // not running, 2 for a bad invocation, 1 for a failed action.
 const exitNotRunning = 3
