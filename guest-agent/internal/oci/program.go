@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
@@ -17,39 +18,30 @@ const DefaultDataDir = boxlayout.ExecutorDataDir
 // RuntimeUser runs Executor.
 const RuntimeUser = boxlayout.ServiceUser
 
-// ProgramSpec is how the supervisor runs Executor, as plain data.
-type ProgramSpec struct {
-	Name    string   `json:"name"`
-	Command []string `json:"command"`
-	// Env is added to the supervisor's base environment for RuntimeUser.
-	Env  []string `json:"env"`
-	User string   `json:"user"`
-	Dir  string   `json:"dir"`
-}
-
-// Program returns the supervisor program for the active release under
+// Program returns the supervisor program (name, command, user, directory,
+// environment) for the active release under
 // runtimeRoot, for the layout the release holds (the same environment for
 // both). It resolves `current` now, so a later activation takes
 // effect at the next (re)start and never swaps files under a running
 // process. hostPort is the port published on the host's loopback, which
 // the web UI's origin must name.
-func Program(runtimeRoot, dataDir string, hostPort int) (ProgramSpec, error) {
+func Program(runtimeRoot, dataDir string, hostPort int) (supervise.Program, error) {
 	if hostPort < 1 || hostPort > 65535 {
-		return ProgramSpec{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
+		return supervise.Program{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
 	}
 	s := &Store{Root: runtimeRoot}
 	r, err := s.Current()
 	if err != nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+		return supervise.Program{}, fmt.Errorf("executor program: %w", err)
 	}
 	if r == nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
+		return supervise.Program{}, fmt.Errorf("executor program: no active release under %s (run `hermes-box-agent executor pull --activate`)", runtimeRoot)
 	}
 	layout, err := checkPayload(r.Dir)
 	if err != nil {
-		return ProgramSpec{}, fmt.Errorf("executor program: %w", err)
+		return supervise.Program{}, fmt.Errorf("executor program: %w", err)
 	}
-	return ProgramSpec{
+	return supervise.Program{
 		Name: "executor",
 		// bun is the release's own, by absolute path: never looked up on PATH.
 		Command: []string{filepath.Join(r.Dir, bunPath), "run", layout.Entry()},

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
 // TestValidationFailureInstallsNothing: in either layout, a release whose
@@ -81,7 +82,7 @@ func TestProgramSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := filepath.Join(s.Root, "releases", strings.TrimPrefix(ocitest.ImageDigest(t, imgs["arm64"]), "sha256:"))
-	want := ProgramSpec{
+	want := supervise.Program{
 		Name:    "executor",
 		Command: []string{rel + "/usr/local/bin/bun", "run", "src/serve.ts"},
 		Env: []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788",
