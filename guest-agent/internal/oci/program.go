@@ -19,12 +19,11 @@ const DefaultDataDir = boxlayout.ExecutorDataDir
 const RuntimeUser = boxlayout.ServiceUser
 
 // Program returns the supervisor program (name, command, user, directory,
-// environment) for the active release under
-// runtimeRoot, for the layout the release holds (the same environment for
-// both). It resolves `current` now, so a later activation takes
-// effect at the next (re)start and never swaps files under a running
-// process. hostPort is the port published on the host's loopback, which
-// the web UI's origin must name.
+// environment) for the active release under runtimeRoot, for the layout the
+// release holds (the same environment for both). It resolves `current` now,
+// so a later activation takes effect at the next (re)start and never swaps
+// files under a running process. hostPort is the port published on the
+// host's loopback, which the web UI's origin must name.
 func Program(runtimeRoot, dataDir string, hostPort int) (supervise.Program, error) {
 	if hostPort < 1 || hostPort > 65535 {
 		return supervise.Program{}, fmt.Errorf("executor program: host port %d is not in 1-65535", hostPort)
