@@ -10,7 +10,8 @@
 // bidirectional overrides and isolates (\u202e), which reorder what a reader
 // sees. A carriage return is dropped before a newline and made visible
 // anywhere else. Bytes that are not UTF-8 become U+FFFD. A line longer than
-// MaxLine bytes is cut, and the cut is said.
+// MaxLine bytes is cut, and the cut is said within those MaxLine bytes, so
+// that text made safe once is left as it is when made safe again.
 //
 // JSON output needs none of this: encoding/json escapes controls itself.
 package termsafe
@@ -29,7 +30,7 @@ const MaxLine = 8 << 10
 const cutMark = " … [line cut at %d bytes]"
 
 // String is s made safe as one line: newlines and tabs are escaped too, and
-// the result is at most MaxLine bytes plus the cut mark.
+// the result is at most MaxLine bytes, the cut mark included.
 func String(s string) string {
 	var b strings.Builder
 	w := &Writer{w: &b, max: MaxLine, oneLine: true}
@@ -47,16 +48,20 @@ func Text(s string) string {
 	return b.String()
 }
 
-// Writer sanitises a stream on its way to w. It holds back at most an
-// incomplete UTF-8 sequence or a carriage return between writes; Flush
-// writes what it holds. Not safe for concurrent use.
+// Writer sanitises a stream on its way to w. It holds back an incomplete
+// UTF-8 sequence or a carriage return between writes, and the last
+// cut-mark's length of the current line (so a cut line, mark included,
+// stays within the bound); a newline or Flush writes what it holds. Not
+// safe for concurrent use.
 type Writer struct {
 	w       io.Writer
 	max     int
 	oneLine bool
 	held    []byte // an incomplete rune, or "\r", from the last Write
-	line    int    // bytes written on the current line
+	line    int    // bytes of the current line written or pending
+	pending []byte // the current line's last bytes, not yet written
 	cut     bool   // the current line was cut: drop until the newline
+	mark    string // the cut mark for max, made once
 	out     []byte
 }
 
@@ -106,6 +111,8 @@ func (s *Writer) Flush() error {
 		}
 	}
 	s.held = s.held[:0]
+	s.out = append(s.out, s.pending...)
+	s.pending = s.pending[:0]
 	if len(s.out) == 0 {
 		return nil
 	}
@@ -115,7 +122,8 @@ func (s *Writer) Flush() error {
 
 func (s *Writer) rune(r rune, invalid bool) {
 	if r == '\n' && !s.oneLine {
-		s.out = append(s.out, '\n')
+		s.out = append(append(s.out, s.pending...), '\n')
+		s.pending = s.pending[:0]
 		s.line, s.cut = 0, false
 		return
 	}
@@ -135,13 +143,32 @@ func (s *Writer) rune(r rune, invalid bool) {
 	default:
 		text = string(r)
 	}
+	if s.mark == "" {
+		s.mark = fmt.Sprintf(cutMark, s.max)
+	}
+	mark := s.mark
 	if s.line+len(text) > s.max {
-		s.out = fmt.Appendf(s.out, cutMark, s.max)
+		// Keep of the pending bytes what leaves room for the mark, whole
+		// runes only: the cut line, mark included, is at most max bytes.
+		keep := len(s.pending) - (s.line + len(mark) - s.max)
+		for keep > 0 && keep < len(s.pending) && !utf8.RuneStart(s.pending[keep]) {
+			keep--
+		}
+		s.out = append(append(s.out, s.pending[:max(keep, 0)]...), mark...)
+		s.pending = s.pending[:0]
 		s.cut = true
 		return
 	}
-	s.out = append(s.out, text...)
+	s.pending = append(s.pending, text...)
 	s.line += len(text)
+	// Bytes that can no longer be needed to make room for a mark go out.
+	if extra := len(s.pending) - len(mark); extra > 0 {
+		for extra > 0 && !utf8.RuneStart(s.pending[extra]) {
+			extra--
+		}
+		s.out = append(s.out, s.pending[:extra]...)
+		s.pending = append(s.pending[:0], s.pending[extra:]...)
+	}
 }
 
 // isBidi reports the bidirectional embeddings, overrides, isolates and marks.
