@@ -6,6 +6,10 @@ LDFLAGS  := -s -w -X $(MOD)/shared/buildinfo.Version=$(VERSION)
 GO       ?= go
 BIN      := bin
 ARCHES   := arm64 amd64
+# Release builds carry this tag: the packages that only tests use (sshdtest,
+# tartest, ocitest, …) are excluded by it, so a release binary that imported
+# one would not build.
+RELEASETAG := hbxrelease
 # Plain go commands build, vet and test everything: no build tags. The
 # Executor's image pull lives in its own main package,
 # guest-agent/cmd/hermes-box-agent-oci, so the agent that supervises the box
@@ -35,13 +39,13 @@ $(BIN)/.version: FORCE
 	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
 
 $(BIN)/hermes-box: $(HOST_SRC) $(BIN)/.version
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
+	$(GO) build -tags $(RELEASETAG) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
 
 $(BIN)/hermes-box-agent-linux-%: $(AGENT_SRC) $(BIN)/.version
-	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags $(RELEASETAG) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent
 
 $(BIN)/hermes-box-agent-oci-linux-%: $(AGENT_SRC) $(BIN)/.version
-	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent/cmd/hermes-box-agent-oci
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -tags $(RELEASETAG) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./guest-agent/cmd/hermes-box-agent-oci
 
 # The host binary for every supported host platform, which `hermes-box
 # package` carries so that a package restores on a host of another kind
@@ -53,7 +57,7 @@ DIST := $(foreach p,$(HOST_PLATFORMS),$(BIN)/hermes-box-$(p))
 dist: build $(DIST) ## Also build hermes-box for every supported host platform (carried by hermes-box package)
 
 $(BIN)/hermes-box-%: $(HOST_SRC) $(BIN)/.version
-	CGO_ENABLED=0 GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) $(GO) build -tags $(RELEASETAG) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host
 
 .PHONY: init
 init: build ## Build, then create the box (hermes-box init)

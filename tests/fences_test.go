@@ -118,3 +118,21 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseBuildsLinkNoTestSupport: the release binaries, listed with the
+// release build's tag, depend on no package that only tests use; those
+// packages are excluded by that tag, so importing one would break the build.
+func TestReleaseBuildsLinkNoTestSupport(t *testing.T) {
+	mains := []string{"./host", "./guest-agent", "./guest-agent/cmd/hermes-box-agent-oci"}
+	cmd := exec.CommandContext(t.Context(), "go", append([]string{"list", "-deps", "-tags", "hbxrelease"}, mains...)...)
+	cmd.Dir = moduleRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list of the release builds: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, mod+"/") && (strings.HasSuffix(p, "test") || strings.HasPrefix(p, mod+"/tests/")) {
+			t.Errorf("a release binary links the test-support package %s", p)
+		}
+	}
+}

@@ -1,3 +1,5 @@
+//go:build !hbxrelease
+
 // Package tartest writes tar archives for tests: each entry as given, a
 // fixed modification time, PAX format, and gzip on request. It uses only
 // the standard library, so any test of the agent may import it.

@@ -1,3 +1,5 @@
+//go:build !hbxrelease
+
 // Package mcptest is an in-process MCP server for tests, shaped like
 // Executor's /mcp endpoint: bearer-key auth, a session id issued by
 // initialize and required afterwards, tools/list and tools/call, answered as

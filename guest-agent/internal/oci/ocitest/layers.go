@@ -1,3 +1,5 @@
+//go:build !hbxrelease
+
 package ocitest
 
 import (

@@ -1,3 +1,5 @@
+//go:build !hbxrelease
+
 // Package tarfstest generates images for tests and benchmarks of the
 // unpack: RealShaped builds three gzip -6 layers shaped like the Executor
 // image (a Debian-like base, bun and a large node_modules tree, then the

@@ -1,3 +1,5 @@
+//go:build !hbxrelease
+
 // Package sshdtest runs Debian's OpenSSH sshd on 127.0.0.1 for tests: a
 // fresh client key, a host key, a config that admits the current user with
 // that key only, and a bounded start and stop. It also builds binaries of
