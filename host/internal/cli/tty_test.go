@@ -74,8 +74,12 @@ func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out, "ETA") || !strings.Contains(out, "[") {
-		t.Errorf("the second snapshot's recording shows no bar with an ETA:\n%s", out)
+	// The second snapshot's bar is sized by the first backup ("~" total),
+	// which is what the ETA is computed from. Whether a frame with the ETA
+	// is drawn depends on the copy outlasting a redraw, so the ETA's text is
+	// checked in the progress package's tests, with a fake clock.
+	if !strings.Contains(out, "[") || !strings.Contains(out, " / ~") {
+		t.Errorf("the second snapshot's recording shows no bar sized by the first backup:\n%s", out)
 	}
 	mustRun(t, h, "stop")
 }
