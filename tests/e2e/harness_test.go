@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -173,11 +174,32 @@ func (e *Env) Run(stdin []byte, name string, args ...string) Result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		e.t.Fatalf("%s %s: not done after 5m\nstderr: %s\n%s", name, strings.Join(args, " "), errb.String(), e.consoles())
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		e.t.Fatalf("%s %s: %v", name, strings.Join(args, " "), err)
 	}
 	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
+}
+
+// consoles is the tail of every guest console log of the stand-in, for a
+// command that hung: the machines' (in its state dir) and a pack's remap
+// boot (in the pack's temporary dir beside its output under Scratch).
+func (e *Env) consoles() string {
+	logs, _ := filepath.Glob(filepath.Join(e.State, "*", "console.log"))
+	remaps, _ := filepath.Glob(filepath.Join(e.Scratch, ".smolvm-pack-*", "remap-console.log"))
+	logs = append(logs, remaps...)
+	var b strings.Builder
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s (last 2000 bytes):\n%s\n", l, tailText(string(data), 2000))
+	}
+	return b.String()
 }
 
 // Smolvm runs the stand-in and fails the test unless it exits 0.
