@@ -230,13 +230,7 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 // pin first pins its host key out of band (a machine restored from a
 // backup carries the backup's host keys).
 func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
-	secrets, deliver, err := b.startSecrets(name)
-	if err != nil {
-		return err
-	}
-	done := b.ui.Step("start", name)
-	err = b.vm.Start(ctx, name)
-	done(err)
+	secrets, deliver, err := b.startMachine(ctx, name)
 	if err != nil {
 		return err
 	}
