@@ -47,7 +47,9 @@
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
 // "machine start@hermes-builder#2" (the second start of that machine fails)
 // or "pack create=1". A failing call prints "Error: injected failure" and
-// exits with CODE (default 1) without changing anything.
+// exits with CODE (default 1) without changing anything. Hangs on demand:
+// the rules of the file <state>/hang make a call sleep for an hour before
+// it does anything, after appending its command to <state>/hang.reached.
 package main
 
 import (
@@ -80,6 +82,7 @@ func run(args []string) int {
 		fmt.Println(smolvmcli.VersionLine(release()))
 		return 0
 	}
+	f.hang(in)
 	if code, failed := f.injected(in); failed {
 		return code
 	}
