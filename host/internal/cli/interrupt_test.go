@@ -1,6 +1,8 @@
 package cli_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net"
 	"os"
@@ -177,4 +179,68 @@ func closedPlan(t *testing.T) string {
 	b, _ := json.Marshal(p)
 	must(t, os.WriteFile(path, b, 0o600))
 	return path
+}
+
+// TestHostileSecretsAfterCutOver: a restore proves the backup on a
+// candidate that never gets the secrets (no `secrets set`, no secret byte
+// on any stdin of its agent), and the restored box gets them only once the
+// cut-over is complete (the restore journal is gone). The recording agent
+// logs every relayed call of every machine with whether the journal
+// existed at that moment, and keeps every stdin.
+func TestHostileSecretsAfterCutOver(t *testing.T) {
+	const secret = "sk-restored-secret-value"
+	h := newHarness(t)
+	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+	h.extra = []string{"HBX_TEST_SECRET=" + secret}
+	mustRun(t, h, "init")
+	backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
+	box := filepath.Join(h.state, "machines", machine, "root")
+	must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
+	rec := filepath.Join(h.state, "record")
+	must(t, os.MkdirAll(rec, 0o755))
+	must(t, os.WriteFile(filepath.Join(rec, "watch"), []byte(filepath.Join(h.root, "state", "restore-journal")), 0o644))
+
+	mustRun(t, h, "restore", backup)
+
+	logs, _ := filepath.Glob(filepath.Join(rec, "*.log"))
+	candidates := 0
+	for _, l := range logs {
+		name := strings.TrimSuffix(filepath.Base(l), ".log")
+		calls := string(readFile(t, l))
+		stdin, _ := os.ReadFile(filepath.Join(rec, name+".stdin"))
+		if name == machine {
+			continue
+		}
+		candidates++
+		if strings.Contains(calls, "secrets set") || strings.Contains(string(stdin), secret) {
+			t.Errorf("candidate %s got the secrets:\n%s", name, calls)
+		}
+	}
+	if candidates == 0 {
+		t.Fatalf("no candidate's calls were recorded: %v", logs)
+	}
+	calls := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(rec, machine+".log")))), "\n")
+	sets, inCutOver := 0, 0
+	for _, c := range calls {
+		if strings.HasSuffix(c, "watched=present") {
+			inCutOver++
+		}
+		if strings.HasPrefix(c, "secrets set") {
+			sets++
+			if !strings.HasSuffix(c, "watched=absent") {
+				t.Errorf("the restored box got its secrets during the cut-over: %q", c)
+			}
+		}
+	}
+	if sets != 1 || inCutOver == 0 {
+		t.Errorf("%d secrets set calls, %d calls during the cut-over:\n%s", sets, inCutOver, strings.Join(calls, "\n"))
+	}
+	if stdin := readFile(t, filepath.Join(rec, machine+".stdin")); !strings.Contains(string(stdin), secret) {
+		t.Errorf("the restored box's agent never read the secret on its stdin")
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if got := readFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
+		t.Errorf("the restored gateway's OPENAI_API_KEY digest %s, want the secret's", got)
+	}
+	expectHealthy(t, h, "after the restore")
 }
