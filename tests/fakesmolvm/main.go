@@ -43,6 +43,10 @@
 // (bounded), then kills its session; `delete --force` does the same, and the
 // machine is `running` only while the entrypoint lives (entrypoint.go).
 //
+// With $FAKESMOLVM_OWNER_PID set, `start` also runs a detached watcher
+// (`_watch`) that stops the machine's processes when that process (the
+// test binary) dies without stopping them.
+//
 // Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
 // "machine start@hermes-builder#2" (the second start of that machine fails)
@@ -66,6 +70,9 @@ func main() {
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "_forward" {
 		return forwardMain(args[1:])
+	}
+	if len(args) > 0 && args[0] == "_watch" {
+		return watchMain(args[1:])
 	}
 	f, err := newFake()
 	if err != nil {
