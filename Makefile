@@ -53,8 +53,12 @@ $(BIN)/hermes-box-agent-oci-linux-%: $(AGENT_SRC) $(BIN)/.version
 HOST_PLATFORMS := darwin-arm64 linux-arm64 linux-amd64
 DIST := $(foreach p,$(HOST_PLATFORMS),$(BIN)/hermes-box-$(p))
 
-.PHONY: dist
-dist: build $(DIST) ## Also build hermes-box for every supported host platform (carried by hermes-box package)
+.PHONY: dist hosts
+dist: build hosts ## Also build hermes-box for every supported host platform (carried by hermes-box package)
+
+# The cross-builds alone (host/internal/cli's TestDistBinariesInPortablePackage
+# runs this into a temporary BIN and checks every binary's platform and tags).
+hosts: $(DIST) ## Build only bin/hermes-box-<os>-<arch> for every supported host platform
 
 $(BIN)/hermes-box-%: $(HOST_SRC) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=$(word 1,$(subst -, ,$*)) GOARCH=$(word 2,$(subst -, ,$*)) $(GO) build -tags $(RELEASETAG) -trimpath -ldflags '$(LDFLAGS)' -o $@ ./host

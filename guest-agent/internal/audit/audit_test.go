@@ -13,19 +13,17 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/shared/auditchain"
+	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 )
 
 // chain builds a valid log of n entries the way the reviewer writes it.
 func chain(n int) []string {
-	var lines []string
-	prev := Genesis
-	for i := 1; i <= n; i++ {
-		body := fmt.Sprintf(`{"command":"ls %d","command_sha256":"%064x","confidence":0.9,"decision":"approve","prev":"%s","reason":"read only","risk":"low","seq":%d,"time":"2026-01-01T00:00:0%dZ"}`, i, i, prev, i, i%10)
-		sum := sha256.Sum256([]byte(body))
-		prev = hex.EncodeToString(sum[:])
-		lines = append(lines, `{"entry":`+body+`,"hash":"`+prev+`"}`)
+	entries := make([]auditchaintest.Entry, n)
+	for i := range entries {
+		entries[i] = auditchaintest.Entry{Command: fmt.Sprintf("ls %d", i+1), Decision: "approve", Risk: "low", Reason: "read only",
+			Time: fmt.Sprintf("2026-01-01T00:00:0%dZ", (i+1)%10)}
 	}
-	return lines
+	return auditchaintest.Lines(entries...)
 }
 
 func join(lines []string) string { return strings.Join(lines, "\n") + "\n" }

@@ -3,13 +3,16 @@ package boot
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -121,9 +124,6 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 	return o, nil
 }
 
-func f(v float64) *float64 { return &v }
-func n(v int) *int         { return &v }
-
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
@@ -131,20 +131,21 @@ func BoxTable(o BoxOptions) Table {
 	if o.GatewayExternalSupervisor {
 		gateway = append(gateway, "--external-supervisor")
 	}
-	t := Table{Programs: []ProgramSpec{{
+	t := Table{Programs: []supervise.Program{{
 		Name: boxlayout.SSHDService, Command: []string{"/usr/sbin/sshd", "-D", "-e"},
-		Priority: 10, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(1),
+		Priority: 10, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
+		StartTime: time.Second, StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
 		// sshd keeps serving while a snapshot streams the root and the
 		// workspace over it, so its log lives under /run, which neither
 		// part archives: a log line written mid-stream cannot fail it.
-		Log: &LogSpec{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
+		Log: supervise.Log{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
 		Name: GatewayProgram, Command: gateway,
-		User: ServiceUser, Directory: WorkDir, SecretsFile: "/" + secrets.RootFile,
-		Environment: map[string]string{"HOME": "/home/hermes", "HERMES_HOME": HermesHome, "PATH": "/usr/local/bin:/usr/bin:/bin"},
-		Priority:    40, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(3), StartRetries: n(20),
-		StopSignal: "TERM", StopWaitSecs: f(30),
-		Log: &LogSpec{Path: LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
+		User: ServiceUser, Dir: WorkDir, SecretsFile: "/" + secrets.RootFile,
+		Env:      []string{"HERMES_HOME=" + HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
+		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
+		StartTime: 3 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 30 * time.Second,
+		Log: supervise.Log{Path: LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
 	}}}
 	t.Checks = []probe.CheckSpec{
 		{Code: health.CheckSSHD, TCP: "127.0.0.1:22"},
@@ -164,15 +165,15 @@ func BoxTable(o BoxOptions) Table {
 	// The launcher runs as root: the release store is root's, as for the
 	// relay's `executor pull`; it drops to ServiceUser when it replaces
 	// itself with bun (see `executor run`), so Executor runs as hermes.
-	t.Programs = append(t.Programs, ProgramSpec{
+	t.Programs = append(t.Programs, supervise.Program{
 		Name: boxlayout.ExecutorService, Command: []string{AgentPath, "executor", "run"},
-		Environment: map[string]string{
-			"HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin",
-			EnvExecutorImage: image, EnvExecutorHostPort: strconv.Itoa(hostPort),
+		Env: []string{
+			EnvExecutorHostPort + "=" + strconv.Itoa(hostPort), EnvExecutorImage + "=" + image,
+			"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin",
 		},
-		Priority: 30, AutoStart: true, AutoRestart: "unexpected", StartSecs: f(5), StartRetries: n(20),
-		StopSignal: "TERM", StopWaitSecs: f(45),
-		Log: &LogSpec{Path: ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
+		Priority: 30, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
+		StartTime: 5 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 45 * time.Second,
+		Log: supervise.Log{Path: ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
 	})
 	t.Checks = append(t.Checks, probe.CheckSpec{Code: health.CheckExecutor, HTTP: "http://127.0.0.1:" + strconv.Itoa(ExecutorGuestPort) + "/api/health"})
 	return t

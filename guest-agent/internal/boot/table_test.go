@@ -2,7 +2,9 @@ package boot
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -131,8 +133,7 @@ func FuzzParseTable(f *testing.F) {
 			return
 		}
 		for _, p := range tbl.Programs {
-			conv, err := p.convert()
-			if err != nil || supervise.Validate(conv) != nil {
+			if err := supervise.Validate(p); err != nil {
 				t.Fatalf("accepted table has an invalid program %+v: %v", p, err)
 			}
 		}
@@ -142,8 +143,8 @@ func FuzzParseTable(f *testing.F) {
 func TestBoxTableDefaultExecutorImage(t *testing.T) {
 	tbl := BoxTable(BoxOptions{ExecutorEnabled: true})
 	for _, p := range tbl.Programs {
-		if p.Name == "executor" && (p.Environment[EnvExecutorImage] != pins.DefaultExecutorImage || p.Environment[EnvExecutorHostPort] != "4788") {
-			t.Fatalf("executor environment %v, want the pinned image and port 4788", p.Environment)
+		if p.Name == "executor" && (!slices.Contains(p.Env, EnvExecutorImage+"="+pins.DefaultExecutorImage) || !slices.Contains(p.Env, EnvExecutorHostPort+"=4788")) {
+			t.Fatalf("executor environment %v, want the pinned image and port 4788", p.Env)
 		}
 	}
 }
@@ -177,5 +178,29 @@ func TestGatewayExternalSupervisorFromTheInstalledRelease(t *testing.T) {
 				t.Fatalf("gateway %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestBoxTableJSON: the box's table in its wire form (`boot --table`) is
+// the golden file, and the golden file read back is the same table.
+func TestBoxTableJSON(t *testing.T) {
+	tbl := BoxTable(BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 14788, ExecutorImage: "r.example/x:v1@sha256:" + strings.Repeat("a", 64), GatewayExternalSupervisor: true})
+	got, err := json.MarshalIndent(tbl, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("testdata/boxtable.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(append(got, '\n')) != string(want) {
+		t.Errorf("BoxTable as JSON differs from testdata/boxtable.json:\n%s", got)
+	}
+	back, err := ParseTable(want, "testdata/boxtable.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, tbl) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", back, tbl)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
 // The benchmarks compare the agent's boot with Debian's supervisord 4.2.5,
@@ -112,11 +113,11 @@ func (f *benchFixture) startAgent(ctx context.Context) error {
 		"etc/group":  fmt.Sprintf("hermes:x:%d:\n", os.Getgid()),
 	}
 	var tbl boot.Table
-	zero := 0.0
 	for _, name := range []string{"one", "two", "three"} {
-		tbl.Programs = append(tbl.Programs, boot.ProgramSpec{
-			Name: name, Command: []string{"/bin/sleep", "100000"}, AutoStart: true, StartSecs: &zero,
-			Log: &boot.LogSpec{Path: "/logs/" + name + ".log", MaxBytes: 50 << 20, Backups: 10},
+		tbl.Programs = append(tbl.Programs, supervise.Program{
+			Name: name, Command: []string{"/bin/sleep", "100000"}, AutoStart: true,
+			StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
+			Log: supervise.Log{Path: "/logs/" + name + ".log", MaxBytes: 50 << 20, Backups: 10},
 		})
 	}
 	tb, _ := json.Marshal(tbl)

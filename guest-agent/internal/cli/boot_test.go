@@ -16,6 +16,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -51,16 +52,15 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 	if err := os.Symlink(exe, filepath.Join(root, "usr/sbin/test-sshd")); err != nil {
 		t.Fatal(err)
 	}
-	zero, retries := 0.0, 0
 	tbl := boot.Table{
-		Programs: []boot.ProgramSpec{{
+		Programs: []supervise.Program{{
 			Name: "sshd", Command: []string{"/usr/sbin/test-sshd", addr}, Priority: 10, AutoStart: true,
-			Environment: map[string]string{helperEnv: "listen"}, StartSecs: &zero,
-			Log: &boot.LogSpec{Path: boot.LogDir + "/sshd.log", MaxBytes: 1 << 20, Backups: 1},
+			Env: []string{helperEnv + "=listen"}, StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
+			Log: supervise.Log{Path: boot.LogDir + "/sshd.log", MaxBytes: 1 << 20, Backups: 1},
 		}, {
-			Name: "hermes", Command: []string{"sleep", "1000"}, User: "hermes", Directory: boot.WorkDir,
-			Priority: 40, AutoStart: true, StartSecs: &zero, StartRetries: &retries,
-			Log: &boot.LogSpec{Path: boot.LogDir + "/hermes-gateway.log", MaxBytes: 1 << 20, Backups: 1},
+			Name: "hermes", Command: []string{"sleep", "1000"}, User: "hermes", Dir: boot.WorkDir,
+			Priority: 40, AutoStart: true, StopWait: supervise.DefaultStopWait,
+			Log: supervise.Log{Path: boot.LogDir + "/hermes-gateway.log", MaxBytes: 1 << 20, Backups: 1},
 		}},
 		Checks: []probe.CheckSpec{{Code: health.CheckSSHD, TCP: addr}, {Code: health.CheckHermesGateway, Service: "hermes"}},
 	}

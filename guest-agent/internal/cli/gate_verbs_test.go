@@ -5,13 +5,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -20,29 +20,11 @@ import (
 // release's version and commit.
 func hermesFixture(t *testing.T, version string) string {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join("..", "patch", "testdata", "tree")
+	src := hermestest.PatchTree
 	if version == "0.19.0" {
-		src = filepath.Join("..", "gate", "testdata", "hermes-0.19.0")
+		src = hermestest.GateExcerpt(version)
 	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		dst := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := hermestest.CopyTree(t, src)
 	rel, err := pins.HermesByVersion(version)
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nversion = \""+rel.Version+"\"\n"), 0o644))

@@ -69,7 +69,7 @@ func logPath(ctx context.Context, root, name string) (string, error) {
 		return "", fmt.Errorf("logs %s: %w", name, err)
 	}
 	for _, p := range boot.BoxTable(boot.BoxOptions{ExecutorEnabled: true}).Programs {
-		if p.Name == name && p.Log != nil {
+		if p.Name == name && p.Log.Path != "" {
 			return filepath.Join(root, p.Log.Path), nil
 		}
 	}

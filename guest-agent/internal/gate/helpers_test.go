@@ -1,39 +1,14 @@
 package gate
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
-
-// copyTree copies src into a new temp dir.
-func copyTree(t testing.TB, src string) string {
-	t.Helper()
-	dir := t.TempDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		dst := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // fixture returns a small tree holding the lines version's mechanism relies
 // on: the gate's own excerpt for 0.19.0, the patch package's for 0.16/0.17,
@@ -42,32 +17,18 @@ func fixture(t testing.TB, version string) string {
 	t.Helper()
 	switch version {
 	case "0.19.0", "0.18.2":
-		return copyTree(t, filepath.Join("testdata", "hermes-"+version))
+		return hermestest.CopyTree(t, hermestest.GateExcerpt(version))
 	}
-	dir := copyTree(t, filepath.Join("..", "patch", "testdata", "tree"))
+	dir := hermestest.CopyTree(t, hermestest.PatchTree)
 	write(t, dir, "pyproject.toml", "[project]\nname = \"hermes-agent\"\nversion = \""+version+"\"\n")
 	return dir
 }
 
-func write(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func read(t testing.TB, dir, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+// write and read are the shared fixture helpers.
+var (
+	write = hermestest.WriteFile
+	read  = hermestest.ReadFile
+)
 
 func release(t testing.TB, version string) pins.HermesRelease {
 	t.Helper()

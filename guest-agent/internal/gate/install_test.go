@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -219,7 +220,7 @@ func TestInstallRealTrees(t *testing.T) {
 	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
 			rel := release(t, version)
-			src := copyTree(t, realTree(t, version))
+			src := hermestest.CopyTree(t, realTree(t, version))
 			if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
 				t.Fatal(err)
 			}

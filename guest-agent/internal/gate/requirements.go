@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -34,54 +35,71 @@ const (
 	installSh  = "scripts/install.sh"
 )
 
+// need is one requirement's label and text; in gives them a kind and file.
+type need struct{ label, text string }
+
+// in is the requirements of one kind in one file, in order.
+func in(kind, file string, needs ...need) []Requirement {
+	out := make([]Requirement, len(needs))
+	for i, n := range needs {
+		out[i] = Requirement{Kind: kind, File: file, Label: n.label, Text: n.text}
+	}
+	return out
+}
+
 // installerNeeds is what provisioning relies on in the installer of every
 // release: it has uv provision the pinned Python, and it uses the uv that
 // provisioning put (verified) in HERMES_HOME/bin instead of downloading one.
 func installerNeeds(rel pins.HermesRelease) []Requirement {
-	return []Requirement{
-		{KindConfig, installSh, "installer Python " + rel.PythonVersion, "PYTHON_VERSION=\"" + rel.PythonVersion + "\"\n"},
-		{KindConfig, installSh, "installer uses the uv in HERMES_HOME/bin", "    local _managed_uv=\"$HERMES_HOME/bin/uv\"\n"},
-	}
+	return in(KindConfig, installSh,
+		need{"installer Python " + rel.PythonVersion, "PYTHON_VERSION=\"" + rel.PythonVersion + "\"\n"},
+		need{"installer uses the uv in HERMES_HOME/bin", "    local _managed_uv=\"$HERMES_HOME/bin/uv\"\n"})
 }
 
 // sourcePatchNeeds is what the patched "gated" mode relies on besides its
 // anchors (verified on 81eaedd0 and 2bd1977d): the mode normaliser keeps any
 // string (0.18.0 stopped that), and the gateway waits approvals.gateway_timeout.
-var sourcePatchNeeds = []Requirement{
-	{KindConfig, approvalPy, "approvals.mode keeps \"gated\"", "        normalized = mode.strip().lower()\n        return normalized or \"manual\"\n"},
-	{KindConfig, approvalPy, "gateway wait reads approvals.gateway_timeout", "    timeout = _get_approval_config().get(\"gateway_timeout\", 300)\n"},
-}
+var sourcePatchNeeds = in(KindConfig, approvalPy,
+	need{"approvals.mode keeps \"gated\"", "        normalized = mode.strip().lower()\n        return normalized or \"manual\"\n"},
+	need{"gateway wait reads approvals.gateway_timeout", "    timeout = _get_approval_config().get(\"gateway_timeout\", 300)\n"})
 
 // smartPluginNeeds is what the smart-plugin mechanism relies on (verified on
 // 3ef6bbd2, Hermes 0.19.0).
-var smartPluginNeeds = []Requirement{
-	{KindConfig, approvalPy, "approvals.mode smart is kept", "    _VALID_MODES = (\"manual\", \"smart\", \"off\")\n"},
-	{KindConfig, approvalPy, "smart approval covers one command", "            # Approve this command only. Pattern-level persistence would let one\n"},
-	{KindConfig, approvalPy, "gateway wait reads approvals.timeout", "    timeout = _get_approval_timeout()\n"},
-	{KindSeam, approvalPy, "reviewer", "def _smart_approve(command: str, description: str) -> str:\n"},
-	{KindSeam, approvalPy, "reviewer call", "        verdict = _smart_approve(command, combined_desc_for_llm)\n"},
-	{KindSeam, approvalPy, "gateway wait", "def _await_gateway_decision(session_key: str, notify_cb, approval_data: dict,\n"},
-	{KindSeam, approvalPy, "gateway wait call, smart denial flagged",
-		"                approval_data[\"smart_denied\"] = True\n            decision = _await_gateway_decision(\n" +
-			"                session_key, notify_cb, approval_data, surface=\"gateway\"\n            )\n"},
-	{KindSeam, approvalPy, "CLI prompt", "def prompt_dangerous_approval(command: str, description: str,\n"},
-	{KindSeam, approvalPy, "CLI prompt call", "    choice = prompt_dangerous_approval(\n        command,\n        combined_desc,\n"},
-	{KindHook, approvalPy, "approval hook dispatch", "def _fire_approval_hook(hook_name: str, **kwargs) -> None:\n"},
-	{KindHook, approvalPy, "pre_approval_request at the gateway wait",
-		"    _fire_approval_hook(\n        \"pre_approval_request\",\n        command=command,\n        description=description,\n"},
-	{KindHook, approvalPy, "post_approval_response at the CLI prompt",
-		"    _fire_approval_hook(\n        \"post_approval_response\",\n        command=command,\n        description=combined_desc,\n"},
-	{KindHook, pluginsPy, "pre/post_approval_response in VALID_HOOKS", "    \"pre_approval_request\",\n    \"post_approval_response\",\n"},
-	{KindHook, pluginsPy, "register_hook", "    def register_hook(self, hook_name: str, callback: Callable) -> None:\n"},
-	{KindHook, pluginsPy, "user plugins in HERMES_HOME/plugins", "        user_dir = get_hermes_home() / \"plugins\"\n"},
-	{KindHook, pluginsPy, "plugins.enabled opt-in", "        enabled = _get_enabled_plugins()  # None = opt-in default (nothing enabled)\n"},
-	{KindConfig, configPy, "approvals defaults", "    \"approvals\": {\n        \"mode\": \"smart\",\n        \"timeout\": 60,\n        \"cron_mode\": \"deny\",\n"},
-	{KindConfig, configPy, "auxiliary.approval keys", "        \"approval\": {\n            \"provider\": \"auto\",\n            \"model\": \"\","},
-	{KindConfig, auxPy, "auxiliary task config", "def _get_auxiliary_task_config(task: str) -> Dict[str, Any]:\n"},
-	{KindConfig, auxPy, "auxiliary.approval.reasoning_effort", "        effort = task_config.get(\"reasoning_effort\")\n"},
-	{KindConfig, auxPy, "auxiliary.approval.timeout", "def _get_task_timeout(task: str, default: float = _DEFAULT_AUX_TIMEOUT) -> float:\n"},
-	{KindFlag, gatewayCLI, "gateway run --external-supervisor", "        \"--external-supervisor\",\n"},
-}
+var smartPluginNeeds = slices.Concat(
+	in(KindConfig, approvalPy,
+		need{"approvals.mode smart is kept", "    _VALID_MODES = (\"manual\", \"smart\", \"off\")\n"},
+		need{"smart approval covers one command", "            # Approve this command only. Pattern-level persistence would let one\n"},
+		need{"gateway wait reads approvals.timeout", "    timeout = _get_approval_timeout()\n"}),
+	in(KindSeam, approvalPy,
+		need{"reviewer", "def _smart_approve(command: str, description: str) -> str:\n"},
+		need{"reviewer call", "        verdict = _smart_approve(command, combined_desc_for_llm)\n"},
+		need{"gateway wait", "def _await_gateway_decision(session_key: str, notify_cb, approval_data: dict,\n"},
+		need{"gateway wait call, smart denial flagged",
+			"                approval_data[\"smart_denied\"] = True\n            decision = _await_gateway_decision(\n" +
+				"                session_key, notify_cb, approval_data, surface=\"gateway\"\n            )\n"},
+		need{"CLI prompt", "def prompt_dangerous_approval(command: str, description: str,\n"},
+		need{"CLI prompt call", "    choice = prompt_dangerous_approval(\n        command,\n        combined_desc,\n"}),
+	in(KindHook, approvalPy,
+		need{"approval hook dispatch", "def _fire_approval_hook(hook_name: str, **kwargs) -> None:\n"},
+		need{"pre_approval_request at the gateway wait",
+			"    _fire_approval_hook(\n        \"pre_approval_request\",\n        command=command,\n        description=description,\n"},
+		need{"post_approval_response at the CLI prompt",
+			"    _fire_approval_hook(\n        \"post_approval_response\",\n        command=command,\n        description=combined_desc,\n"}),
+	in(KindHook, pluginsPy,
+		need{"pre/post_approval_response in VALID_HOOKS", "    \"pre_approval_request\",\n    \"post_approval_response\",\n"},
+		need{"register_hook", "    def register_hook(self, hook_name: str, callback: Callable) -> None:\n"},
+		need{"user plugins in HERMES_HOME/plugins", "        user_dir = get_hermes_home() / \"plugins\"\n"},
+		need{"plugins.enabled opt-in", "        enabled = _get_enabled_plugins()  # None = opt-in default (nothing enabled)\n"}),
+	in(KindConfig, configPy,
+		need{"approvals defaults", "    \"approvals\": {\n        \"mode\": \"smart\",\n        \"timeout\": 60,\n        \"cron_mode\": \"deny\",\n"},
+		need{"auxiliary.approval keys", "        \"approval\": {\n            \"provider\": \"auto\",\n            \"model\": \"\","}),
+	in(KindConfig, auxPy,
+		need{"auxiliary task config", "def _get_auxiliary_task_config(task: str) -> Dict[str, Any]:\n"},
+		need{"auxiliary.approval.reasoning_effort", "        effort = task_config.get(\"reasoning_effort\")\n"},
+		need{"auxiliary.approval.timeout", "def _get_task_timeout(task: str, default: float = _DEFAULT_AUX_TIMEOUT) -> float:\n"}),
+	in(KindFlag, gatewayCLI,
+		need{"gateway run --external-supervisor", "        \"--external-supervisor\",\n"}),
+)
 
 // Requirements lists everything the release's mechanism relies on: the
 // anchors of its source edits first, then the rest.

@@ -5,11 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -31,47 +31,17 @@ func release(version string) pins.HermesRelease {
 // the fixture files, pyproject.toml and a detached .git/HEAD.
 func fixtureTree(t testing.TB, rel pins.HermesRelease) string {
 	t.Helper()
-	dir := t.TempDir()
-	err := filepath.WalkDir("testdata/tree", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, strings.TrimPrefix(path, filepath.Join("testdata", "tree")))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := hermestest.CopyTree(t, hermestest.PatchTree)
 	writeFile(t, dir, "pyproject.toml", "[build-system]\nrequires = [\"setuptools\"]\n\n[project]\nname = \"hermes-agent\"\nversion = \""+rel.Version+"\"\n")
 	writeFile(t, dir, ".git/HEAD", rel.Commit+"\n")
 	return dir
 }
 
-func writeFile(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+var writeFile = hermestest.WriteFile
 
 func readFile(t testing.TB, dir, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return []byte(hermestest.ReadFile(t, dir, rel))
 }
 
 // snapshot maps every file in dir to its mode and content.

@@ -3,7 +3,9 @@ package supervise
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,7 +36,9 @@ type Log struct {
 	Backups  int
 }
 
-// Program is one supervised program, as data.
+// Program is one supervised program, as data. Its JSON form (json.go) is
+// the program table's: boot's own table and `boot --table FILE` are
+// Programs.
 type Program struct {
 	Name string
 	// Command is the argv; Command[0] is an absolute path or found on the
@@ -51,7 +55,12 @@ type Program struct {
 	// EnvFrom, when set, is called before every start of the process; its
 	// "K=V" entries are added after Env (the box's mapped secrets). An
 	// error fails that start.
-	EnvFrom func() ([]string, error) `json:"-"`
+	EnvFrom func() ([]string, error)
+	// SecretsFile names a secrets file in the box (the secrets package's
+	// RootFile format) whose variables the program gets at every start:
+	// boot's Resolve turns it into EnvFrom under the box's root. The
+	// supervisor itself reads only EnvFrom.
+	SecretsFile string
 	// Priority orders start (ascending) and stop (descending).
 	Priority    int
 	AutoStart   bool
@@ -127,6 +136,14 @@ func (p Program) validate() error {
 	}
 	if p.StartRetries < 0 {
 		bad("startretries", "must not be negative")
+	}
+	for _, kv := range p.Env {
+		if k, v, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(k+v, 0) {
+			bad("environment", "bad variable %q", k)
+		}
+	}
+	if p.Log.Path != "" && !filepath.IsAbs(p.Log.Path) {
+		bad("log.path", "want an absolute path, got %q", p.Log.Path)
 	}
 	if p.Log.Path != "" && (p.Log.MaxBytes < 0 || p.Log.Backups < 0) {
 		bad("log", "maxbytes and backups must not be negative")

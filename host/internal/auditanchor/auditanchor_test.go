@@ -1,10 +1,7 @@
 package auditanchor
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,19 +9,12 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/auditchain"
+	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 )
 
 // chain writes a valid log of the given decisions the way the reviewer does.
 func chain(decisions ...string) string {
-	var b strings.Builder
-	prev := auditchain.Genesis
-	for i, d := range decisions {
-		body := fmt.Sprintf(`{"command":"rm -rf /tmp/%d","command_sha256":"%064x","confidence":0.9,"decision":"%s","prev":"%s","reason":"r","risk":"high","seq":%d,"time":"t"}`, i+1, i+1, d, prev, i+1)
-		sum := sha256.Sum256([]byte(body))
-		prev = hex.EncodeToString(sum[:])
-		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
-	}
-	return b.String()
+	return auditchaintest.Decisions("rm -rf /tmp/%d", "high", decisions...)
 }
 
 func TestAnchor(t *testing.T) {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
@@ -33,14 +35,71 @@ func Call(ctx context.Context, tr relay.Transport, onEvent func(protocol.Event),
 	if onEvent != nil {
 		onEvent = (&eventBudget{emit: onEvent, steps: map[string]bool{}}).event
 	}
-	code, err := tr.Run(ctx, req, stdin, stdout, onEvent)
-	if err != nil {
+	cause := &agentCause{emit: onEvent}
+	code, err := tr.Run(ctx, req, stdin, stdout, cause.event)
+	if err != nil || code == 0 {
+		cause.release()
 		return err
 	}
-	if code != 0 {
-		return &ExitError{Argv: argv, Code: code}
+	return &ExitError{Argv: argv, Code: code, Message: cause.message()}
+}
+
+// maxCause bounds the agent's error message an ExitError carries.
+const maxCause = 4 << 10
+
+// agentCause holds back the agent's error event (its final error, which
+// the agent prints as it exits) so that a verb that fails reports it once,
+// as the host's final error, rather than as a relayed line and again as
+// "exited with status N". The message of the last failed step is the
+// cause when no error event came; the failed step's event carries it in
+// its fields instead of its message.
+type agentCause struct {
+	emit       func(protocol.Event)
+	held       *protocol.Event // the latest error event, not yet passed on
+	failedStep string
+}
+
+func (c *agentCause) event(ev protocol.Event) {
+	switch {
+	case ev.Type == protocol.EventLog && ev.Level == protocol.LevelError && ev.Step == "":
+		c.pass(c.held) // an earlier error was not the last: show it
+		c.held = &ev
+		return
+	case ev.Type == protocol.EventStep && ev.State == protocol.StepFailed && ev.Message != "":
+		// The reason moves to the event's fields (JSON keeps it; text
+		// shows the step failed) and into the verb's exit error.
+		c.failedStep = ev.Step + ": " + ev.Message
+		ev.Fields = maps.Clone(ev.Fields)
+		if ev.Fields == nil {
+			ev.Fields = map[string]string{}
+		}
+		ev.Fields["error"], ev.Message = ev.Message, ""
 	}
-	return nil
+	c.pass(&ev)
+}
+
+func (c *agentCause) pass(ev *protocol.Event) {
+	if ev != nil && c.emit != nil {
+		c.emit(*ev)
+	}
+}
+
+// release passes on the held event: the verb did not fail after all.
+func (c *agentCause) release() {
+	c.pass(c.held)
+	c.held = nil
+}
+
+// message is the agent's account of its failure, made safe to show.
+func (c *agentCause) message() string {
+	msg := c.failedStep
+	if c.held != nil {
+		msg = c.held.Message
+	}
+	if len(msg) > maxCause {
+		msg = msg[:maxCause] + "…"
+	}
+	return termsafe.Text(strings.TrimSpace(msg))
 }
 
 // Per call, the events of the box passed on: at most maxEventSteps step
@@ -98,12 +157,18 @@ func (e *eventBudget) event(ev protocol.Event) {
 type ExitError struct {
 	Argv []string
 	Code int
+	// Message is the agent's own error (its error event, or its failed
+	// step's message), made safe to show; "" when it gave none.
+	Message string
 }
 
 func (e *ExitError) Error() string {
 	verb := "request"
 	if len(e.Argv) > 0 {
 		verb = e.Argv[0]
+	}
+	if e.Message != "" {
+		return fmt.Sprintf("%s (agent %s exited with status %d)", e.Message, verb, e.Code)
 	}
 	return fmt.Sprintf("agent %s exited with status %d", verb, e.Code)
 }

@@ -148,18 +148,25 @@ type agentAnswer struct {
 	audit  *health.Check // the host's check of the audit chain
 }
 
-// agentHealth asks the agent for its report over the SSH relay.
+// agentHealth asks the agent for its report over the SSH relay, then
+// checks its audit chain, both on one connection: a handshake and sshd's
+// start of a connection cost more than a second session on it.
 func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 	tr, err := b.sshRelay()
 	if err != nil {
 		return agentAnswer{err: err}
 	}
-	r, err := b.health(ctx, tr)
+	c, err := tr.Dial(ctx)
+	if err != nil {
+		return agentAnswer{err: err}
+	}
+	defer c.Close()
+	r, err := b.health(ctx, c)
 	if err != nil {
 		return agentAnswer{err: err}
 	}
 	// Every status records the audit chain's head.
-	audit := b.anchorAudit(ctx, tr, time.Now().UTC())
+	audit := b.anchorAudit(ctx, c, time.Now().UTC())
 	return agentAnswer{report: r, audit: &audit}
 }
 

@@ -3,10 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -74,15 +72,7 @@ func runAudit(t *testing.T, box *fakeBox, anchor string, args ...string) (int, s
 
 // chainOf is a valid audit log of the given decisions.
 func chainOf(decisions ...string) string {
-	var b strings.Builder
-	prev := strings.Repeat("0", 64)
-	for i, d := range decisions {
-		body := fmt.Sprintf(`{"command":"ls %d","command_sha256":"%064x","confidence":0.9,"decision":"%s","prev":"%s","reason":"r","risk":"low","seq":%d,"time":"t"}`, i+1, i+1, d, prev, i+1)
-		sum := sha256.Sum256([]byte(body))
-		prev = hex.EncodeToString(sum[:])
-		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
-	}
-	return b.String()
+	return auditchaintest.Decisions("ls %d", "low", decisions...)
 }
 
 // TestAuditCommand: the host reads the raw log (audit raw), verifies it and

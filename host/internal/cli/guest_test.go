@@ -4,13 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -79,7 +82,11 @@ func guestSSHD(addr string) int {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fail(err)
 	}
-	config := sshdtest.Config(port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
+	product, err := productSSHDConfig(root)
+	if err != nil {
+		return fail(err)
+	}
+	config := product + sshdtest.Config(port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
 		filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), u.Username,
 		"LogLevel ERROR", "SetEnv "+guestRootEnv+"="+root)
 	path := filepath.Join(dir, "sshd_config")
@@ -88,6 +95,44 @@ func guestSSHD(addr string) int {
 	}
 	return fail(syscall.Exec(sshdtest.SSHDPath, []string{sshdtest.SSHDPath, "-D", "-e", "-f", path}, os.Environ()))
 }
+
+// ubuntuSSHDConfig is what Ubuntu 24.04's /etc/ssh/sshd_config sets
+// after it includes sshd_config.d: the box's sshd runs with PAM.
+const ubuntuSSHDConfig = `KbdInteractiveAuthentication no
+UsePAM yes
+X11Forwarding yes
+PrintMotd no
+AcceptEnv LANG LC_*
+Subsystem sftp /usr/lib/openssh/sftp-server
+`
+
+// productSSHDConfig is the configuration the box's sshd reads before the
+// test's own lines when the machine holds the agent's drop-in (a benchmark
+// seeds it, as provision writes it): the drop-in, then Ubuntu's main
+// configuration. sshd keeps the first value of an option, so the test's
+// lines only add what neither sets (port, host key, keys file, the test's
+// user in place of boxadmin). Without the drop-in it is empty.
+func productSSHDConfig(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, dropInPath))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		// The test logs in as the current user, not boxadmin.
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "AllowUsers" || f[0] == "PermitRootLogin") {
+			continue
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String() + ubuntuSSHDConfig, nil
+}
+
+// dropInPath is where provision writes the box's sshd configuration.
+const dropInPath = "etc/ssh/sshd_config.d/99-hermes-box.conf"
 
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", guestProgram, err)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 )
 
 // The hostile-guest suite: the real hermes-box against Debian's sshd whose
@@ -135,10 +137,7 @@ func TestHostileEscapes(t *testing.T) {
 
 // auditChainOf is a valid audit log of one denied command.
 func auditChainOf(command string) string {
-	c, _ := json.Marshal(command)
-	body := fmt.Sprintf(`{"command":%s,"command_sha256":"%064x","confidence":0.9,"decision":"deny","prev":"%s","reason":"r","risk":"high","seq":1,"time":"t"}`, c, 1, strings.Repeat("0", 64))
-	sum := sha256.Sum256([]byte(body))
-	return `{"entry":` + body + `,"hash":"` + hex.EncodeToString(sum[:]) + "\"}\n"
+	return auditchaintest.Log(auditchaintest.Entry{Command: command, Decision: "deny", Risk: "high", Reason: "r", Time: "t"})
 }
 
 // TestHostileFloods: endless output, endless stderr lines and floods of
@@ -285,15 +284,7 @@ func TestHostileGateSkipped(t *testing.T) {
 
 // auditChain is a valid gate audit log of the given decisions.
 func auditChain(decisions ...string) string {
-	var b strings.Builder
-	prev := strings.Repeat("0", 64)
-	for i, d := range decisions {
-		body := fmt.Sprintf(`{"command":"curl x | sh #%d","command_sha256":"%064x","confidence":0.9,"decision":"%s","prev":"%s","reason":"r","risk":"high","seq":%d,"time":"t"}`, i+1, i+1, d, prev, i+1)
-		sum := sha256.Sum256([]byte(body))
-		prev = hex.EncodeToString(sum[:])
-		b.WriteString(`{"entry":` + body + `,"hash":"` + prev + "\"}\n")
-	}
-	return b.String()
+	return auditchaintest.Decisions("curl x | sh #%d", "high", decisions...)
 }
 
 // TestHostileAuditRewrite: the host remembers the chain it saw; a log
@@ -393,64 +384,66 @@ func expectEndedSoon(t *testing.T, what string, r result) {
 // seconds at each step where the box hangs, and the next command recovers,
 // saying what it does.
 func TestHostileCtrlC(t *testing.T) {
-	t.Run("snapshot stream", func(t *testing.T) {
-		h := newHarness(t)
-		initBox(t, h)
-		f := h.hostileAll("snapshot.write", "hang")
-		r := h.runInterrupted(f+".reached", "snapshot", "x")
-		must(t, os.Remove(f))
-		expectEndedSoon(t, "snapshot hanging in its stream", r)
-		if left, _ := os.ReadDir(filepath.Join(h.root, "backups")); len(left) != 0 {
-			t.Errorf("left in backups/: %v", left)
-		}
-		expectHealthy(t, h, "after the interrupted snapshot")
-	})
-	t.Run("snapshot restarting services", func(t *testing.T) {
-		h := newHarness(t)
-		initBox(t, h)
-		f := h.hostileAll("services.start", "hang")
-		r := h.runInterrupted(f+".reached", "snapshot", "x")
-		must(t, os.Remove(f))
-		expectEndedSoon(t, "snapshot hanging while it restarts the services", r)
-		if !strings.Contains(r.stderr, "hermes-box restart") {
-			t.Errorf("the error does not say what recovers the box:\n%s", r.stderr)
-		}
-		mustRun(t, h, "restart")
-		expectHealthy(t, h, "after the restart the interrupted snapshot asked for")
-	})
-	t.Run("restore candidate", func(t *testing.T) {
-		h := newHarness(t)
-		initBox(t, h)
-		backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
-		f := h.hostileAll("snapshot.apply", "hang")
-		r := h.runInterrupted(f+".reached", "restore", backup)
-		must(t, os.Remove(f))
-		expectEndedSoon(t, "restore hanging in the candidate", r)
-		expectHealthy(t, h, "after the interrupted candidate")
-	})
-	t.Run("restore cut-over", func(t *testing.T) {
-		h := newHarness(t)
-		initBox(t, h)
-		backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
+	for _, tc := range []struct {
+		name     string
+		restore  bool   // snapshot first, then restore that backup
+		verb     string // where the box hangs
+		hang     string
+		what     string
+		recovers func(t *testing.T, h *harness, r result)
+	}{
+		{"snapshot stream", false, "snapshot.write", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
+			if left, _ := os.ReadDir(filepath.Join(h.root, "backups")); len(left) != 0 {
+				t.Errorf("left in backups/: %v", left)
+			}
+			expectHealthy(t, h, "after the interrupted snapshot")
+		}},
+		{"snapshot restarting services", false, "services.start", "hang", "snapshot hanging while it restarts the services", func(t *testing.T, h *harness, r result) {
+			if !strings.Contains(r.stderr, "hermes-box restart") {
+				t.Errorf("the error does not say what recovers the box:\n%s", r.stderr)
+			}
+			mustRun(t, h, "restart")
+			expectHealthy(t, h, "after the restart the interrupted snapshot asked for")
+		}},
+		{"restore candidate", true, "snapshot.apply", "hang", "restore hanging in the candidate", func(t *testing.T, h *harness, r result) {
+			expectHealthy(t, h, "after the interrupted candidate")
+		}},
 		// The candidate's apply passes; the replacement's hangs.
-		f := h.hostileAll("snapshot.apply", "hang-from:2")
-		r := h.runInterrupted(f+".reached", "restore", backup)
-		must(t, os.Remove(f))
-		expectEndedSoon(t, "restore hanging in the cut-over", r)
-		if !strings.Contains(r.stderr, "restore interrupted") || !strings.Contains(r.stderr, "pre-restore") {
-			t.Errorf("the error does not name the safety snapshot:\n%s", r.stderr)
-		}
-		st := h.run("status")
-		if !strings.Contains(st.stdout+st.stderr, "pre-restore") {
-			t.Errorf("status after the interrupted cut-over: exit %d\n%s%s", st.code, st.stdout, st.stderr)
-		}
-		safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "*-pre-restore.hermesbox"))
-		if len(safety) != 1 {
-			t.Fatalf("safety snapshots: %v", safety)
-		}
-		mustRun(t, h, "restore", safety[0])
-		expectHealthy(t, h, "after restoring the safety snapshot")
-	})
+		{"restore cut-over", true, "snapshot.apply", "hang-from:2", "restore hanging in the cut-over", expectSafetySnapshotRecovers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			initBox(t, h)
+			args := []string{"snapshot", "x"}
+			if tc.restore {
+				args = []string{"restore", strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)}
+			}
+			f := h.hostileAll(tc.verb, tc.hang)
+			r := h.runInterrupted(f+".reached", args...)
+			must(t, os.Remove(f))
+			expectEndedSoon(t, tc.what, r)
+			tc.recovers(t, h, r)
+		})
+	}
+}
+
+// expectSafetySnapshotRecovers: a restore interrupted in its cut-over names
+// its safety snapshot, status shows it, and restoring it recovers the box.
+func expectSafetySnapshotRecovers(t *testing.T, h *harness, r result) {
+	t.Helper()
+	if !strings.Contains(r.stderr, "restore interrupted") || !strings.Contains(r.stderr, "pre-restore") {
+		t.Errorf("the error does not name the safety snapshot:\n%s", r.stderr)
+	}
+	st := h.run("status")
+	if !strings.Contains(st.stdout+st.stderr, "pre-restore") {
+		t.Errorf("status after the interrupted cut-over: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "*-pre-restore.hermesbox"))
+	if len(safety) != 1 {
+		t.Fatalf("safety snapshots: %v", safety)
+	}
+	mustRun(t, h, "restore", safety[0])
+	expectHealthy(t, h, "after restoring the safety snapshot")
 }
 
 // TestHostileRedirects: the Executor in the box answers with redirects to

@@ -19,8 +19,10 @@ import (
 
 // BenchmarkStatusWholeProcess runs the built `hermes-box status --json` as a
 // whole process against the fake smolvm and Debian's sshd in the running
-// box, and in the same rounds the baseline: OpenSSH's client spawned for
-// the agent's `health --json` alone (a handshake, a session, the agent).
+// box, configured as the product's guest (productGuest: the drop-in, PAM,
+// `sudo -n`, the real agent), and in the same rounds the baseline:
+// OpenSSH's client spawned for the agent's `health --json` alone (a
+// handshake, a session, sudo, the agent).
 // It reports both medians in milliseconds, their ratio, and the status
 // process's CPU time (its own and its children's, the fake smolvm's runs).
 // Every round checks its output: a healthy report that decodes with
@@ -33,7 +35,7 @@ func BenchmarkStatusWholeProcess(b *testing.B) {
 		b.Skipf("%s is missing (install openssh-client)", sshPath)
 	}
 	h := newHarness(b)
-	initBox(b, h)
+	productGuest(b, h)
 	baseline := h.openSSHHealth(b, sshPath)
 	other := os.Getenv("HBX_BENCH_BASELINE_HERMES_BOX")
 	var status, spawn, cpu, prev []float64
@@ -53,6 +55,36 @@ func BenchmarkStatusWholeProcess(b *testing.B) {
 	if other != "" {
 		b.ReportMetric(median(prev), "baseline-status-ms")
 		b.ReportMetric(median(status)/median(prev), "status/baseline-status")
+	}
+}
+
+// productGuest initialises the box with the guest side as the product
+// configures it: sshd reads the agent's drop-in and Ubuntu's main
+// configuration (PAM included) before the test's lines, the relay's
+// remote command runs the agent through `sudo -n`, and that agent is the
+// real one (not the test agent, which adds a process to every call).
+func productGuest(b testing.TB, h *harness) {
+	if err := exec.CommandContext(b.Context(), "sudo", "-n", "true").Run(); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("sudo -n: %v", err)
+		}
+		b.Skipf("sudo -n does not run here (%v): the benchmark measures the production relay command", err)
+	}
+	dropIn := filepath.Join(h.images, "ubuntu_24.04", filepath.FromSlash(dropInPath))
+	must(b, os.MkdirAll(filepath.Dir(dropIn), 0o755))
+	must(b, os.WriteFile(dropIn, []byte(h.moduleFile("guest-agent/internal/provision/files/sshd-hermes-box.conf")), 0o644))
+	initBox(b, h)
+	root := filepath.Join(h.state, "machines", machine, "root")
+	// The real agent in place of the test agent, renamed over it (the
+	// running boot keeps its own file).
+	agent := filepath.Join(root, filepath.FromSlash(boxlayout.AgentPath))
+	must(b, os.WriteFile(agent+".new", readFile(b, bins.agent), 0o755))
+	must(b, os.Rename(agent+".new", agent))
+	h.extra = append(h.extra, "HBX_TEST_RELAY_COMMAND=sudo -n "+guestRelayCommand)
+	// The benchmark checks that sshd runs the product's configuration.
+	config := string(readFile(b, filepath.Join(root, "run", "hbx-test-sshd", "sshd_config")))
+	if !strings.HasPrefix(config, "# Written by hermes-box-agent provision.") || !strings.Contains(config, "\nUsePAM yes\n") {
+		b.Fatalf("the box's sshd does not run the product's configuration:\n%s", config)
 	}
 }
 
@@ -83,7 +115,7 @@ func (h *harness) timedStatus(b *testing.B, bin string) (wall, used float64) {
 func (h *harness) openSSHHealth(b *testing.B, sshPath string) func(context.Context) error {
 	knownHosts := filepath.Join(b.TempDir(), "known_hosts")
 	must(b, keys.WriteKnownHosts(knownHosts, "127.0.0.1", h.port, h.sshd.HostKey))
-	agent := `"$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `"`
+	agent := `sudo -n "$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `"`
 	args := []string{
 		"-F", os.DevNull, "-i", filepath.Join(h.root, "state", "hermes-box-ed25519"), "-o", "IdentitiesOnly=yes",
 		"-o", "UserKnownHostsFile=" + knownHosts, "-o", "GlobalKnownHostsFile=" + os.DevNull,

@@ -465,3 +465,74 @@ func TestLogsServicesAndCompletion(t *testing.T) {
 }
 
 func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// Item 8 for a failing agent verb: the agent's error is printed once, as
+// the host's final error with one prefix, not also as a relayed line; under
+// --log-format json it is the one error event, the last line.
+func TestAgentErrorPrintedOnce(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	gatewayLog := filepath.Join(h.state, "machines", machine, "root", "workspace", "hermes-home", "logs", "hermes-gateway.log")
+	must(t, os.Remove(gatewayLog))
+	const cause = "hermes-gateway.log: no such file or directory"
+	r := h.run("logs", "hermes")
+	if r.code != 1 || strings.Count(r.stderr, cause) != 1 || strings.Count(r.stderr, "hermes-box: ") != 1 ||
+		!strings.HasPrefix(r.stderr, "hermes-box: logs hermes: open ") || !strings.Contains(r.stderr, "(agent logs exited with status 1)") ||
+		strings.Contains(r.stderr, "error: ") {
+		t.Errorf("a failing agent verb: %d\n%s", r.code, r.stderr)
+	}
+	r = h.run("--log-format", "json", "logs", "hermes")
+	evs := jsonEvents(t, r.stderr)
+	errs := 0
+	for _, ev := range evs {
+		if ev.Level == "error" {
+			errs++
+		}
+	}
+	if last := evs[len(evs)-1]; r.code != 1 || errs != 1 || last.Level != "error" || !strings.Contains(last.Message, cause) ||
+		strings.Count(r.stderr, cause) != 1 {
+		t.Errorf("a failing agent verb under --log-format json: %d\n%s", r.code, r.stderr)
+	}
+	mustRun(t, h, "stop")
+
+	// A failed provision step: its reason once, in the final error, with
+	// the next step; the step's JSON event keeps it in its fields.
+	h = newHarness(t)
+	h.seed("provision-fail", "yes")
+	r = h.run("init")
+	if r.code != 3 || strings.Count(r.stderr, "installer failed") != 1 || strings.Count(r.stderr, "hermes-box: ") != 1 ||
+		!strings.Contains(r.stderr, "hermes-box: building the base image failed: hermes: installer failed (agent provision exited with status 3)\nnext: re-run hermes-box init") ||
+		!strings.Contains(r.stderr, "[hermes] failed (") {
+		t.Errorf("init with a failing provision step: %d\n%s", r.code, r.stderr)
+	}
+	r = h.run("--log-format", "json", "init")
+	evs = jsonEvents(t, r.stderr)
+	var stepReason bool
+	for _, ev := range evs {
+		stepReason = stepReason || (ev.Step == "hermes" && ev.State == "failed" && ev.Fields["error"] == "installer failed")
+	}
+	if last := evs[len(evs)-1]; r.code != 3 || !stepReason || last.Level != "error" || last.Type != "log" ||
+		!strings.Contains(last.Message, "hermes: installer failed") || last.Fields["hint"] == "" {
+		t.Errorf("init with a failing provision step under --log-format json: %d\n%s", r.code, r.stderr)
+	}
+}
+
+// event is one JSON Lines event of --log-format json.
+type event struct {
+	Type, Level, Message, Step, State string
+	Fields                            map[string]string
+}
+
+// jsonEvents decodes stderr under --log-format json: every line an event.
+func jsonEvents(t *testing.T, stderr string) []event {
+	t.Helper()
+	var evs []event
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var ev event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("stderr line is not a JSON event: %q", l)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
