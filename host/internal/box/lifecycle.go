@@ -134,6 +134,7 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 		}
 		*deleted = append(*deleted, name)
 	}
+	b.unmarkBuilder()
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}
