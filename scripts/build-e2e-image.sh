@@ -8,8 +8,11 @@
 # Output: a directory holding root.img, vmlinuz and KEY; its path is the last
 # line on stdout. Everything else goes to stderr.
 #
-# Cache: ${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e},
-# outside the repository. The rootfs is keyed by a hash of this script, the
+# Cache: ${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e}
+# for amd64, the same with -arm64 appended for arm64 (one directory per
+# architecture: each run prunes what it did not use within the hour, so a
+# shared one would let make e2e and make e2e-arm64 evict each other's
+# rootfs), outside the repository. The rootfs is keyed by a hash of this script, the
 # mirror and the kernel package version; the image by that key plus the guest
 # init binary. Later runs reuse both. Needs root (debootstrap, chroot, mkfs
 # with root-owned files), debootstrap, e2fsprogs, apt and Go.
@@ -24,7 +27,6 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cache=${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e}
 suite=bookworm
 # Every package provision installs (guest-agent/internal/provision.Packages)
 # is pre-included, so its apt steps find nothing to do and need no network.
@@ -36,6 +38,8 @@ case $arch in
 amd64 | arm64) ;;
 *) echo "build-e2e-image: E2E_ARCH must be amd64 or arm64, not $arch" >&2; exit 2 ;;
 esac
+cache=${HBX_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-box-e2e}
+[ "$arch" = amd64 ] || cache=$cache-$arch
 
 log() { echo "build-e2e-image: $*" >&2; }
 die() { log "error: $*"; exit 1; }

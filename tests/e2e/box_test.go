@@ -71,7 +71,26 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 	}
 	b.env = append(b.env, "HERMES_BOX_PROJECT_ROOT="+b.Project, "HBX_TEST_HOST=supported", "HBX_TEST_AGENT_PINS="+art.PinsDir,
 		"HBX_TEST_NO_GATE=stand-in")
+	if h := netcheckHost(); h != "" {
+		b.env = append(b.env, "HBX_TEST_NETCHECK_HOST="+h)
+	}
 	return b
+}
+
+// netcheckHost is the name the builder's netcheck resolves, or "" for the
+// agent's default. The guest resolves names through QEMU's user network,
+// which asks the host's DNS; the amd64 guest's default (archive.ubuntu.com)
+// is a name a test network that answers only package hosts still answers,
+// but arm64's (ports.ubuntu.com) may not be, and provisioning from the
+// cached image fetches nothing from either. So an arm64 run probes the
+// amd64 archive's name, as the amd64 run does: the route and DNS checks
+// still run in the guest, only the name differs. HBX_TEST_NETCHECK_HOST in
+// the caller's environment wins.
+func netcheckHost() string {
+	if h := os.Getenv("HBX_TEST_NETCHECK_HOST"); h != "" || GuestArch() != "arm64" {
+		return h
+	}
+	return "archive.ubuntu.com"
 }
 
 // run runs hermes-box with args, bounded by timeout.

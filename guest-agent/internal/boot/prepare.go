@@ -267,19 +267,7 @@ func chownTree(top string, uid, gid uint32) (int, error) {
 	if st.Uid == uid && st.Gid == gid {
 		return 0, nil
 	}
-	n := 0
-	err = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		st, err := lstat(p)
-		if err != nil || st.Uid == uid && st.Gid == gid {
-			return err
-		}
-		n++
-		return lchownKeepMode(p, st, int(uid), int(gid))
-	})
-	return n, err
+	return chownAll(top, uid, gid)
 }
 
 func lstat(p string) (*syscall.Stat_t, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -86,6 +87,8 @@ type blobStream struct {
 	raw  io.Reader // the compressed bytes, hashed as they are read
 	tar  io.Reader
 	done func()
+	// stop ends the reading goroutine (hashAhead).
+	stop func()
 }
 
 // The gzip reader decodes ahead of the unpack on its own goroutine, in
@@ -106,11 +109,15 @@ func openBlob(b Blob) (*blobStream, error) {
 		return nil, fmt.Errorf("blob %s has size %d, the manifest says %d (%v)", b.Path, sizeOf(fi), b.Size, err)
 	}
 	s := &blobStream{f: f, hash: sha256.New(), done: func() {}}
-	s.raw = io.TeeReader(bufio.NewReaderSize(f, 256<<10), s.hash)
+	raw, stop := hashAhead(f, s.hash)
+	// A bufio.Reader is an io.ByteReader, which the inflater reads from
+	// directly; it fills in whole chunks of the reading goroutine.
+	s.raw, s.stop = bufio.NewReaderSize(raw, readChunk), stop
 	switch b.MediaType {
 	case MediaTypeLayerGzip, MediaTypeDockerLayerGzip:
 		gz, err := pgzip.NewReaderN(s.raw, gzipBlock, gzipBlocks)
 		if err != nil {
+			s.stop()
 			f.Close()
 			return nil, fmt.Errorf("reading gzip header: %w", err)
 		}
@@ -118,6 +125,7 @@ func openBlob(b Blob) (*blobStream, error) {
 	case MediaTypeLayerZstd:
 		zr, err := zstd.NewReader(s.raw, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
+			s.stop()
 			f.Close()
 			return nil, fmt.Errorf("reading zstd: %w", err)
 		}
@@ -125,11 +133,45 @@ func openBlob(b Blob) (*blobStream, error) {
 	case MediaTypeLayer, MediaTypeDockerLayer:
 		s.tar = s.raw
 	default:
+		s.stop()
 		f.Close()
 		return nil, fmt.Errorf("unsupported layer media type %q", b.MediaType)
 	}
 	return s, nil
 }
+
+// readChunk is the size of the reads of a blob file.
+const readChunk = 256 << 10
+
+// hashAhead reads f on a goroutine of its own, hashing every chunk into h
+// before handing it on, so the digest is not computed on the inflater's
+// goroutine (the unpack's critical path). The reader returns io.EOF once
+// all of f is read and hashed; stop ends the goroutine early.
+func hashAhead(f io.Reader, h hash.Hash) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		buf := make([]byte, readChunk)
+		for {
+			n, err := f.Read(buf)
+			if n > 0 {
+				h.Write(buf[:n])
+				if _, werr := pw.Write(buf[:n]); werr != nil {
+					return // the reader stopped
+				}
+			}
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr, func() { pr.CloseWithError(errStopped) }
+}
+
+var errStopped = errors.New("blob reading stopped")
 
 func sizeOf(fi os.FileInfo) int64 {
 	if fi == nil {
@@ -141,6 +183,7 @@ func sizeOf(fi os.FileInfo) int64 {
 // finish reads the rest of the blob and checks its digest.
 func (s *blobStream) finish(want string) error {
 	defer s.f.Close()
+	defer s.stop()
 	defer s.done()
 	// onlyReader hides pgzip's WriteTo, which panics after partial reads.
 	if _, err := io.Copy(io.Discard, onlyReader{s.tar}); err != nil {
@@ -159,5 +202,6 @@ type onlyReader struct{ io.Reader }
 
 func (s *blobStream) close() {
 	s.done()
+	s.stop()
 	s.f.Close()
 }

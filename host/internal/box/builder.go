@@ -159,7 +159,7 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 }
 
 func (b *Box) netcheck(ctx context.Context, name string) error {
-	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "netcheck"}, Timeout: b.timing.netProbeTimeout})
+	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: netcheckArgv(hookValue(hooks.netcheckHost)), Timeout: b.timing.netProbeTimeout})
 	if err != nil {
 		return err
 	}
@@ -167,6 +167,17 @@ func (b *Box) netcheck(ctx context.Context, name string) error {
 		return fmt.Errorf("netcheck exited with status %d: %s", res.ExitCode, tail(res.Stderr))
 	}
 	return nil
+}
+
+// netcheckArgv is the agent's netcheck command; host, when not empty, is
+// the name it resolves instead of its default (the Ubuntu archive for the
+// guest's architecture).
+func netcheckArgv(host string) []string {
+	argv := []string{boxlayout.AgentPath, "netcheck"}
+	if host != "" {
+		argv = append(argv, "--host", host)
+	}
+	return argv
 }
 
 func (b *Box) cycleBuilder(ctx context.Context, name string) error {

@@ -26,6 +26,19 @@ func (b *Box) startSecrets(name string) (s protocol.Secrets, ok bool, err error)
 	return s, err == nil, err
 }
 
+// startMachine resolves the machine's secrets (startSecrets) and starts it
+// as one shown step; the secrets are delivered by afterStart once the
+// machine is verified.
+func (b *Box) startMachine(ctx context.Context, name string) (s protocol.Secrets, deliver bool, err error) {
+	if s, deliver, err = b.startSecrets(name); err != nil {
+		return s, false, err
+	}
+	done := b.ui.Step("start", name)
+	err = b.vm.Start(ctx, name)
+	done(err)
+	return s, deliver, err
+}
+
 // afterStart runs on a started, verified machine: it delivers the secrets
 // (the gateway restarts with them, and is waited for again) and proves
 // the network mode. An error means the caller stops the machine.

@@ -62,13 +62,7 @@ func (b *Box) ensureKey() error {
 // user's documents in and waits until it is healthy.
 func (b *Box) firstStart(ctx context.Context, docs []string) error {
 	name := b.cfg.MachineName
-	secrets, deliver, err := b.startSecrets(name)
-	if err != nil {
-		return err
-	}
-	done := b.ui.Step("start", name)
-	err = b.vm.Start(ctx, name)
-	done(err)
+	secrets, deliver, err := b.startMachine(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ var hooks struct {
 	agentPins    string // a directory of stand-in artifacts for provision (testpins.go)
 	guestPins    string // the agent's own variable for them
 	netprobePlan string // a JSON netproof.Plan whose targets replace the production ones (tests must not probe outside addresses)
+	netcheckHost string // the name the builder's netcheck resolves instead of the Ubuntu archive for its architecture (a test network that answers only some names)
 	noGate       string // "stand-in": accept a Hermes tree the gate step never touched (the tests' stand-in Hermes)
 }
 

@@ -11,4 +11,5 @@ func init() {
 	hooks.guestPins = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
 	hooks.noGate = "HBX_TEST_NO_GATE"
 	hooks.netprobePlan = "HBX_TEST_NETPROBE_PLAN"
+	hooks.netcheckHost = "HBX_TEST_NETCHECK_HOST"
 }

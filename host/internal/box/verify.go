@@ -235,16 +235,10 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 // restore once the cut-over is complete (Restore).
 func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, restored bool) error {
 	pin := restored
-	secrets, deliver, err := b.startSecrets(name)
-	if err != nil {
-		return err
-	}
+	secrets, deliver, err := b.startMachine(ctx, name)
 	if restored {
 		deliver = false
 	}
-	done := b.ui.Step("start", name)
-	err = b.vm.Start(ctx, name)
-	done(err)
 	if err != nil {
 		return err
 	}
