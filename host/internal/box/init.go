@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 )
 
 // Init checks the host, builds the base image in a disposable builder,
@@ -15,6 +16,34 @@ import (
 // waits until it is healthy, all under the operation lock.
 func (b *Box) Init(ctx context.Context, docs []string) error {
 	return b.interrupted(ctx, "init", b.withLock(func() error { return b.initBox(ctx, docs) }))
+}
+
+// InitPlan is the host steps init runs when nothing fails, in order, for
+// the documents docs and the configuration: the plan its progress numbers
+// ("[3/15] builder-create"). The agent's steps inside provision are not
+// counted. TestInitStepNumbers holds init's output to it.
+func (b *Box) InitPlan(docs []string) []string {
+	plan := []string{"preflight", "key", "builder-create", "builder-start", "agent-copy", "network", "provision",
+		"builder-stop", "pack", "builder-delete", "create", "start", "hostkey"}
+	for range docs {
+		plan = append(plan, "document")
+	}
+	plan = append(plan, "listener", "health")
+	if b.cfg.ExecutorEnabled {
+		plan = append(plan, "discovery")
+	}
+	// afterStart: the secrets delivered, the network mode proven, and the
+	// gateway waited for again when it got secrets.
+	if len(b.cfg.Secrets) > 0 {
+		plan = append(plan, "secrets")
+	}
+	if netmode.Proven(b.cfg.NetworkMode) {
+		plan = append(plan, "network")
+	}
+	if len(b.cfg.Secrets) > 0 {
+		plan = append(plan, "health")
+	}
+	return plan
 }
 
 // initBox is the whole of init, under the operation lock.
