@@ -15,7 +15,7 @@ import (
 // creates the box from it, copies the documents docs into its work dir and
 // waits until it is healthy, all under the operation lock.
 func (b *Box) Init(ctx context.Context, docs []string) error {
-	return b.withLock(func() error { return b.initBox(ctx, docs) })
+	return b.interrupted(ctx, "init", b.withLock(func() error { return b.initBox(ctx, docs) }))
 }
 
 // InitPlan is the host steps init runs when nothing fails, in order, for
@@ -52,6 +52,9 @@ func (b *Box) initBox(ctx context.Context, docs []string) error {
 	err := b.preflight(ctx, docs)
 	done(err)
 	if err != nil {
+		return err
+	}
+	if err := b.reapBuilder(ctx); err != nil {
 		return err
 	}
 	if err := b.ensureKey(); err != nil {
@@ -93,16 +96,16 @@ func (b *Box) firstStart(ctx context.Context, docs []string) error {
 		return err
 	}
 	if err := b.pinHostKey(ctx, name); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.copyDocuments(ctx, name, docs); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.verifyRunning(ctx); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.afterStart(ctx, name, b.cfg.SSHPort, secrets, deliver); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	return nil
 }
