@@ -373,8 +373,8 @@ const interruptBound = time.Minute
 func expectEndedSoon(t *testing.T, what string, r result) {
 	t.Helper()
 	t.Logf("%s: ended %s after SIGINT, exit %d", what, r.elapsed.Round(time.Millisecond), r.code)
-	if r.code == 0 {
-		t.Errorf("%s: exit 0 after an interrupt\n%s", what, r.stderr)
+	if r.code != 130 {
+		t.Errorf("%s: exit %d after an interrupt, want 130\n%s", what, r.code, r.stderr)
 	}
 	if r.elapsed > interruptBound {
 		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed, interruptBound)
