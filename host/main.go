@@ -6,12 +6,22 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/host/internal/cli"
 )
 
+// memoryLimit is the collector's soft target. The host holds one bounded
+// stream at a time, so a guest's flood is garbage; the limit keeps the
+// collector ahead of it when the machine is loaded (the hostile tests hold
+// the host to 64 MiB under a flood). GOMEMLIMIT overrides it.
+const memoryLimit = 40 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

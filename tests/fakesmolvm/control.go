@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 )
@@ -118,6 +119,33 @@ func (f *fake) injected(in *smolvmcli.Invocation) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// hang makes a call that a rule of <state>/hang matches (the grammar of
+// the fail rules, the code ignored) hang, as a smolvm stuck on a VM would:
+// it appends its command to <state>/hang.reached and sleeps for an hour,
+// until the caller kills it.
+func (f *fake) hang(in *smolvmcli.Invocation) {
+	b, err := os.ReadFile(filepath.Join(f.state, "hang"))
+	if err != nil {
+		return
+	}
+	rules, err := parseRules(string(b))
+	if err != nil {
+		return
+	}
+	for _, r := range rules {
+		if r.command != in.Command.Name() || (r.name != "" && r.name != target(in)) {
+			continue
+		}
+		if r.nth == 0 || f.occurrences(r) == r.nth {
+			if rf, err := os.OpenFile(filepath.Join(f.state, "hang.reached"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				fmt.Fprintln(rf, in.Command.Name())
+				rf.Close()
+			}
+			time.Sleep(time.Hour)
+		}
+	}
 }
 
 // occurrences counts the logged calls matching r, this one included.

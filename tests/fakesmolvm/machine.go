@@ -160,6 +160,7 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 	if err := f.save(r); err != nil {
 		return err
 	}
+	startWatch(r)
 	fmt.Printf("Started machine: %s\n", r.Name)
 	return nil
 }

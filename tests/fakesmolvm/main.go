@@ -43,11 +43,17 @@
 // (bounded), then kills its session; `delete --force` does the same, and the
 // machine is `running` only while the entrypoint lives (entrypoint.go).
 //
+// With $FAKESMOLVM_OWNER_PID set, `start` also runs a detached watcher
+// (`_watch`) that stops the machine's processes when that process (the
+// test binary) dies without stopping them.
+//
 // Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
 // "machine start@hermes-builder#2" (the second start of that machine fails)
 // or "pack create=1". A failing call prints "Error: injected failure" and
-// exits with CODE (default 1) without changing anything.
+// exits with CODE (default 1) without changing anything. Hangs on demand:
+// the rules of the file <state>/hang make a call sleep for an hour before
+// it does anything, after appending its command to <state>/hang.reached.
 package main
 
 import (
@@ -65,6 +71,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "_forward" {
 		return forwardMain(args[1:])
 	}
+	if len(args) > 0 && args[0] == "_watch" {
+		return watchMain(args[1:])
+	}
 	f, err := newFake()
 	if err != nil {
 		return smolvmcli.Fail(os.Stderr, "%v", err)
@@ -80,6 +89,7 @@ func run(args []string) int {
 		fmt.Println(smolvmcli.VersionLine(release()))
 		return 0
 	}
+	f.hang(in)
 	if code, failed := f.injected(in); failed {
 		return code
 	}

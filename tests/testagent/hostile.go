@@ -68,7 +68,7 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return oversize(os.Stdout), true
 	case "hang":
 		os.WriteFile(file+".reached", nil, 0o644)
-		time.Sleep(time.Hour)
+		hang()
 		return 0, true
 	case "gate-skipped":
 		return t.gateSkipped(req), true
@@ -211,4 +211,17 @@ func oversize(w io.Writer) int {
 	tw.Close()
 	zw.Close()
 	return 0
+}
+
+// hang waits for an hour, or until the process that ran this one (the
+// sshd session, smolvm exec) is gone, which is when the host has hung up:
+// a hung verb does not outlive its caller by an hour.
+func hang() {
+	parent := os.Getppid()
+	for deadline := time.Now().Add(time.Hour); time.Now().Before(deadline); {
+		if os.Getppid() != parent {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

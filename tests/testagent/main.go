@@ -89,6 +89,12 @@ func (t *agent) relay() int {
 		return 2
 	}
 	t.record(append([]string{"relay:"}, req.Argv...))
+	var in io.Reader = br
+	if stdin := t.recordRelay(req.Argv); stdin != nil {
+		defer stdin.Close()
+		in = io.TeeReader(br, stdin)
+	}
+	t.in = in
 	if code, ok := t.hostile(req); ok {
 		return code
 	}
@@ -98,7 +104,6 @@ func (t *agent) relay() int {
 		return 2
 	}
 	if fn, ok := own[req.Argv[0]]; ok {
-		t.in = br
 		return fn(t, req.Argv[1:])
 	}
 	if strings.Join(req.Argv, " ") == "executor refresh-discovery" {
@@ -109,7 +114,7 @@ func (t *agent) relay() int {
 		t.fail("relay: %v", err)
 		return 2
 	}
-	return t.delegate([]string{"relay"}, io.MultiReader(&line, br))
+	return t.delegate([]string{"relay"}, io.MultiReader(&line, in))
 }
 
 func (t *agent) delegate(argv []string, stdin io.Reader) int {
@@ -142,6 +147,36 @@ func (t *agent) refreshDiscovery() int {
 		return 1
 	}
 	return 0
+}
+
+// recordRelay is the recording agent: when the fake smolvm's state
+// directory (<root>/../../..) has a record/ directory, every relayed call
+// of every machine, candidates too, appends a line to record/MACHINE.log
+// (the verb, and whether the file named in record/watch existed when the
+// call came), and the caller gets record/MACHINE.stdin to copy the call's
+// stdin into. Records live outside the machine, so that they outlast a
+// candidate's deletion.
+func (t *agent) recordRelay(argv []string) io.WriteCloser {
+	dir := filepath.Join(t.root, "..", "..", "..", "record")
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	name := filepath.Base(filepath.Dir(t.root))
+	watched := "absent"
+	if w := strings.TrimSpace(readFile(filepath.Join(dir, "watch"))); w != "" {
+		if _, err := os.Stat(w); err == nil {
+			watched = "present"
+		}
+	}
+	if f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintf(f, "%s watched=%s\n", strings.Join(argv, " "), watched)
+		f.Close()
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".stdin"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 func (t *agent) path(name string) string { return filepath.Join(t.root, ".testagent", name) }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
@@ -52,6 +53,9 @@ type Box struct {
 	// KeepBuilder keeps the builder when a step of init fails in it, for
 	// inspection (init --keep-builder).
 	KeepBuilder bool
+	// leftBuilder is set by init's preflight when the builder an
+	// interrupted init of this project left still exists.
+	leftBuilder bool
 }
 
 // timings bounds every wait of the lifecycle.
@@ -64,18 +68,30 @@ type timings struct {
 	startupDeadline     time.Duration // start to healthy
 	callTimeout         time.Duration // one relay or smolvm call that should be quick
 	cleanupTimeout      time.Duration // stop/delete during cleanup, on a fresh context
+	interruptGrace      time.Duration // what a cleanup step has left once the caller gave up (Ctrl-C)
 }
 
 func defaultTimings() timings {
 	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: time.Second,
 		netTotal: 5 * time.Minute, pollInterval: 500 * time.Millisecond, startupDeadline: 20 * time.Minute,
-		callTimeout: 30 * time.Second, cleanupTimeout: 30 * time.Second}
+		callTimeout: 30 * time.Second, cleanupTimeout: cleanupTimeout, interruptGrace: backup.InterruptTimeout}
 }
+
+// cleanupTimeout bounds one stop or delete of a machine during cleanup.
+// smolvm 1.0.4 bounds its own stop at about 10 s (up to 5 s for the
+// guest's shutdown acknowledgement, 2 s after SIGTERM, 3 s after SIGKILL:
+// src/agent/client.rs, src/agent/manager.rs, src/process.rs), so 15 s lets
+// a real stop (or a forced delete, which stops first) finish; the 30 s it
+// replaces only made a hung smolvm hold the command longer. Once the
+// caller has given up, the step has interruptGrace at most (10 s, the
+// backup package's InterruptTimeout: still past the point where smolvm has
+// sent the VM its SIGKILL).
+const cleanupTimeout = 15 * time.Second
 
 func fastTimings() timings {
 	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: 5 * time.Millisecond,
 		netTotal: time.Minute, pollInterval: 20 * time.Millisecond, startupDeadline: 30 * time.Second,
-		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second}
+		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second, interruptGrace: 2 * time.Second}
 }
 
 // Load finds the project, loads its configuration and builds its Box,

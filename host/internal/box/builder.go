@@ -32,12 +32,18 @@ func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
 			return
 		}
 		done := b.ui.Step("builder-delete", name)
-		derr := b.removeMachine(name)
+		derr := b.removeMachine(ctx, name)
 		done(derr)
+		if derr == nil {
+			b.unmarkBuilder()
+		}
 		if derr != nil {
 			err = errors.Join(err, fmt.Errorf("deleting builder %s: %w (delete it with smolvm machine delete --name %s --force)", name, derr, name))
 		}
 	}()
+	if err := b.markBuilder(); err != nil {
+		return "", err
+	}
 	if err := b.createBuilder(ctx, name); err != nil {
 		return "", err
 	}

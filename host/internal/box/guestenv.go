@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/secrets"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -101,4 +103,47 @@ func (b *Box) netprobePlan(port int) (netproof.Plan, error) {
 	}
 	t.Mode, t.Allowed = plan.Mode, plan.Allowed
 	return t, t.Validate()
+}
+
+// secretsAfterCutOver delivers the mapped secrets to the box a restore
+// started without them, once the cut-over is complete (no journal) and
+// the box runs: the backup's code was proven without them first. A
+// restore that was interrupted, or that leaves the box stopped, delivers
+// nothing; the next start does.
+func (b *Box) secretsAfterCutOver(ctx context.Context) error {
+	name := b.cfg.MachineName
+	if !b.drv.owesSecrets(name) || ctx.Err() != nil {
+		return nil
+	}
+	if safety, _ := backup.Interrupted(b.cfg.StateDir()); safety != "" {
+		return nil
+	}
+	if running, err := b.drv.Running(ctx, name); err != nil || !running {
+		return err
+	}
+	s, deliver, err := b.startSecrets(name)
+	if err != nil || !deliver {
+		return err
+	}
+	tr, err := b.sshRelay()
+	if err != nil {
+		return err
+	}
+	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
+		return b.call(ctx, tr, argv, stdin, stdout)
+	}
+	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to the gateway of the restored %s", len(s.Env), name))
+	err = secrets.Deliver(ctx, call, s)
+	done(err)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
+		defer cancel()
+		done = b.ui.Step("health", "waiting for the gateway with its secrets")
+		err = b.waitHealthy(wctx, tr)
+		done(err)
+	}
+	if err != nil {
+		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")
+	}
+	return nil
 }

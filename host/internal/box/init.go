@@ -8,13 +8,42 @@ import (
 	"os"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 )
 
 // Init checks the host, builds the base image in a disposable builder,
 // creates the box from it, copies the documents docs into its work dir and
 // waits until it is healthy, all under the operation lock.
 func (b *Box) Init(ctx context.Context, docs []string) error {
-	return b.withLock(func() error { return b.initBox(ctx, docs) })
+	return b.interrupted(ctx, "init", b.withLock(func() error { return b.initBox(ctx, docs) }))
+}
+
+// InitPlan is the host steps init runs when nothing fails, in order, for
+// the documents docs and the configuration: the plan its progress numbers
+// ("[3/15] builder-create"). The agent's steps inside provision are not
+// counted. TestInitStepNumbers holds init's output to it.
+func (b *Box) InitPlan(docs []string) []string {
+	plan := []string{"preflight", "key", "builder-create", "builder-start", "agent-copy", "network", "provision",
+		"builder-stop", "pack", "builder-delete", "create", "start", "hostkey"}
+	for range docs {
+		plan = append(plan, "document")
+	}
+	plan = append(plan, "listener", "health")
+	if b.cfg.ExecutorEnabled {
+		plan = append(plan, "discovery")
+	}
+	// afterStart: the secrets delivered, the network mode proven, and the
+	// gateway waited for again when it got secrets.
+	if len(b.cfg.Secrets) > 0 {
+		plan = append(plan, "secrets")
+	}
+	if netmode.Proven(b.cfg.NetworkMode) {
+		plan = append(plan, "network")
+	}
+	if len(b.cfg.Secrets) > 0 {
+		plan = append(plan, "health")
+	}
+	return plan
 }
 
 // initBox is the whole of init, under the operation lock.
@@ -23,6 +52,9 @@ func (b *Box) initBox(ctx context.Context, docs []string) error {
 	err := b.preflight(ctx, docs)
 	done(err)
 	if err != nil {
+		return err
+	}
+	if err := b.reapBuilder(ctx); err != nil {
 		return err
 	}
 	if err := b.ensureKey(); err != nil {
@@ -64,16 +96,16 @@ func (b *Box) firstStart(ctx context.Context, docs []string) error {
 		return err
 	}
 	if err := b.pinHostKey(ctx, name); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.copyDocuments(ctx, name, docs); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.verifyRunning(ctx); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	if err := b.afterStart(ctx, name, b.cfg.SSHPort, secrets, deliver); err != nil {
-		return errors.Join(err, b.stopMachine(name))
+		return errors.Join(err, b.stopMachine(ctx, name))
 	}
 	return nil
 }

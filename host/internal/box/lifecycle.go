@@ -14,23 +14,23 @@ import (
 
 // Start starts the box and verifies it, under the operation lock.
 func (b *Box) Start(ctx context.Context) error {
-	return b.withLock(func() error { return b.startBox(ctx) })
+	return b.interrupted(ctx, "start", b.withLock(func() error { return b.startBox(ctx) }))
 }
 
 // Stop stops the box's services, then the machine, under the operation
 // lock.
 func (b *Box) Stop(ctx context.Context) error {
-	return b.withLock(func() error { return b.stopBox(ctx) })
+	return b.interrupted(ctx, "stop", b.withLock(func() error { return b.stopBox(ctx) }))
 }
 
 // Restart stops the box, then starts and verifies it, under one lock.
 func (b *Box) Restart(ctx context.Context) error {
-	return b.withLock(func() error {
+	return b.interrupted(ctx, "restart", b.withLock(func() error {
 		if err := b.stopBoxChecked(ctx, b.checkExecutorWiring); err != nil {
 			return err
 		}
 		return b.startBox(ctx)
-	})
+	}))
 }
 
 // startBox starts the box, or verifies it when it already runs (a failed
@@ -134,6 +134,7 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 		}
 		*deleted = append(*deleted, name)
 	}
+	b.unmarkBuilder()
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}

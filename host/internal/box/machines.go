@@ -21,9 +21,23 @@ type smolDriver struct {
 	// smolvm exec, as their sshd is not running.
 	mu        sync.Mutex
 	restoring map[string]bool
+	// owed are the restored machines started without their secrets.
+	owed map[string]bool
 }
 
-func newSmolDriver(b *Box) *smolDriver { return &smolDriver{b: b, restoring: map[string]bool{}} }
+func newSmolDriver(b *Box) *smolDriver {
+	return &smolDriver{b: b, restoring: map[string]bool{}, owed: map[string]bool{}}
+}
+
+// owesSecrets reports, and forgets, whether name was started in a restore
+// without the secrets a start delivers.
+func (d *smolDriver) owesSecrets(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	owed := d.owed[name]
+	delete(d.owed, name)
+	return owed
+}
 
 func (d *smolDriver) inRestoreMode(name string) bool {
 	d.mu.Lock()
@@ -73,7 +87,12 @@ func (d *smolDriver) Start(ctx context.Context, name string, port int) error {
 	if err := d.b.bootAndVerifyAt(ctx, name, port, restored); err != nil {
 		return err
 	}
-	d.setRestoreMode(name, false)
+	d.mu.Lock()
+	delete(d.restoring, name)
+	if restored {
+		d.owed[name] = true
+	}
+	d.mu.Unlock()
 	return nil
 }
 

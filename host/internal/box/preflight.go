@@ -107,6 +107,10 @@ func (b *Box) checkSmolvm(ctx context.Context) error {
 		case b.cfg.MachineName:
 			errs = append(errs, fmt.Errorf("machine %q already exists: use hermes-box start, or destroy it first, or set HERMES_BOX_MACHINE_NAME", m.Name))
 		case b.cfg.BuilderName:
+			if b.ownsLeftBuilder(m.Name) {
+				b.leftBuilder = true // an interrupted init's: init deletes it
+				continue
+			}
 			errs = append(errs, fmt.Errorf("builder machine %q already exists (left by an interrupted init?): delete it with smolvm machine delete --name %s --force, or set HERMES_BOX_BUILDER_NAME", m.Name, m.Name))
 		}
 	}

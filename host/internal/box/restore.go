@@ -87,20 +87,23 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		// name is the half-made replacement; the original is in src.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety != "" && safety == src {
 			b.ui.Warn("removing the half-made %s an interrupted restore left, then restoring the original from %s", cfg.MachineName, src)
-			if err := b.removeMachine(cfg.MachineName); err != nil {
+			if err := b.removeMachine(ctx, cfg.MachineName); err != nil {
 				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
 			}
 		}
 		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir()}
 		if err := r.Run(ctx, staged.Dir); err != nil {
-			return err
+			// A rollback may have started the original again.
+			return errors.Join(err, b.secretsAfterCutOver(ctx))
 		}
 		// A restore of the safety snapshot an interrupted cut-over named
 		// recovers the original: the journal has served.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety == src {
-			return os.Remove(filepath.Join(cfg.StateDir(), backup.JournalFile))
+			if err := os.Remove(filepath.Join(cfg.StateDir(), backup.JournalFile)); err != nil {
+				return err
+			}
 		}
-		return nil
+		return b.secretsAfterCutOver(ctx)
 	})
 }
 

@@ -79,18 +79,24 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 	name := spec.Name
 	done := b.ui.Step("create", name+" from "+spec.From)
 	defer func() { done(err) }()
-	if err := b.vm.Create(ctx, spec); err != nil {
+	err = b.vm.Create(ctx, spec)
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
+	// A create stopped halfway (Ctrl-C) may have left a machine: it goes
+	// too.
 	defer func() {
 		if err != nil {
-			if derr := b.removeMachine(name); derr != nil {
+			if derr := b.removeMachine(ctx, name); derr != nil {
 				err = errors.Join(err, fmt.Errorf("deleting the half-created %s: %w", name, derr))
 			} else {
 				err = fmt.Errorf("%w (the machine %s was deleted)", err, name)
 			}
 		}
 	}()
+	if err != nil {
+		return err
+	}
 	if err := b.vm.CheckExtracted(ctx, name); err != nil {
 		return err
 	}

@@ -148,9 +148,9 @@ type agentAnswer struct {
 	audit  *health.Check // the host's check of the audit chain
 }
 
-// agentHealth asks the agent for its report over the SSH relay, then
-// checks its audit chain, both on one connection: a handshake and sshd's
-// start of a connection cost more than a second session on it.
+// agentHealth asks the agent for its report over the SSH relay and checks
+// its audit chain beside it: two sessions on one connection, since a
+// handshake and sshd's start of a connection cost more than a session.
 func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 	tr, err := b.sshRelay()
 	if err != nil {
@@ -161,13 +161,28 @@ func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 		return agentAnswer{err: err}
 	}
 	defer c.Close()
+	type auditAnswer struct {
+		check   health.Check
+		stopped bool
+	}
+	audit := make(chan auditAnswer, 1)
+	go func() {
+		// Every status records the audit chain's head.
+		check, stopped := b.auditCheck(ctx, c, time.Now().UTC())
+		audit <- auditAnswer{check, stopped}
+	}()
 	r, err := b.health(ctx, c)
+	a := <-audit
+	if err != nil && a.stopped {
+		// The audit log's verdict came before its end, and stopping its
+		// stream closed the connection the health call shared: ask for
+		// the report again on a connection of its own.
+		r, err = b.health(ctx, tr)
+	}
 	if err != nil {
 		return agentAnswer{err: err}
 	}
-	// Every status records the audit chain's head.
-	audit := b.anchorAudit(ctx, c, time.Now().UTC())
-	return agentAnswer{report: r, audit: &audit}
+	return agentAnswer{report: r, audit: &a.check}
 }
 
 // mergeAgentHealth adds the agent's report to st, the host's checks over

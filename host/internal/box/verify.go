@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -226,15 +228,23 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 	return b.bootAndVerifyAt(ctx, name, b.cfg.SSHPort, false)
 }
 
-// bootAndVerifyAt is bootAndVerify for a machine whose SSH is on port;
-// pin first pins its host key out of band (a machine restored from a
-// backup carries the backup's host keys).
-func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bool) error {
+// bootAndVerifyAt is bootAndVerify for a machine whose SSH is on port.
+// A machine restored from a backup (restored) has its host key pinned
+// first, out of band (it carries the backup's host keys), and gets no
+// secrets: it runs a backup's code, and the box gets them from the
+// restore once the cut-over is complete (Restore).
+func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, restored bool) error {
+	pin := restored
 	secrets, deliver, err := b.startMachine(ctx, name)
+	if restored {
+		deliver = false
+	}
 	if err != nil {
 		return err
 	}
-	if pin {
+	// An init interrupted before it pinned the host key left none: the
+	// key is read out of band, as init does.
+	if _, kerr := keys.LoadHostKey(b.cfg.StateDir(), name); pin || errors.Is(kerr, fs.ErrNotExist) {
 		err = b.pinHostKey(ctx, name)
 	}
 	if err == nil {
@@ -244,30 +254,11 @@ func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, pin bo
 		err = b.afterStart(ctx, name, port, secrets, deliver)
 	}
 	if err != nil {
-		stopErr := b.stopMachine(name)
+		stopErr := b.stopMachine(ctx, name)
 		if stopErr != nil {
 			return errors.Join(fmt.Errorf("%w; stopping the machine also failed", err), stopErr)
 		}
 		return fmt.Errorf("%w; the machine was stopped", err)
 	}
 	return nil
-}
-
-// stopMachine stops a machine on a fresh, bounded context, so that it
-// works during cleanup after the operation's context ended.
-func (b *Box) stopMachine(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
-	defer cancel()
-	return b.vm.Stop(ctx, name)
-}
-
-// removeMachine stops and deletes a machine on a fresh, bounded context.
-func (b *Box) removeMachine(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*b.timing.cleanupTimeout)
-	defer cancel()
-	exists, err := b.vm.Exists(ctx, name)
-	if err != nil || !exists {
-		return err
-	}
-	return b.vm.Delete(ctx, name, true)
 }

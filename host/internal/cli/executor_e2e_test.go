@@ -197,6 +197,8 @@ func TestInitWithExecutor(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
 	}
+	// The Executor's discovery refresh is the 16th step.
+	checkStepNumbers(t, "init with Executor", plainSteps(r.stderr), 16)
 	var create string
 	helperCopied := false
 	for _, l := range lines(r.calls) {

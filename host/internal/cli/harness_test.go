@@ -129,6 +129,9 @@ func newHarness(t testing.TB, conf ...string) *harness {
 		"PATH="+filepath.Join(bins.dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"FAKESMOLVM_STATE="+h.state, "FAKESMOLVM_LOG="+h.log, "FAKESMOLVM_IMAGES="+h.images,
 		"FAKESMOLVM_BOOT_TABLE="+table,
+		// The fake stops its machines' processes if this test binary dies
+		// without its cleanups.
+		"FAKESMOLVM_OWNER_PID="+strconv.Itoa(os.Getpid()),
 		"HERMES_BOX_PROJECT_ROOT="+h.root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+h.sshd.User,
 		"HBX_TEST_RELAY_COMMAND="+guestRelayCommand,

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
+	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // The hostile-guest suite: the real hermes-box against Debian's sshd whose
@@ -372,8 +373,8 @@ const interruptBound = time.Minute
 func expectEndedSoon(t *testing.T, what string, r result) {
 	t.Helper()
 	t.Logf("%s: ended %s after SIGINT, exit %d", what, r.elapsed.Round(time.Millisecond), r.code)
-	if r.code == 0 {
-		t.Errorf("%s: exit 0 after an interrupt\n%s", what, r.stderr)
+	if r.code != 130 {
+		t.Errorf("%s: exit %d after an interrupt, want 130\n%s", what, r.code, r.stderr)
 	}
 	if r.elapsed > interruptBound {
 		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed, interruptBound)
@@ -466,5 +467,33 @@ func TestHostileRedirects(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Fatalf("the redirect target got %d requests", n)
+	}
+}
+
+// TestHostileAuditFloodInStatus: an audit log that breaks at line 1 and
+// never ends stops the audit check's stream (which closes its SSH
+// connection); status still shows the agent's report beside the audit
+// check's verdict.
+func TestHostileAuditFloodInStatus(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	h.hostile("audit", "flood-stdout")
+	r := h.run("status", "--json")
+	if r.code == 0 {
+		t.Fatalf("status exited 0 with a broken audit log\n%s", r.stdout)
+	}
+	rep, err := health.Decode([]byte(r.stdout))
+	if err != nil {
+		t.Fatalf("status --json: %v\nstdout: %s\nstderr: %s", err, r.stdout, r.stderr)
+	}
+	audit, ok := rep.Checks["audit-chain"]
+	if !ok || audit.Status != health.StatusUnhealthy || audit.Severity != health.SeverityCritical || !strings.Contains(audit.Message, "line 1") {
+		t.Errorf("audit-chain check = %+v (present %v), want critical and unhealthy at line 1", audit, ok)
+	}
+	if rep.Agent.Version == "" {
+		t.Errorf("no agent report beside the audit verdict: checks %+v", rep.Checks)
+	}
+	if c, ok := rep.Checks["agent"]; ok {
+		t.Errorf("agent check %+v: the agent's report did not come", c)
 	}
 }

@@ -31,6 +31,7 @@ func initAction(cmd *cobra.Command, _ []string) error {
 	}
 	docs, _ := cmd.Flags().GetStringArray("document")
 	b.KeepBuilder, _ = cmd.Flags().GetBool("keep-builder")
+	renderer(cmd).Plan(b.InitPlan(docs))
 	err = b.Init(cmd.Context(), docs)
 	renderer(cmd).Summary("init")
 	if err != nil {

@@ -23,6 +23,7 @@ func initBox(t testing.TB, h *harness) result {
 		t.Fatalf("init exited %d\nstdout:\n%s\nstderr:\n%s\nsshd:\n%s", r.code, r.stdout, r.stderr, h.sshd.Log)
 	}
 	expectCalls(t, r.calls, h.initCalls())
+	checkStepNumbers(t, "init", plainSteps(r.stderr), 0)
 	return r
 }
 

@@ -43,8 +43,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &st) {
 		return int(st)
 	}
-	if ctx.Err() != nil && !box.NeedsRecovery(err) {
-		return userr.ExitInterrupted // Ctrl-C: the user knows; end quietly
+	if ctx.Err() != nil {
+		// Ctrl-C: the user knows; a command that left something for the
+		// next one says what and how to go on.
+		if box.NeedsRecovery(err) || errors.Is(err, box.ErrInterrupted) {
+			reportError(root, stderr, err)
+		}
+		return userr.ExitInterrupted
 	}
 	code := userr.Code(err)
 	if isUsageError(err) {

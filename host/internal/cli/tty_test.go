@@ -43,8 +43,9 @@ func (h *harness) runTTY(name string, args ...string) (int, string) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// Items 4, 5 on a terminal: init shows its steps with their times and its
-// total, snapshot its transfers with bytes, rate and ETA and the size.
+// Items 4, 5 on a terminal: init shows its steps numbered against its plan
+// ("[3/15] builder-create") with their times and its total, snapshot its
+// transfers with bytes, rate and ETA and the size.
 func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -57,11 +58,14 @@ func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init on a terminal: %d\n%s", code, out)
 	}
-	for _, want := range []string{"✓ builder-create", "✓ provision", "init: ", " steps in ", "hermes-box is ready"} {
+	for _, want := range []string{"• [3/15] builder-create: ", "✓ [3/15] builder-create (", "✓ [7/15] provision (", "  ✓ packages (",
+		"✓ [15/15] health (", "init: 15 steps in ", "hermes-box is ready"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("init's recording lacks %q:\n%s", want, out)
 		}
 	}
+	// Each step N of M, in order, the last M of M.
+	checkStepNumbers(t, "init's recording", ttySteps(out), 15)
 	// Twice: the second snapshot's ETA is based on the first's size.
 	for _, name := range []string{"snapshot-1.typescript", "snapshot-2.typescript"} {
 		code, out = h.runTTY(name, "snapshot")

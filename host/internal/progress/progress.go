@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,10 @@ type Renderer struct {
 	starts  map[string]time.Time
 	steps   int       // steps finished
 	began   time.Time // the renderer's creation
+	plan    []string  // the host steps to number, in order (Plan)
+	cursor  int       // the plan's entries before it are passed
+	planned int       // numbered steps done
+	open    int       // numbered steps started and not ended
 	bars    *mpb.Progress
 	now     func() time.Time
 }
@@ -82,18 +88,24 @@ func IsTerminal(w io.Writer) bool {
 func (r *Renderer) Event(ev protocol.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.event(ev)
+	r.event(ev, "")
 }
 
 // maxSteps bounds the steps whose last printed decile is remembered.
 const maxSteps = 256
 
-func (r *Renderer) event(ev protocol.Event) {
+// event renders ev; num is a host step's place in the plan ("3/15"), ""
+// for every other event.
+func (r *Renderer) event(ev protocol.Event, num string) {
 	if ev.Time.IsZero() {
 		ev.Time = r.now().UTC()
 	}
 	if ev.Type == protocol.EventStep {
 		r.timeStep(&ev)
+	}
+	nested := num == "" && r.open > 0
+	if num != "" {
+		r.countPlanned(ev.State)
 	}
 	if r.mode != JSON {
 		// Events come from the box: their text is shown, never obeyed.
@@ -106,9 +118,22 @@ func (r *Renderer) event(ev protocol.Event) {
 			r.out().Write(append(termsafe.JSON(b), '\n'))
 		}
 	case TTY:
-		r.tty(ev)
+		r.tty(ev, num, nested)
 	default:
-		r.plain(ev)
+		r.plain(ev, num)
+	}
+}
+
+// countPlanned follows the numbered steps: how many are open and done.
+func (r *Renderer) countPlanned(state protocol.StepState) {
+	switch state {
+	case protocol.StepStarted:
+		r.open++
+	case protocol.StepDone:
+		r.planned++
+		fallthrough
+	default:
+		r.open = max(0, r.open-1)
 	}
 }
 
@@ -141,11 +166,14 @@ func (r *Renderer) out() io.Writer {
 	return r.w
 }
 
-func (r *Renderer) plain(ev protocol.Event) {
+func (r *Renderer) plain(ev protocol.Event, num string) {
 	w := r.out()
 	switch ev.Type {
 	case protocol.EventStep:
-		fmt.Fprintf(w, "[%s] %s%s%s\n", ev.Step, ev.State, suffix(ev.Message), elapsed(ev))
+		if num != "" {
+			num += " "
+		}
+		fmt.Fprintf(w, "%s[%s] %s%s%s\n", num, ev.Step, ev.State, suffix(ev.Message), elapsed(ev))
 	case protocol.EventProgress:
 		pct := percent(ev.Progress)
 		last, seen := r.lastPct[ev.Step]
@@ -165,28 +193,37 @@ func (r *Renderer) plain(ev protocol.Event) {
 var marks = map[protocol.StepState]string{protocol.StepStarted: "•", protocol.StepDone: "✓",
 	protocol.StepSkipped: "–", protocol.StepFailed: "✗"}
 
-func (r *Renderer) tty(ev protocol.Event) {
+// tty draws ev on a terminal: a numbered step as "✓ [3/15] name (time)",
+// the events inside one (the agent's steps) indented below it.
+func (r *Renderer) tty(ev protocol.Event, num string, nested bool) {
 	w := r.out()
 	if r.inline {
 		fmt.Fprint(w, "\r\033[K")
 		r.inline = false
 	}
+	indent := ""
+	if nested {
+		indent = "  "
+	}
+	if num != "" {
+		num = "[" + num + "] "
+	}
 	switch ev.Type {
 	case protocol.EventStep:
-		fmt.Fprintf(w, "%s %s%s%s\n", marks[ev.State], ev.Step, suffix(ev.Message), elapsed(ev))
+		fmt.Fprintf(w, "%s%s %s%s%s%s\n", indent, marks[ev.State], num, ev.Step, suffix(ev.Message), elapsed(ev))
 	case protocol.EventProgress:
 		bar := ""
 		if pct := percent(ev.Progress); pct >= 0 {
 			n := pct / 5
 			bar = fmt.Sprintf(" [%s%s] %3d%%", strings.Repeat("#", n), strings.Repeat(".", 20-n), pct)
 		}
-		fmt.Fprintf(w, "  %s%s%s", ev.Step, bar, suffix(ev.Message))
+		fmt.Fprintf(w, "%s  %s%s%s", indent, ev.Step, bar, suffix(ev.Message))
 		r.inline = r.bars == nil
 		if !r.inline {
 			fmt.Fprintln(w)
 		}
 	default:
-		fmt.Fprintf(w, "%s%s\n", levelPrefix(ev), ev.Message)
+		fmt.Fprintf(w, "%s%s%s\n", indent, levelPrefix(ev), ev.Message)
 	}
 }
 
@@ -235,8 +272,15 @@ func (r *Renderer) Warn(format string, args ...any) {
 // Step renders the start of a host step and returns the function that
 // renders its end with its elapsed time: done when err is nil, failed
 // otherwise (the error itself is the command's to print, except in JSON).
+//
+// A step the plan names (Plan) is numbered "N/M": in text before its name,
+// in JSON as fields n and of.
 func (r *Renderer) Step(name, msg string) func(err error) {
-	r.Event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg})
+	r.mu.Lock()
+	n := r.number(name)
+	r.event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg,
+		Fields: r.numbered(n)}, r.label(n))
+	r.mu.Unlock()
 	return func(err error) {
 		ev := protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepDone}
 		if err != nil {
@@ -247,19 +291,70 @@ func (r *Renderer) Step(name, msg string) func(err error) {
 				ev.Message = err.Error()
 			}
 		}
-		r.Event(ev)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ev.Fields = r.numbered(n)
+		r.event(ev, r.label(n))
 	}
 }
 
+// Plan numbers the host steps that follow: M is len(steps), and a Step
+// named as the plan's next entry (or a later one: a step the plan lists
+// may not run) is step N of M. A step the plan does not list is shown
+// without a number. Summary then counts the numbered steps.
+func (r *Renderer) Plan(steps []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.plan, r.cursor, r.planned = slices.Clone(steps), 0, 0
+}
+
+// number is name's place in the plan from the cursor on (1-based), or 0.
+func (r *Renderer) number(name string) int {
+	for i := r.cursor; i < len(r.plan); i++ {
+		if r.plan[i] == name {
+			r.cursor = i + 1
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// numbered is the fields of step n of the plan (nil when n is 0).
+func (r *Renderer) numbered(n int) map[string]string {
+	if n == 0 {
+		return nil
+	}
+	return map[string]string{"n": strconv.Itoa(n), "of": strconv.Itoa(len(r.plan))}
+}
+
+// label is "N/M" of step n of the plan, "" when n is 0.
+func (r *Renderer) label(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", n, len(r.plan))
+}
+
 // Summary renders the end of a command: how many steps it took and its
-// total time, e.g. "init: 9 steps in 1m02s".
+// total time, e.g. "init: 9 steps in 1m02s". With a plan it counts the
+// plan's steps done: "init: 15 steps in 1m02s" when all were, "init: 7 of
+// 15 steps in 20s" when it stopped short.
 func (r *Renderer) Summary(command string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	total := Duration(r.now().Sub(r.began))
+	steps, count := r.steps, fmt.Sprint(r.steps)
+	fields := map[string]string{"elapsed": total}
+	if len(r.plan) > 0 {
+		steps, count = r.planned, fmt.Sprint(r.planned)
+		if r.planned != len(r.plan) {
+			count = fmt.Sprintf("%d of %d", r.planned, len(r.plan))
+		}
+		fields["of"] = strconv.Itoa(len(r.plan))
+	}
+	fields["steps"] = strconv.Itoa(steps)
 	r.event(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelInfo, Step: command,
-		Message: fmt.Sprintf("%s: %d steps in %s", command, r.steps, total),
-		Fields:  map[string]string{"steps": fmt.Sprint(r.steps), "elapsed": total}})
+		Message: fmt.Sprintf("%s: %s steps in %s", command, count, total), Fields: fields}, "")
 }
 
 // Error renders the final error of a command as an event (JSON mode only;

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -50,6 +51,68 @@ func TestStepElapsedAndSummary(t *testing.T) {
 				t.Errorf("mode %d: output lacks %q:\n%s", tc.mode, w, got)
 			}
 		}
+	}
+}
+
+// planRun is a command with a plan of three steps: a, the agent's x inside
+// it, an unplanned u, then c (b, planned, does not run), ended after c
+// when full, after a otherwise.
+func planRun(r *Renderer, c *clock, full bool) {
+	r.Plan([]string{"a", "b", "c"})
+	end := r.Step("a", "first")
+	r.Event(protocol.Event{Type: protocol.EventStep, Step: "x", State: protocol.StepStarted})
+	r.Event(protocol.Event{Type: protocol.EventStep, Step: "x", State: protocol.StepDone})
+	c.advance(time.Second)
+	end(nil)
+	if full {
+		r.Step("u", "")(nil)
+		end = r.Step("c", "")
+		c.advance(2 * time.Second)
+		end(nil)
+	}
+	r.Summary("init")
+}
+
+func TestPlanNumbersSteps(t *testing.T) {
+	for _, tc := range []struct {
+		mode Mode
+		full bool
+		want []string
+	}{
+		{TTY, true, []string{"• [1/3] a: first\n", "  • x\n", "  ✓ x (0s)\n", "✓ [1/3] a (1.0s)\n", "• u\n", "✓ [3/3] c (2.0s)\n", "init: 2 of 3 steps in 3.0s\n"}},
+		{Plain, true, []string{"1/3 [a] started: first\n", "[x] started\n", "1/3 [a] done (1.0s)\n", "[u] done", "3/3 [c] done (2.0s)\n", "init: 2 of 3 steps in 3.0s\n"}},
+		{Plain, false, []string{"1/3 [a] done (1.0s)\n", "init: 1 of 3 steps in 1.0s\n"}},
+	} {
+		r, buf, c := newFake(tc.mode)
+		planRun(r, c, tc.full)
+		for _, w := range tc.want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("mode %d: output lacks %q:\n%s", tc.mode, w, buf.String())
+			}
+		}
+	}
+	// Every planned step done: M of M, and the summary counts M.
+	r, buf, _ := newFake(TTY)
+	r.Plan([]string{"a", "c"})
+	r.Step("a", "")(nil)
+	r.Step("c", "")(nil)
+	r.Summary("init")
+	if !strings.Contains(buf.String(), "✓ [2/2] c (0s)\ninit: 2 steps in 0s\n") {
+		t.Errorf("a whole plan:\n%s", buf.String())
+	}
+	r, buf, c := newFake(JSON)
+	planRun(r, c, true)
+	var got []string
+	evs := decode(t, buf)
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s %s %s/%s", ev.Step, ev.State, ev.Fields["n"], ev.Fields["of"]))
+	}
+	want := []string{"a started 1/3", "x started /", "x done /", "a done 1/3", "u started /", "u done /", "c started 3/3", "c done 3/3", "init  /3"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("JSON steps:\n got %q\nwant %q", got, want)
+	}
+	if last := evs[len(evs)-1]; last.Fields["steps"] != "2" || last.Message != "init: 2 of 3 steps in 3.0s" {
+		t.Errorf("summary %+v", last)
 	}
 }
 

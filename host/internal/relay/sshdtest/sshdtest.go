@@ -136,7 +136,7 @@ func (s *Server) Start(tb testing.TB, generation string) {
 	// Not tied to the test's context: Stop owns the process's end.
 	s.cmd = exec.Command(SSHDPath, "-D", "-e", "-f", config)
 	s.cmd.Stdout, s.cmd.Stderr = s.Log, s.Log
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting sshd: %v", err)
 	}
