@@ -145,9 +145,13 @@ func (t *Transfer) rate(cur int64) float64 {
 	return float64(cur) / d
 }
 
+// etaWarmup is how long a copy runs before it shows an ETA: the first
+// bytes (the box starting its side) say nothing about the rate to come.
+const etaWarmup = time.Second
+
 func (t *Transfer) eta(cur int64) (time.Duration, bool) {
 	rate := t.rate(cur)
-	if t.total <= 0 || rate <= 0 || cur > t.total {
+	if t.total <= 0 || rate <= 0 || cur > t.total || t.r.now().Sub(t.start) < etaWarmup {
 		return 0, false
 	}
 	return time.Duration(float64(t.total-cur) / rate * float64(time.Second)), true
