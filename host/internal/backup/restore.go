@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/detach"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
@@ -111,26 +111,9 @@ func (r *Restore) defaults() {
 }
 
 // detached is a context for a recovery step: it survives the caller's
-// cancellation (Ctrl-C) by InterruptTimeout at most, and never outlives d.
+// cancellation (Ctrl-C) by interruptGrace at most, and never outlives d.
 func detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
-	grace := interruptGrace // read now: the step's own grace, whenever the caller is cancelled
-	var mu sync.Mutex
-	var timer *time.Timer
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return rctx, func() {
-		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
+	return detach.Context(ctx, d, interruptGrace)
 }
 
 func (r *Restore) fresh(ctx context.Context, dir string) error {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // recordingOps records every call as "op name [port|dir]" and fails the
@@ -285,33 +284,5 @@ func TestRestoreDeleteFailureKeepsOriginal(t *testing.T) {
 	}
 	if last := o.calls[len(o.calls)-1]; last != "start box" {
 		t.Errorf("last call %q", last)
-	}
-}
-
-// TestDetachedEndsSoonAfterCancel: a recovery step survives the caller's
-// cancellation, but only for the grace period.
-func TestDetachedEndsSoonAfterCancel(t *testing.T) {
-	old := interruptGrace
-	interruptGrace = 50 * time.Millisecond
-	defer func() { interruptGrace = old }()
-	parent, cancelParent := context.WithCancel(t.Context())
-	rctx, cancel := detached(parent, time.Hour)
-	defer cancel()
-	cancelParent()
-	if rctx.Err() != nil {
-		t.Fatal("the recovery context ended with its parent")
-	}
-	select {
-	case <-rctx.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the recovery context outlived the grace period")
-	}
-	// Already cancelled: the grace period starts at once.
-	rctx2, cancel2 := detached(parent, time.Hour)
-	defer cancel2()
-	select {
-	case <-rctx2.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("a recovery context of a cancelled caller outlived the grace period")
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/detach"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -24,24 +23,7 @@ var ErrInterrupted = errors.New("interrupted")
 // a step failed or was interrupted): it outlives ctx and is bounded by
 // cleanupTimeout, and by interruptGrace from the moment ctx is cancelled.
 func (b *Box) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timing.cleanupTimeout)
-	grace := b.timing.interruptGrace
-	var mu sync.Mutex
-	var timer *time.Timer
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
-	return cctx, func() {
-		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
+	return detach.Context(ctx, b.timing.cleanupTimeout, b.timing.interruptGrace)
 }
 
 // stopMachine stops a machine on a cleanup context, so that it works
