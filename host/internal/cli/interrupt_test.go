@@ -129,7 +129,7 @@ func TestHostileCtrlCStart(t *testing.T) {
 			}
 			h := newHarness(t, conf...)
 			if tc.netmode {
-				h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+closedPlan(t))
+				h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, closingListener(t), "127.0.0.1:1"))
 			}
 			h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
 			h.extra = []string{"HBX_TEST_SECRET=sk-interrupted"}
@@ -156,9 +156,9 @@ func TestHostileCtrlCStart(t *testing.T) {
 	}
 }
 
-// closedPlan is a network proof plan of loopback targets that all refuse,
-// as mode none wants them.
-func closedPlan(t *testing.T) string {
+// closingListener accepts and closes connections until the test ends: the
+// one port a network proof plan allows.
+func closingListener(t *testing.T) net.Listener {
 	open, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	t.Cleanup(func() { open.Close() })
@@ -171,10 +171,17 @@ func closedPlan(t *testing.T) string {
 			c.Close()
 		}
 	}()
+	return open
+}
+
+// probePlan writes a network proof plan of loopback targets and returns its
+// path: the direct-IP probe goes to directIP, every other probe to a port
+// that refuses, and the allowed port is open's.
+func probePlan(t *testing.T, open net.Listener, directIP string) string {
 	_, port, _ := net.SplitHostPort(open.Addr().String())
-	p := netproof.Plan{DirectIP: "127.0.0.1:1", UnlistedHost: "unlisted.test:1", IPv6: "[::1]:1",
+	p := netproof.Plan{DirectIP: directIP, UnlistedHost: "unlisted.test:1", IPv6: "[::1]:1",
 		HostLoopback: []string{"127.0.0.1:1"}, GatewayPorts: []int{1}, TimeoutMillis: 2000, AllowedPort: atoi(t, port),
-		Resolve: map[string]string{"unlisted.test": "127.0.0.1"}}
+		Resolve: map[string]string{"allowed.example.com": "127.0.0.1", "unlisted.test": "127.0.0.1"}}
 	path := filepath.Join(t.TempDir(), "plan.json")
 	b, _ := json.Marshal(p)
 	must(t, os.WriteFile(path, b, 0o600))

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
 // wantEnv is the SMOLVM_* environment hermes-box gives a smolvm call on a
@@ -107,30 +104,9 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 // (against loopback targets here); status shows the last proof. A probe
 // that gets through stops the box and names the probe.
 func TestNetworkModesProven(t *testing.T) {
-	open, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer open.Close()
-	go func() {
-		for {
-			c, err := open.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	closed := "127.0.0.1:1"
-	openAddr := open.Addr().String()
-	_, openPort, _ := net.SplitHostPort(openAddr)
-	plan := func(directIP string) string {
-		p := netproof.Plan{DirectIP: directIP, UnlistedHost: "unlisted.test:1", IPv6: "[::1]:1",
-			HostLoopback: []string{closed}, GatewayPorts: []int{1}, TimeoutMillis: 2000, AllowedPort: atoi(t, openPort),
-			Resolve: map[string]string{"allowed.example.com": "127.0.0.1", "unlisted.test": "127.0.0.1"}}
-		path := filepath.Join(t.TempDir(), "plan.json")
-		b, _ := json.Marshal(p)
-		must(t, os.WriteFile(path, b, 0o600))
-		return path
-	}
+	open := closingListener(t)
+	closed, openAddr := "127.0.0.1:1", open.Addr().String()
+	plan := func(directIP string) string { return probePlan(t, open, directIP) }
 	for _, mode := range []string{"strict", "none"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, "HERMES_BOX_NETWORK_MODE="+mode)
