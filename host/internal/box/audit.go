@@ -23,14 +23,6 @@ const checkAudit health.Code = "audit-chain"
 // the error is for a log that could not be read or an anchor that could
 // not be kept.
 func CheckAudit(ctx context.Context, tr relay.Transport, anchor string) (auditanchor.Result, error) {
-	res, _, err := verifyAudit(ctx, tr, anchor)
-	return res, err
-}
-
-// verifyAudit is CheckAudit; stopped says that the verdict came before the
-// end of the log, so the call stopped its stream, which closes the
-// connection of a relay.Client (and every other call on it).
-func verifyAudit(ctx context.Context, tr relay.Transport, anchor string) (_ auditanchor.Result, stopped bool, _ error) {
 	// Verified as it streams: nothing but the records is held, and a
 	// log that breaks at line 1 is not read any further.
 	pr, pw := io.Pipe()
@@ -47,15 +39,14 @@ func verifyAudit(ctx context.Context, tr relay.Transport, anchor string) (_ audi
 	cerr := Call(ctx, tr, nil, []string{"audit", "raw"}, nil, pw)
 	pw.CloseWithError(cerr)
 	v := <-done
-	stopped = errors.Is(cerr, errAuditRead)
 	switch {
 	case v.err != nil && (cerr == nil || errors.Is(v.err, bounded.ErrLimit)):
-		return v.res, stopped, v.err
-	case cerr != nil && (v.res.OK || !stopped):
+		return v.res, v.err
+	case cerr != nil && (v.res.OK || !errors.Is(cerr, errAuditRead)):
 		// The log did not come whole: no verdict on it.
-		return auditanchor.Result{}, stopped, cerr
+		return auditanchor.Result{}, cerr
 	}
-	return v.res, stopped, v.err
+	return v.res, v.err
 }
 
 // errAuditRead ends the stream of an audit log whose verdict is known.
@@ -69,21 +60,14 @@ func (b *Box) auditAnchor() string {
 // anchorAudit records the audit chain's head as status and snapshot do,
 // returning the host's check of it.
 func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time) health.Check {
-	c, _ := b.auditCheck(ctx, tr, now)
-	return c
-}
-
-// auditCheck is anchorAudit; stopped says the call stopped its stream
-// (verifyAudit).
-func (b *Box) auditCheck(ctx context.Context, tr relay.Transport, now time.Time) (_ health.Check, stopped bool) {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, stopped, err := verifyAudit(ctx, tr, b.auditAnchor())
+	res, err := CheckAudit(ctx, tr, b.auditAnchor())
 	switch {
 	case err != nil:
-		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now), stopped
+		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now)
 	case !res.OK:
-		return hostCheck(false, health.SeverityCritical, res.Err().Error(), now), stopped
+		return hostCheck(false, health.SeverityCritical, res.Err().Error(), now)
 	}
-	return hostCheck(true, health.SeverityCritical, "audit chain of "+strconv.Itoa(res.Count)+" entries extends the head the host recorded", now), stopped
+	return hostCheck(true, health.SeverityCritical, "audit chain of "+strconv.Itoa(res.Count)+" entries extends the head the host recorded", now)
 }

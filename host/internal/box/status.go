@@ -161,28 +161,19 @@ func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 		return agentAnswer{err: err}
 	}
 	defer c.Close()
-	type auditAnswer struct {
-		check   health.Check
-		stopped bool
-	}
-	audit := make(chan auditAnswer, 1)
+	audit := make(chan health.Check, 1)
 	go func() {
-		// Every status records the audit chain's head.
-		check, stopped := b.auditCheck(ctx, c, time.Now().UTC())
-		audit <- auditAnswer{check, stopped}
+		// Every status records the audit chain's head. An audit log whose
+		// verdict comes before its end has its session stopped; the health
+		// call's session on the same connection goes on.
+		audit <- b.anchorAudit(ctx, c, time.Now().UTC())
 	}()
 	r, err := b.health(ctx, c)
-	a := <-audit
-	if err != nil && a.stopped {
-		// The audit log's verdict came before its end, and stopping its
-		// stream closed the connection the health call shared: ask for
-		// the report again on a connection of its own.
-		r, err = b.health(ctx, tr)
-	}
+	check := <-audit
 	if err != nil {
 		return agentAnswer{err: err}
 	}
-	return agentAnswer{report: r, audit: &a.check}
+	return agentAnswer{report: r, audit: &check}
 }
 
 // mergeAgentHealth adds the agent's report to st, the host's checks over

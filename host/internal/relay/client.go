@@ -13,9 +13,11 @@ import (
 )
 
 // Client runs agent verbs on one open SSH connection, one session per call.
-// Calls may run concurrently, but a call that is aborted (its ctx is
-// cancelled, or its stdin or stdout fails) closes the connection, which
-// ends every call on it; later calls then fail. Get a Client from SSH.Dial.
+// Calls may run concurrently. A call whose stdin or stdout fails closes its
+// own session, and the other calls go on; a call whose ctx is cancelled
+// closes the connection (ending a session needs the remote side's answer,
+// ending the connection does not), which ends every call on it, and later
+// calls then fail. Get a Client from SSH.Dial.
 type Client struct {
 	conn    *ssh.Client
 	addr    string
@@ -58,8 +60,7 @@ func (c *Client) run(ctx context.Context, req protocol.Request, stdin io.Reader,
 	if err := ctx.Err(); err != nil {
 		return -1, err
 	}
-	abort := sync.OnceFunc(func() { c.conn.Close() })
-	stop := context.AfterFunc(ctx, abort)
+	stop := context.AfterFunc(ctx, func() { c.conn.Close() })
 	defer stop()
 
 	sess, err := c.conn.NewSession()
@@ -67,6 +68,7 @@ func (c *Client) run(ctx context.Context, req protocol.Request, stdin io.Reader,
 		return -1, orCause(ctx, fmt.Errorf("opening session: %w", err))
 	}
 	defer sess.Close()
+	abort := func() { sess.Close() } // a second Close only reports io.EOF
 	pipes, err := openPipes(sess)
 	if err != nil {
 		return -1, err

@@ -114,3 +114,22 @@ func relayHealth(t testing.TB, tr Transport) *health.Report {
 	}
 	return report
 }
+
+// TestStoppedCallEndsOnlyItsSession: a call whose stdout fails ends its own
+// session; the connection and the next call on it go on.
+func TestStoppedCallEndsOnlyItsSession(t *testing.T) {
+	f := newSSHDFixture(t)
+	c, err := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay").Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Run(t.Context(), request("health", "--json"), nil, failingWriter{}, nil); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("the stopped call: %v, want the writer's error", err)
+	}
+	var stdout bytes.Buffer
+	code, err := c.Run(t.Context(), request("health", "--json"), nil, &stdout, nil)
+	if err != nil || code != 0 || stdout.Len() == 0 {
+		t.Fatalf("the next call on the same connection: %d, %v with %d bytes", code, err, stdout.Len())
+	}
+}
