@@ -9,6 +9,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/secrets"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/netproof"
@@ -54,10 +55,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 		return b.call(ctx, tr, argv, stdin, stdout)
 	}
 	if deliver {
-		done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to the gateway of %s", len(s.Env), name))
-		err = secrets.Deliver(ctx, call, s)
-		done(err)
-		if err != nil {
+		if err := b.deliverSecrets(ctx, call, s, "the gateway of "+name); err != nil {
 			return err
 		}
 	}
@@ -76,10 +74,25 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if !deliver {
 		return nil
 	}
+	return b.waitGateway(ctx, tr)
+}
+
+// deliverSecrets sends the mapped secrets to the gateway as one shown step
+// (to names where they go).
+func (b *Box) deliverSecrets(ctx context.Context, call secrets.Caller, s protocol.Secrets, to string) error {
+	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to %s", len(s.Env), to))
+	err := secrets.Deliver(ctx, call, s)
+	done(err)
+	return err
+}
+
+// waitGateway waits, as one shown step, for the box to report healthy with
+// the gateway restarted on its secrets.
+func (b *Box) waitGateway(ctx context.Context, tr relay.Transport) error {
 	wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	done := b.ui.Step("health", "waiting for the gateway with its secrets")
-	err = b.waitHealthy(wctx, tr)
+	err := b.waitHealthy(wctx, tr)
 	done(err)
 	return err
 }
@@ -132,15 +145,9 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
 		return b.call(ctx, tr, argv, stdin, stdout)
 	}
-	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to the gateway of the restored %s", len(s.Env), name))
-	err = secrets.Deliver(ctx, call, s)
-	done(err)
+	err = b.deliverSecrets(ctx, call, s, "the gateway of the restored "+name)
 	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
-		defer cancel()
-		done = b.ui.Step("health", "waiting for the gateway with its secrets")
-		err = b.waitHealthy(wctx, tr)
-		done(err)
+		err = b.waitGateway(ctx, tr)
 	}
 	if err != nil {
 		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")
