@@ -33,6 +33,9 @@ type Server struct {
 	allow  func(uid uint32) bool
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu     sync.Mutex // orders conns.Add after Close's Wait began
+	closed bool
 	conns  sync.WaitGroup
 }
 
@@ -94,7 +97,10 @@ func (s *Server) Serve() error {
 			}
 			return fmt.Errorf("accepting on the control socket: %w", err)
 		}
-		s.conns.Add(1)
+		if !s.track() {
+			conn.Close()
+			return nil
+		}
 		go func() {
 			defer s.conns.Done()
 			s.serve(conn)
@@ -102,9 +108,24 @@ func (s *Server) Serve() error {
 	}
 }
 
+// track counts a new connection unless Close has begun: a WaitGroup's Add
+// must not race its Wait.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns.Add(1)
+	return true
+}
+
 // Close stops accepting, cancels running requests, waits for them, and
 // removes the socket.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	err := s.ln.Close()
 	s.cancel()
 	s.conns.Wait()
