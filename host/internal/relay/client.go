@@ -22,12 +22,14 @@ type Client struct {
 	conn    *ssh.Client
 	addr    string
 	command string
+	pump    *ackPump // stopped once a session has started
 }
 
 var _ Transport = (*Client)(nil)
 
 // Close closes the connection.
 func (c *Client) Close() error {
+	c.pump.stop()
 	return c.conn.Close()
 }
 
@@ -76,6 +78,7 @@ func (c *Client) run(ctx context.Context, req protocol.Request, stdin io.Reader,
 	if err := sess.Start(c.command); err != nil {
 		return -1, orCause(ctx, fmt.Errorf("starting remote command: %w", err))
 	}
+	c.pump.stop()
 
 	inErr := make(chan error, 1)
 	go sendInput(pipes.stdin, line.Bytes(), stdin, inErr, abort)

@@ -103,7 +103,8 @@ func (s *SSH) Dial(ctx context.Context) (*Client, error) {
 	}
 	// The handshake does not watch ctx: closing the socket stops it.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	sshConn, chans, reqs, err := ssh.NewClientConn(conn, s.Addr, config)
+	pump := newAckPump(conn)
+	sshConn, chans, reqs, err := ssh.NewClientConn(pump, s.Addr, config)
 	if !stop() {
 		if err == nil {
 			sshConn.Close()
@@ -122,7 +123,8 @@ func (s *SSH) Dial(ctx context.Context) (*Client, error) {
 	if command == "" {
 		command = DefaultCommand
 	}
-	return &Client{conn: ssh.NewClient(sshConn, chans, reqs), addr: s.Addr, command: command}, nil
+	pump.start(sshConn)
+	return &Client{conn: ssh.NewClient(sshConn, chans, reqs), addr: s.Addr, command: command, pump: pump}, nil
 }
 
 // clientConfig allows exactly one authentication method, the project key,
