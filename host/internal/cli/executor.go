@@ -106,6 +106,9 @@ func (x *executorCmd) statusCmd() *cobra.Command {
 				return err
 			}
 			v := x.box.Status(cmd.Context(), sizes)
+			if err := cmd.Context().Err(); err != nil {
+				return err // interrupted: the report's errors are the interruption's
+			}
 			if asJSON {
 				return writeIndentedJSON(cmd.OutOrStdout(), v)
 			}

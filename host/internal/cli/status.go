@@ -27,6 +27,11 @@ func newStatusCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
 		st, err := b.Status(cmd.Context())
+		if err == nil {
+			// A report gathered while Ctrl-C cut its calls short is not
+			// the box's state.
+			err = cmd.Context().Err()
+		}
 		if err != nil {
 			return err
 		}
