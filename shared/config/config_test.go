@@ -59,7 +59,7 @@ func TestDefault(t *testing.T) {
 		HermesCommit:    "3ef6bbd201263d354fd83ec55b3c306ded2eb72a",
 		ExecutorEnabled: false,
 		ExecutorPort:    4788,
-		ExecutorImage:   "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b",
+		ExecutorImage:   "ghcr.io/usefulsoftwareco/executor-selfhost:v1.6.8@sha256:527e014ce0641e9d569314561fba2a37b872ffd5074471b9bc48b66611ecb090",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Default = %+v, want %+v", got, want)

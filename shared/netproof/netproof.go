@@ -12,6 +12,8 @@ package netproof
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 )
 
@@ -111,6 +113,9 @@ type Proof struct {
 	Mode   string  `json:"mode"`
 	Time   string  `json:"time"`
 	Probes []Probe `json:"probes"`
+	// Unproven is the host's note of the planned probes the proof lacks
+	// (Covers); the agent never sets it.
+	Unproven string `json:"unproven,omitempty"`
 }
 
 // Verdict returns nil when every probe holds and there was at least one
@@ -134,8 +139,58 @@ func (p Proof) Verdict() error {
 			bad = append(bad, fmt.Sprintf("no %s probe ran", c))
 		}
 	}
+	if p.Unproven != "" {
+		bad = append(bad, p.Unproven)
+	}
 	if len(bad) == 0 {
 		return nil
 	}
 	return fmt.Errorf("network mode %s is not in force: %s", p.Mode, strings.Join(bad, "; "))
+}
+
+// Covers returns nil when the proof holds a probe for every target of plan,
+// with the direction the mode needs: one per outside target, per
+// host-loopback target, per gateway port and, in strict mode, per allowed
+// host. The proof comes from the box, so a probe it left out is a probe
+// that did not hold.
+func (p Proof) Covers(plan Plan) error {
+	type key struct {
+		class  Class
+		target string
+		reach  bool
+	}
+	ran := map[key]bool{}
+	gatewayPorts := map[string]bool{}
+	for _, pr := range p.Probes {
+		ran[key{pr.Class, pr.Target, pr.WantReach}] = true
+		if _, port, err := net.SplitHostPort(pr.Target); pr.Class == Gateway && !pr.WantReach && err == nil {
+			gatewayPorts[port] = true
+		}
+	}
+	var missing []string
+	want := func(c Class, target string, reach bool) {
+		if target != "" && !ran[key{c, target, reach}] {
+			missing = append(missing, fmt.Sprintf("no %s probe of %s", c, target))
+		}
+	}
+	want(DirectIP, plan.DirectIP, false)
+	want(UnlistedHost, plan.UnlistedHost, false)
+	want(IPv6, plan.IPv6, false)
+	for _, t := range plan.HostLoopback {
+		want(HostLoopback, t, false)
+	}
+	for _, port := range plan.GatewayPorts {
+		if !gatewayPorts[strconv.Itoa(port)] {
+			missing = append(missing, fmt.Sprintf("no %s probe on port %d", Gateway, port))
+		}
+	}
+	if plan.Mode == ModeStrict {
+		for _, h := range plan.Allowed {
+			want(ListedHost, net.JoinHostPort(h, strconv.Itoa(plan.AllowedPort)), true)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(missing, "; "))
 }

@@ -34,6 +34,52 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// TestCovers: every planned target needs its probe, in the mode's
+// direction; a proof that leaves one out (the box says what it ran) is not
+// a proof, and its verdict says which is missing.
+func TestCovers(t *testing.T) {
+	plan := DefaultPlan(ModeStrict, []string{"a.example.com", "b.example.com"}, 2222)
+	full := Proof{Mode: ModeStrict}
+	for _, pr := range []Probe{
+		{Class: DirectIP, Target: "1.1.1.1:443"}, {Class: UnlistedHost, Target: "example.com:443"},
+		{Class: IPv6, Target: "[2606:4700:4700::1111]:443"},
+		{Class: HostLoopback, Target: "100.96.0.1:2222"}, {Class: HostLoopback, Target: "host.smolvm.internal:2222"},
+		{Class: Gateway, Target: "10.0.2.2:2222"}, {Class: Gateway, Target: "10.0.2.2:22"},
+		{Class: ListedHost, Target: "a.example.com:443", WantReach: true, Reached: true},
+		{Class: ListedHost, Target: "b.example.com:443", WantReach: true, Reached: true},
+	} {
+		full.Probes = append(full.Probes, pr)
+	}
+	if err := full.Covers(plan); err != nil {
+		t.Fatalf("a complete proof: %v", err)
+	}
+	for i, pr := range full.Probes {
+		short := full
+		short.Probes = append(append([]Probe(nil), full.Probes[:i]...), full.Probes[i+1:]...)
+		err := short.Covers(plan)
+		if err == nil || !strings.Contains(err.Error(), "no "+string(pr.Class)+" probe") {
+			t.Errorf("without %s %s: %v", pr.Class, pr.Target, err)
+		}
+		short.Unproven = err.Error()
+		if verr := short.Verdict(); verr == nil || !strings.Contains(verr.Error(), err.Error()) {
+			t.Errorf("verdict without %s %s: %v", pr.Class, pr.Target, verr)
+		}
+	}
+	// A listed host probed in the wrong direction is not its probe.
+	flipped := full
+	flipped.Probes = append([]Probe(nil), full.Probes...)
+	flipped.Probes[7].WantReach = false
+	if err := flipped.Covers(plan); err == nil || !strings.Contains(err.Error(), "no listed-host probe of a.example.com:443") {
+		t.Errorf("a listed host probed as negative: %v", err)
+	}
+	// Mode none plans no listed host.
+	none := DefaultPlan(ModeNone, nil, 2222)
+	noneProof := Proof{Mode: ModeNone, Probes: full.Probes[:7]}
+	if err := noneProof.Covers(none); err != nil {
+		t.Errorf("mode none: %v", err)
+	}
+}
+
 func TestPlanValidate(t *testing.T) {
 	if err := DefaultPlan(ModeStrict, []string{"api.example.com"}, 2222).Validate(); err != nil {
 		t.Error(err)

@@ -36,16 +36,16 @@ const NodeMajor = 24
 // DefaultHermesCommit is the Hermes commit a new box installs (0.19.0).
 const DefaultHermesCommit = "3ef6bbd201263d354fd83ec55b3c306ded2eb72a"
 
-// DefaultExecutorImage is the Executor image a new box pulls when enabled.
-//
-// It stays at v1.5.12 because no newer release's digest can be shown from
-// upstream: UsefulSoftwareCo/executor's publish workflow
-// (.github/workflows/publish-selfhost-docker.yml) pushes each architecture by
-// digest and keeps the digests only as short-lived run artifacts, and no
-// release note or file in the repository names one. Images from v1.5.17 on
-// (the packaged layout) are published to ghcr.io/usefulsoftwareco/executor-selfhost
-// and work when pinned by the user; see the README.
-const DefaultExecutorImage = "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b"
+// DefaultExecutorImage is the Executor image a new box pulls when enabled:
+// the newest release whose digest a public source shows. Upstream publishes
+// none (UsefulSoftwareCo/executor's publish workflow,
+// .github/workflows/publish-selfhost-docker.yml, pushes each architecture by
+// digest and keeps the digests as run artifacts only; no release note names
+// one); v1.6.8's is pinned in a public NixOS configuration that runs it with
+// the environment the agent sets. Its layout is recognised by what it holds
+// (the agent refuses an image with neither known layout, and one of another
+// platform), so a wrong guess fails closed at install, never at run time.
+const DefaultExecutorImage = "ghcr.io/usefulsoftwareco/executor-selfhost:v1.6.8@sha256:527e014ce0641e9d569314561fba2a37b872ffd5074471b9bc48b66611ecb090"
 
 // GateMechanism is how hermes-box puts its approval gate into one Hermes
 // release. Code asks the release for its mechanism; it never compares
@@ -266,10 +266,14 @@ func CodexTarget(arch Arch) string {
 type ExecutorImage struct {
 	Version   string
 	Reference string
+	Layout    string // "packaged" (dist-server, v1.5.17 on) or "workspace"
+	Source    string // where the digest was shown
 }
 
-// ExecutorImages lists the Executor images known to work, the default first.
+// ExecutorImages lists the Executor images whose digests are known, the
+// default first.
 var ExecutorImages = []ExecutorImage{
-	{Version: "v1.5.12", Reference: DefaultExecutorImage},
-	{Version: "v1.5.16", Reference: "ghcr.io/rhyssullivan/executor-selfhost:v1.5.16@sha256:5d763c718b6567d56e0168d3c205065a37355da1468290f2030f7f6c792f02b6"},
+	{Version: "v1.6.8", Reference: DefaultExecutorImage, Layout: "packaged", Source: "a public NixOS configuration's pin"},
+	{Version: "v1.5.12", Reference: "ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b", Layout: "workspace", Source: "the image the first hermes-box release pinned"},
+	{Version: "v1.5.16", Reference: "ghcr.io/rhyssullivan/executor-selfhost:v1.5.16@sha256:5d763c718b6567d56e0168d3c205065a37355da1468290f2030f7f6c792f02b6", Layout: "workspace", Source: "the legacy namespace's last tag before the packaged layout"},
 }

@@ -44,6 +44,9 @@ func TestTableIsWellFormed(t *testing.T) {
 		if !regexp.MustCompile(`:` + regexp.QuoteMeta(im.Version) + `@sha256:[0-9a-f]{64}$`).MatchString(im.Reference) {
 			t.Errorf("Executor reference %q lacks its tag or digest", im.Reference)
 		}
+		if (im.Layout != "packaged" && im.Layout != "workspace") || im.Source == "" {
+			t.Errorf("Executor image %s: layout %q, source %q; every row names both", im.Version, im.Layout, im.Source)
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 		argv: []string{filepath.Join(cur.Dir, "usr/local/bin/bun"), "run", "src/serve.ts"},
 		dir:  filepath.Join(cur.Dir, "app/apps/host-selfhost"),
 		env: []string{"HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin",
-			"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788", "EXECUTOR_ALLOW_LOCAL_NETWORK=false",
+			"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false",
 			"EXECUTOR_DATA_DIR=" + data, "EXECUTOR_WEB_BASE_URL=http://localhost:14788"},
 		user: "hermes",
 	}

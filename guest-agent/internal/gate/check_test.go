@@ -1,6 +1,8 @@
 package gate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +87,30 @@ func TestCheckRefusesEveryAlteredRequirement(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesARenamedChatPrompt: the plugin finds the 0.19.0 chat's
+// prompt by its name, so an upstream rename must refuse the tree, not leave
+// the chat waiting approvals.timeout (the gateway's 300 s).
+func TestCheckRefusesARenamedChatPrompt(t *testing.T) {
+	dir := fixture(t, "0.19.0")
+	renamed := strings.NewReplacer("def _approval_callback(", "def _approval_prompt(",
+		"self._approval_callback)", "self._approval_prompt)").Replace(read(t, dir, cliPy))
+	write(t, dir, cliPy, renamed)
+	rep, err := Check(dir)
+	if err != nil || rep.Accepted {
+		t.Fatalf("accepted: %+v %v", rep, err)
+	}
+	var missing []string
+	for _, f := range rep.Found {
+		if f.Count != 1 {
+			missing = append(missing, f.Label)
+		}
+	}
+	want := []string{"CLI chat prompt", "CLI agent thread registers the chat prompt"}
+	if strings.Join(missing, "|") != strings.Join(want, "|") {
+		t.Fatalf("refused for %q, want %q", missing, want)
+	}
+}
+
 func TestRequirementsCoverTheTable(t *testing.T) {
 	for _, rel := range pins.HermesReleases {
 		reqs, err := Requirements(rel)
@@ -106,8 +132,9 @@ func TestRequirementsCoverTheTable(t *testing.T) {
 
 // TestCheckRealTrees is the check on git-archive exports of the four real
 // commits (HERMES_BOX_HERMES_TREES): 0.16.0, 0.17.0 and 0.19.0 accepted and
-// named, 0.18.2 refused with the reason, and each accepted tree refused
-// once any one thing it relies on is altered.
+// named, with the installer SHA-256 pinned in shared/pins equal to the tree's
+// scripts/install.sh; 0.18.2 refused with the reason; and each accepted tree
+// refused once any one thing it relies on is altered.
 func TestCheckRealTrees(t *testing.T) {
 	for _, version := range []string{"0.16.0", "0.17.0", "0.18.2", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
@@ -124,6 +151,10 @@ func TestCheckRealTrees(t *testing.T) {
 			}
 			if !rep.Accepted || rep.Mechanism != release(t, version).Mechanism {
 				t.Fatalf("%+v", rep)
+			}
+			installer := sha256.Sum256([]byte(read(t, dir, installSh)))
+			if got, want := hex.EncodeToString(installer[:]), release(t, version).InstallerSHA256; got != want {
+				t.Errorf("%s of the real tree has sha256 %s; shared/pins pins %s", installSh, got, want)
 			}
 			reqs, _ := Requirements(release(t, version))
 			for _, r := range reqs {

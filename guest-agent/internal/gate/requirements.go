@@ -33,6 +33,8 @@ const (
 	auxPy      = "agent/auxiliary_client.py"
 	gatewayCLI = "hermes_cli/subcommands/gateway.py"
 	installSh  = "scripts/install.sh"
+	cliPy      = "cli.py"
+	terminalPy = "tools/terminal_tool.py"
 )
 
 // need is one requirement's label and text; in gives them a kind and file.
@@ -79,6 +81,24 @@ var smartPluginNeeds = slices.Concat(
 				"                session_key, notify_cb, approval_data, surface=\"gateway\"\n            )\n"},
 		need{"CLI prompt", "def prompt_dangerous_approval(command: str, description: str,\n"},
 		need{"CLI prompt call", "    choice = prompt_dangerous_approval(\n        command,\n        combined_desc,\n"}),
+	// The interactive chat's prompt (HermesCLI._approval_callback) reads its
+	// wait from CLI_CONFIG, not from prompt_dangerous_approval; the plugin
+	// wraps it, from the terminal tool's callback registration, so the chat
+	// waits the seed's 60 s while approvals.timeout keeps the gateway's 300.
+	in(KindSeam, cliPy,
+		need{"HermesCLI class", "\nclass HermesCLI("},
+		need{"CLI chat prompt", "    def _approval_callback(self, command: str, description: str,\n"},
+		need{"CLI registers its prompt through the terminal tool at call time",
+			"def set_approval_callback(*args, **kwargs):\n    from tools.terminal_tool import set_approval_callback as _set_approval_callback\n"},
+		need{"CLI agent thread registers the chat prompt",
+			"                set_sudo_password_callback(self._sudo_password_callback)\n                set_approval_callback(self._approval_callback)\n"}),
+	in(KindConfig, cliPy,
+		need{"CLI chat wait reads approvals.timeout from CLI_CONFIG",
+			"            timeout = int(CLI_CONFIG.get(\"approvals\", {}).get(\"timeout\", 60))\n"}),
+	in(KindSeam, terminalPy,
+		need{"terminal tool callback registration", "def set_approval_callback(cb):\n"},
+		need{"terminal guard passes the thread's callback",
+			"    return _check_all_guards_impl(command, env_type,\n                                  approval_callback=_get_approval_callback(),\n"}),
 	in(KindHook, approvalPy,
 		need{"approval hook dispatch", "def _fire_approval_hook(hook_name: str, **kwargs) -> None:\n"},
 		need{"pre_approval_request at the gateway wait",

@@ -1,19 +1,24 @@
 """Tests of the hermes-box-gate plugin (Hermes 0.19 smart approvals).
 
 The first part drives the plugin against a stand-in tools.approval with the
-three names it wraps.  The second part (TestHermes019) imports the real
+three names it wraps, a stand-in tools.terminal_tool and a stand-in cli.py
+shaped like 0.19.0's (HermesCLI reading its wait from CLI_CONFIG).  The second part (TestHermes019) imports the real
 Hermes 0.19.0 tree named by HERMES_GATE_TREE_0190 (a `git archive` export;
 never committed) with this interpreter and runs Hermes' own
 check_all_command_guards with the box's config: it skips with a reason when
 the variable is unset, which CI cannot provide.
 """
 
+import ast
 import hashlib
 import json
 import os
+import queue
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import types
 import unittest
 
@@ -57,6 +62,107 @@ def load_plugin(tmp):
             del sys.modules[name]
     import hermes_box_gate_under_test as plugin
     return plugin
+
+
+# A stand-in for Hermes 0.19.0's cli.py, in the shape the plugin relies on:
+# a module-level set_approval_callback that looks the terminal tool's up at
+# call time, and HermesCLI._approval_callback, which serialises prompts on
+# its lock and reads its wait from CLI_CONFIG["approvals"]["timeout"] as it
+# starts, then waits for an answer on the prompt's queue until the deadline.
+STANDIN_CLI = """
+import queue
+import time
+
+CLI_CONFIG = {"approvals": {"mode": "smart", "timeout": 300}}
+
+
+def set_approval_callback(cb):
+    return TERMINAL.set_approval_callback(cb)
+
+
+class HermesCLI:
+    def _approval_callback(self, command, description, *, allow_permanent=True, smart_denied=False):
+        with self._approval_lock:
+            wait = int(CLI_CONFIG.get("approvals", {}).get("timeout", 60))
+            answers = queue.Queue()
+            self._approval_deadline = time.monotonic() + wait
+            self._approval_state = {"command": command, "response_queue": answers}
+            try:
+                return answers.get(timeout=wait)
+            except queue.Empty:
+                return "deny"
+            finally:
+                self._approval_state = None
+                self._approval_deadline = 0
+"""
+
+
+def standin_cli(terminal):
+    module = types.ModuleType("cli")
+    module.TERMINAL = terminal
+    exec(compile(STANDIN_CLI, "standin_cli.py", "exec"), module.__dict__)
+    return module
+
+
+def real_cli(tree, config):
+    """HermesCLI with the real _approval_callback and _approval_choices of
+    the tree's cli.py, and its module-level set_approval_callback, compiled
+    from that file into a namespace holding CLI_CONFIG (the rest of cli.py
+    needs packages this interpreter may lack)."""
+    path = os.path.join(tree, "cli.py")
+    with open(path) as f:
+        module_ast = ast.parse(f.read(), path)
+    top = {n.name: n for n in module_ast.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    methods = {n.name: n for n in top["HermesCLI"].body if isinstance(n, ast.FunctionDef)}
+    cls = ast.ClassDef(name="HermesCLI", bases=[], keywords=[], decorator_list=[],
+                       body=[methods["_approval_callback"], methods["_approval_choices"]])
+    tree_ast = ast.fix_missing_locations(ast.Module(body=[top["set_approval_callback"], cls], type_ignores=[]))
+    module = types.ModuleType("cli")
+    module.__dict__.update(CLI_CONFIG=config, queue=queue, _cprint=lambda *a, **k: None, _DIM="", _RST="")
+    exec(compile(tree_ast, path, "exec"), module.__dict__)
+    return module
+
+
+def new_cli(module):
+    """A HermesCLI instance with the attributes its prompt uses."""
+    cli = module.HermesCLI.__new__(module.HermesCLI)
+    cli._approval_lock = threading.Lock()
+    cli._approval_state = None
+    cli._approval_deadline = 0
+    cli._paint_now = lambda: None
+    cli._persist_prompt_summary = lambda *a, **k: None
+    return cli
+
+
+def answer(cli, run, choice="deny"):
+    """Runs run() on another thread (as Hermes runs the agent), waits for
+    the CLI prompt it opens, and answers it; returns the seconds the prompt
+    had left when it opened, and what run() returned."""
+    got = {}
+
+    def work():
+        try:
+            got["result"] = run()
+        except BaseException as exc:  # reported below
+            got["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    for _ in range(1000):  # at most 10 s
+        state = cli._approval_state
+        if state is not None:
+            break
+        if not worker.is_alive():
+            raise AssertionError("the CLI prompt never opened: %r" % (got,))
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the CLI prompt never opened")
+    left = cli._approval_deadline - time.monotonic()
+    state["response_queue"].put(choice)
+    worker.join(10)
+    if worker.is_alive():
+        raise AssertionError("the CLI prompt did not return after the answer")
+    return left, got.get("result")
 
 
 def reply(decision="approve", risk="low", confidence=0.9, reason="builds the project", **extra):
@@ -131,18 +237,32 @@ class TestPluginAlone(PluginCase):
         fake = FakeApproval(_smart_approve=smart, _await_gateway_decision=wait, prompt_dangerous_approval=prompt)
         return fake, asked
 
+    def terminal(self):
+        """A stand-in tools.terminal_tool: the per-thread callback slot."""
+        slot = threading.local()
+
+        def set_approval_callback(cb):
+            slot.approval = cb
+
+        return FakeApproval(set_approval_callback=set_approval_callback,
+                            _get_approval_callback=lambda: getattr(slot, "approval", None))
+
     def test_install_wraps_every_name_once(self):
         fake, _ = self.fake()
-        self.assertFalse(self.plugin.installed(fake))
-        self.plugin.install(fake)
-        first = fake._smart_approve
-        self.plugin.install(fake)
+        terminal = self.terminal()
+        self.assertFalse(self.plugin.installed(fake, terminal))
+        self.plugin.install(fake, terminal)
+        first, setter = fake._smart_approve, terminal.set_approval_callback
+        self.plugin.install(fake, terminal)
         self.assertIs(fake._smart_approve, first)
-        self.assertTrue(self.plugin.installed(fake))
+        self.assertIs(terminal.set_approval_callback, setter)
+        self.assertTrue(self.plugin.installed(fake, terminal))
+        terminal.set_approval_callback = setter.__wrapped__
+        self.assertFalse(self.plugin.installed(fake, terminal))
 
     def test_escalation_reason_reaches_the_gateway_prompt(self):
         fake, asked = self.fake()
-        self.plugin.install(fake)
+        self.plugin.install(fake, self.terminal())
         self.with_reply(reply(confidence=0.5))
         self.assertEqual(fake._smart_approve("rm -r build", "recursive delete"), "escalate")
         fake._await_gateway_decision("s", None, {"command": "rm -r build", "description": "recursive delete"})
@@ -151,7 +271,7 @@ class TestPluginAlone(PluginCase):
 
     def test_reason_is_used_once(self):
         fake, asked = self.fake()
-        self.plugin.install(fake)
+        self.plugin.install(fake, self.terminal())
         self.with_reply(reply(risk="high"))
         fake._smart_approve("rm -r build", "recursive delete")
         fake.prompt_dangerous_approval("rm -r build", "recursive delete")
@@ -161,14 +281,14 @@ class TestPluginAlone(PluginCase):
 
     def test_cli_prompt_waits_the_seeds_60s(self):
         fake, asked = self.fake()
-        self.plugin.install(fake)
+        self.plugin.install(fake, self.terminal())
         fake.prompt_dangerous_approval("rm -r build", "d")
         fake.prompt_dangerous_approval("rm -r build", "d", timeout_seconds=5)
         self.assertEqual([a["timeout"] for a in asked], [60, 5])
 
     def test_denial_never_asks_the_owner(self):
         fake, asked = self.fake()
-        self.plugin.install(fake)
+        self.plugin.install(fake, self.terminal())
         self.with_reply(reply(decision="deny", risk="high", reason="wipes the data"))
         self.assertEqual(fake._smart_approve("rm -r data", "recursive delete"), "deny")
         got = fake._await_gateway_decision("s", None, {"command": "rm -r data", "description": "d", "smart_denied": True})
@@ -188,12 +308,58 @@ class TestPluginAlone(PluginCase):
         hooks = {}
         ctx = types.SimpleNamespace(register_hook=lambda name, cb: hooks.setdefault(name, cb))
         fake, _ = self.fake()
+        terminal = self.terminal()
         saved = self.plugin.install
-        self.plugin.install = lambda: saved(fake)
+        self.plugin.install = lambda: saved(fake, terminal)
         self.addCleanup(setattr, self.plugin, "install", saved)
         self.plugin.register(ctx)
         self.assertEqual(sorted(hooks), ["post_approval_response", "pre_approval_request"])
-        self.assertTrue(self.plugin.installed(fake))
+        self.assertTrue(self.plugin.installed(fake, terminal))
+
+    def test_chat_prompt_waits_60s_while_the_gateway_keeps_300(self):
+        # Hermes 0.19.0's interactive chat: HermesCLI registers its bound
+        # _approval_callback with the terminal tool, and the callback reads
+        # its wait from CLI_CONFIG (300, the gateway's), not from
+        # prompt_dangerous_approval's timeout_seconds.
+        fake, _ = self.fake()
+        terminal = self.terminal()
+        self.plugin.install(fake, terminal)  # plugins load before cli.py
+        cli_module = standin_cli(terminal)
+        cli = new_cli(cli_module)
+        cli_module.set_approval_callback(cli._approval_callback)
+        registered = terminal._get_approval_callback()
+        for name, prompt in (("registered callback", lambda: registered("rm -r build", "d")),
+                             ("method", lambda: cli._approval_callback("rm -r build", "d"))):
+            with self.subTest(name):
+                left, choice = answer(cli, prompt, "once")
+                self.assertEqual(choice, "once")
+                self.assertTrue(55 < left <= 60, "the chat prompt waits %.1f s, want 60" % left)
+                self.assertEqual(cli_module.CLI_CONFIG["approvals"]["timeout"], 300)
+        self.assertTrue(self.plugin.cli_installed(cli_module.HermesCLI))
+
+    def test_chat_prompt_wrapped_when_cli_is_loaded_first(self):
+        fake, _ = self.fake()
+        terminal = self.terminal()
+        cli_module = standin_cli(terminal)
+        saved = sys.modules.get("cli")
+        sys.modules["cli"] = cli_module
+        self.addCleanup(lambda: sys.modules.__setitem__("cli", saved) if saved else sys.modules.pop("cli", None))
+        self.plugin.install(fake, terminal)
+        self.assertTrue(self.plugin.cli_installed(cli_module.HermesCLI))
+        cli = new_cli(cli_module)
+        left, _ = answer(cli, lambda: cli._approval_callback("rm -r build", "d"))
+        self.assertTrue(55 < left <= 60, "the chat prompt waits %.1f s, want 60" % left)
+
+    def test_other_callbacks_pass_through(self):
+        fake, _ = self.fake()
+        terminal = self.terminal()
+        self.plugin.install(fake, terminal)
+
+        def gateway_callback(command, description):
+            return "once"
+
+        terminal.set_approval_callback(gateway_callback)
+        self.assertIs(terminal._get_approval_callback(), gateway_callback)
 
 
 @unittest.skipUnless(TREE, "HERMES_GATE_TREE_0190 names no Hermes 0.19.0 tree (export one with git archive)")
@@ -212,17 +378,20 @@ class TestHermes019(PluginCase):
         if TREE not in sys.path:
             sys.path.insert(0, TREE)
         import tools.approval as approval
-        self.approval = approval
+        import tools.terminal_tool as terminal
+        self.approval, self.terminal = approval, terminal
         self.asked = []
 
         def human(command, description, *args, **kwargs):
             self.asked.append(description)
             return "deny"
 
+        self.real_prompt = approval.prompt_dangerous_approval
         for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
             self.addCleanup(setattr, approval, name, getattr(approval, name))
+        self.addCleanup(setattr, terminal, "set_approval_callback", terminal.set_approval_callback)
         approval.prompt_dangerous_approval = human
-        self.plugin.install(approval)
+        self.plugin.install(approval, terminal)
 
     def env(self, name, value):
         old = os.environ.get(name)
@@ -300,10 +469,12 @@ class TestHermes019(PluginCase):
         shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(target, "__init__.py"))
         shutil.copy(os.path.join(PLUGIN_DIR, "plugin.yaml"), target)
         shutil.copy(REVIEWER, target)
-        for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
-            original = getattr(getattr(self.approval, name), "__wrapped__", None)
+        for module, name in [(self.approval, n) for n in ("_smart_approve", "_await_gateway_decision",
+                                                          "prompt_dangerous_approval")] + \
+                [(self.terminal, "set_approval_callback")]:
+            original = getattr(getattr(module, name), "__wrapped__", None)
             if original is not None:
-                setattr(self.approval, name, original)  # undo the direct install of setUp
+                setattr(module, name, original)  # undo the direct install of setUp
         from hermes_cli import plugins
         plugins.discover_plugins(force=True)
         self.addCleanup(plugins.discover_plugins, True)
@@ -317,6 +488,30 @@ class TestHermes019(PluginCase):
         self.assertIn("rewrites history", self.asked[-1])
         decisions = [e["decision"] for e in read_chain(self.audit)]
         self.assertEqual(decisions, ["escalate", "human-asked:cli", "human:deny"])
+
+    def test_chat_prompt_waits_60s_while_the_gateway_keeps_300(self):
+        # Hermes' own terminal-tool guard (check_all_command_guards with the
+        # thread's registered callback), its own prompt_dangerous_approval,
+        # and the real HermesCLI._approval_callback
+        # and set_approval_callback of the tree's cli.py, with the box's
+        # config (approvals.timeout: 300, the gateway's wait).
+        from hermes_cli.config import load_config
+        self.approval.prompt_dangerous_approval = self.real_prompt
+        self.plugin.install(self.approval, self.terminal)
+        cli_module = real_cli(TREE, load_config())
+        cli = new_cli(cli_module)
+        self.with_reply(reply(risk="high", reason="deletes the build"))
+
+        def chat_turn():  # the agent thread of a chat turn, as the terminal tool guards
+            cli_module.set_approval_callback(cli._approval_callback)
+            return self.terminal._check_all_guards("rm -r ./build", "local")
+
+        left, result = answer(cli, chat_turn, "deny")
+        self.assertTrue(55 < left <= 60, "the chat prompt waits %.1f s, want 60" % left)
+        self.assertFalse(result["approved"])
+        self.assertEqual(self.approval._get_approval_timeout(), 300)  # the gateway's wait
+        self.assertEqual(cli_module.CLI_CONFIG["approvals"]["timeout"], 300)
+        self.assertTrue(self.plugin.cli_installed(cli_module.HermesCLI))
 
     def test_gateway_prompt_carries_the_reason(self):
         self.env("HERMES_INTERACTIVE", "")

@@ -67,8 +67,9 @@ const PluginName = "hermes-box-gate"
 // own smart mode with the seed's reviewer (openai-codex, the model, low
 // reasoning, the priority tier, 30 s), cron denied, and the gate plugin
 // enabled. Hermes 0.19 waits approvals.timeout at the gateway (it no longer
-// reads gateway_timeout), so that is 300 s there; the plugin keeps the CLI
-// prompt at 60 s.
+// reads gateway_timeout), so that is 300 s there; the plugin keeps the
+// interactive chat's prompt (HermesCLI._approval_callback, which reads
+// approvals.timeout itself) at 60 s.
 var SmartPluginSettings = []Setting{
 	{[]string{"approvals", "mode"}, "smart"},
 	{[]string{"approvals", "timeout"}, 300},

@@ -153,7 +153,7 @@ func TestProgramSpecPackaged(t *testing.T) {
 		t.Fatalf("got %v in %s, want %v", got.Command, got.Dir, want)
 	}
 	wantEnv := []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788",
-		"EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_DATA_DIR=/workspace/executor/data",
+		"EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false", "EXECUTOR_DATA_DIR=/workspace/executor/data",
 		"EXECUTOR_WEB_BASE_URL=http://localhost:14788"}
 	if !slices.Equal(got.Env, wantEnv) {
 		t.Fatalf("env %v, want %v (the same as the workspace layout's)", got.Env, wantEnv)

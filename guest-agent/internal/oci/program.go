@@ -49,6 +49,9 @@ func Program(runtimeRoot, dataDir string, hostPort int) (supervise.Program, erro
 			"EXECUTOR_HOST=0.0.0.0",
 			"PORT=" + strconv.Itoa(GuestPort),
 			"EXECUTOR_ALLOW_LOCAL_NETWORK=false",
+			// Newer releases read it (stdio MCP servers are processes
+			// Executor starts); older ones hard-code it off.
+			"EXECUTOR_ALLOW_STDIO_MCP=false",
 			"EXECUTOR_DATA_DIR=" + dataDir,
 			"EXECUTOR_WEB_BASE_URL=http://localhost:" + strconv.Itoa(hostPort),
 		},

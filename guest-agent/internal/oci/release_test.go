@@ -86,7 +86,7 @@ func TestProgramSpec(t *testing.T) {
 		Name:    "executor",
 		Command: []string{rel + "/usr/local/bin/bun", "run", "src/serve.ts"},
 		Env: []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788",
-			"EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_DATA_DIR=/workspace/executor/data",
+			"EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false", "EXECUTOR_DATA_DIR=/workspace/executor/data",
 			"EXECUTOR_WEB_BASE_URL=http://localhost:14788"},
 		User: "hermes",
 		Dir:  rel + "/app/apps/host-selfhost",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // executorProject is a project whose box has Executor enabled, run by the
@@ -211,7 +212,7 @@ func TestInitWithExecutor(t *testing.T) {
 		t.Errorf("init did not copy the agent's Executor helper into the builder:\n%s", r.calls)
 	}
 	for _, want := range []string{fmt.Sprintf(" -p %d:22 -p %d:4788 ", h.port, port), " -e HERMES_BOX_EXECUTOR_ENABLED=true ",
-		" -e HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(port) + " ", " -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/rhyssullivan/executor-selfhost:"} {
+		" -e HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(port) + " ", " -e HERMES_BOX_EXECUTOR_IMAGE=" + pins.DefaultExecutorImage + " "} {
 		if !strings.Contains(create, want) {
 			t.Errorf("runtime create %q lacks %q", create, want)
 		}

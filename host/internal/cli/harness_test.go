@@ -368,7 +368,7 @@ func (h *harness) initCalls() []string {
 		"pack create --from-vm hermes-builder --smolfile $ROOT/Smolfile --output $ROOT/images/hermes-base.tmp-PID",
 		"machine ls --json",
 		"machine delete --name hermes-builder --force",
-		fmt.Sprintf("machine create --name hermes-box --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p %d:22 -e HERMES_BOX_EXECUTOR_ENABLED=false -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/rhyssullivan/executor-selfhost:v1.5.12@sha256:e40b2179c005b3124e794e9a8505341db46d0a9a1631e7f3fdcd023462ecf70b -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 --net", h.port),
+		fmt.Sprintf("machine create --name hermes-box --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p %d:22 -e HERMES_BOX_EXECUTOR_ENABLED=false -e HERMES_BOX_EXECUTOR_IMAGE=ghcr.io/usefulsoftwareco/executor-selfhost:v1.6.8@sha256:527e014ce0641e9d569314561fba2a37b872ffd5074471b9bc48b66611ecb090 -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 --net", h.port),
 		"machine data-dir --name hermes-box",
 		"machine update --name hermes-box --net",
 		"machine start --name hermes-box",

@@ -78,6 +78,9 @@ type Stopper interface {
 func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
 	proof, err := probe(ctx, call, plan)
 	if err == nil {
+		if cerr := proof.Covers(plan); cerr != nil {
+			proof.Unproven = cerr.Error()
+		}
 		if serr := Save(stateDir, proof); serr != nil {
 			err = serr
 		} else {

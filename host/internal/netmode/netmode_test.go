@@ -79,11 +79,28 @@ func (s *stopper) Stop(_ context.Context, name string) error {
 	return nil
 }
 
+// proofOf is the agent's proof of plan in mode: a probe of every planned
+// target (gateway on 10.0.2.2), the class leak reached.
 func proofOf(mode string, leak netproof.Class) netproof.Proof {
+	plan := netproof.DefaultPlan(netproof.ModeNone, nil, 2222)
 	p := netproof.Proof{Mode: mode, Time: "2026-11-23T23:00:00Z"}
-	for _, c := range []netproof.Class{netproof.DirectIP, netproof.UnlistedHost, netproof.IPv6, netproof.HostLoopback, netproof.Gateway} {
-		p.Probes = append(p.Probes, netproof.Probe{Class: c, Target: string(c) + ".test:1", Reached: c == leak})
+	add := func(c netproof.Class, target string) {
+		p.Probes = append(p.Probes, netproof.Probe{Class: c, Target: target, Reached: c == leak})
 	}
+	add(netproof.DirectIP, plan.DirectIP)
+	add(netproof.UnlistedHost, plan.UnlistedHost)
+	add(netproof.IPv6, plan.IPv6)
+	for _, t := range plan.HostLoopback {
+		add(netproof.HostLoopback, t)
+	}
+	for _, port := range plan.GatewayPorts {
+		add(netproof.Gateway, fmt.Sprintf("10.0.2.2:%d", port))
+	}
+	return p
+}
+
+func withoutLast(p netproof.Proof) netproof.Proof {
+	p.Probes = p.Probes[:len(p.Probes)-1]
 	return p
 }
 
@@ -98,7 +115,8 @@ func TestProveStopsTheBox(t *testing.T) {
 		wantErr string
 	}{
 		{"holds", &agent{proof: proofOf("none", "")}, ""},
-		{"direct IP leaks", &agent{proof: proofOf("none", netproof.DirectIP), code: 1}, "direct-ip probe direct-ip.test:1 was reachable; hermes-box was stopped"},
+		{"direct IP leaks", &agent{proof: proofOf("none", netproof.DirectIP), code: 1}, "direct-ip probe 1.1.1.1:443 was reachable; hermes-box was stopped"},
+		{"agent leaves a probe out", &agent{proof: withoutLast(proofOf("none", ""))}, "no gateway probe on port 22; hermes-box was stopped"},
 		{"unlisted host leaks", &agent{proof: proofOf("none", netproof.UnlistedHost), code: 1}, "unlisted-host probe"},
 		{"IPv6 leaks", &agent{proof: proofOf("none", netproof.IPv6), code: 1}, "ipv6 probe"},
 		{"host loopback leaks", &agent{proof: proofOf("none", netproof.HostLoopback), code: 1}, "host-loopback probe"},
@@ -117,7 +135,7 @@ func TestProveStopsTheBox(t *testing.T) {
 					t.Fatalf("err %v, stopped %v", err, s.stopped)
 				}
 				p, ok, err := Last(dir)
-				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z: 5 probes held") {
+				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z: 7 probes held") {
 					t.Errorf("recorded proof: %v %v %s", ok, err, Summary(config.NetworkNone, p, ok))
 				}
 				if c.a.plan.HostLoopback[0] != "100.96.0.1:2222" || c.a.plan.Mode != "none" {

@@ -15,18 +15,33 @@ cannot express, this plugin adds when Hermes loads it:
   or CLI prompt with the reviewer's reason appended to its description;
 * the audit record: every reviewer verdict (in ``gated_approval``) and every
   human request and answer (the ``pre_approval_request`` and
-  ``post_approval_response`` hooks) go to one hash-chained log.
+  ``post_approval_response`` hooks) go to one hash-chained log;
+* the seed's 60 s human wait in the interactive chat: Hermes 0.19 has one
+  ``approvals.timeout`` for the gateway and the CLI, and the box seeds the
+  gateway's 300.  ``HermesCLI._approval_callback`` (cli.py) reads it from
+  ``CLI_CONFIG`` itself, so ``timeout_seconds`` of
+  ``prompt_dangerous_approval`` never reaches it.  The plugin is loaded
+  before cli.py is imported, so it wraps
+  ``tools.terminal_tool.set_approval_callback``, which HermesCLI calls with
+  its bound ``_approval_callback`` before any prompt, and there wraps that
+  method in its class (at once when cli.py is already loaded): for the
+  length of a prompt ``CLI_CONFIG["approvals"]["timeout"]`` reads
+  CLI_TIMEOUT.
 
-Hermes' hooks are observers, so the three wraps are the only code this gate
-runs inside Hermes; ``hermes-box-agent patch --check`` verifies every name
-they rely on before the plugin is installed, and the agent's probe checks
-that they are in place in the installed Hermes.
+Hermes' hooks are observers, so these wraps are the only code this gate runs
+inside Hermes.  Every name they rely on is a requirement of the check verb
+(``hermes-box-agent patch --check DIR``, Go ``gate.Requirements``), verified
+on the pinned 0.19.0 tree when the release is added; provisioning installs
+the plugin only into a tree holding that pinned commit, and then, as in
+every health report, the agent's probe asks the installed Hermes whether the
+plugin is loaded with its hooks and its wraps in place.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 
 from . import gated_approval as reviewer
@@ -39,8 +54,14 @@ REASON_PREFIX = "\nApproval reviewer: "
 # The seed's human wait at the CLI prompt; Hermes 0.19 reads one
 # approvals.timeout for both surfaces, which the box sets to the gateway's 300.
 CLI_TIMEOUT = 60
+# HermesCLI's prompt method, and the module global it reads its wait from.
+CLI_CALLBACK = "_approval_callback"
+CLI_CONFIG_NAME = "CLI_CONFIG"
 
 _last = threading.local()
+# Held for the length of one CLI prompt, while its wait reads CLI_TIMEOUT.
+_cli_wait = threading.Lock()
+_cli_install = threading.Lock()
 
 
 def _aux_timeout():
@@ -122,29 +143,107 @@ def _wrap_prompt(original):
     return prompt
 
 
+def _cli_approvals(function):
+    """The approvals dict of the CLI_CONFIG the function reads, or None."""
+    config = getattr(function, "__globals__", {}).get(CLI_CONFIG_NAME)
+    approvals = config.get("approvals") if isinstance(config, dict) else None
+    return approvals if isinstance(approvals, dict) else None
+
+
+def _wrap_cli_prompt(original):
+    """HermesCLI._approval_callback, waiting CLI_TIMEOUT: it reads
+    CLI_CONFIG["approvals"]["timeout"] as it starts, so the key holds
+    CLI_TIMEOUT while it runs (prompts are serialised, as Hermes serialises
+    them with its own lock) and its value is put back after."""
+    @functools.wraps(original)
+    def approval_callback(self, *args, **kwargs):
+        approvals = _cli_approvals(original)
+        if approvals is None:  # no approvals block: Hermes' own default, 60
+            return original(self, *args, **kwargs)
+        with _cli_wait:
+            missing = object()
+            saved = approvals.get("timeout", missing)
+            approvals["timeout"] = CLI_TIMEOUT
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                if approvals.get("timeout") == CLI_TIMEOUT:
+                    if saved is missing:
+                        approvals.pop("timeout", None)
+                    else:
+                        approvals["timeout"] = saved
+    setattr(approval_callback, WRAPPED, True)
+    return approval_callback
+
+
+def install_cli(cls):
+    """Wrap cls._approval_callback (HermesCLI's prompt) once."""
+    with _cli_install:
+        current = getattr(cls, CLI_CALLBACK, None)
+        if current is not None and not getattr(current, WRAPPED, False):
+            setattr(cls, CLI_CALLBACK, _wrap_cli_prompt(current))
+
+
+def cli_installed(cls):
+    return bool(getattr(getattr(cls, CLI_CALLBACK, None), WRAPPED, False))
+
+
+def _is_cli_prompt(callback):
+    """True for a bound _approval_callback whose module has a CLI_CONFIG."""
+    func = getattr(callback, "__func__", None)
+    return (getattr(callback, "__self__", None) is not None and getattr(func, "__name__", "") == CLI_CALLBACK
+            and CLI_CONFIG_NAME in getattr(func, "__globals__", {}))
+
+
+def _wrap_set_callback(original):
+    @functools.wraps(original)
+    def set_approval_callback(cb, *args, **kwargs):
+        if _is_cli_prompt(cb):
+            install_cli(type(cb.__self__))
+            cb = getattr(cb.__self__, CLI_CALLBACK)  # bound to the wrapped method
+        return original(cb, *args, **kwargs)
+    setattr(set_approval_callback, WRAPPED, True)
+    return set_approval_callback
+
+
 # The names in tools.approval this plugin replaces, and their wrappers.
 WRAPS = (
     ("_smart_approve", _wrap_smart_approve),
     ("_await_gateway_decision", _wrap_await),
     ("prompt_dangerous_approval", _wrap_prompt),
 )
+# The names in tools.terminal_tool it replaces: where HermesCLI registers
+# its prompt, the first point in the CLI process where that class is known.
+TERMINAL_WRAPS = (
+    ("set_approval_callback", _wrap_set_callback),
+)
 
 
-def install(approval=None):
-    """Wrap the names in WRAPS in tools.approval (once)."""
+def _modules(approval, terminal):
     if approval is None:
         import tools.approval as approval
-    for name, wrap in WRAPS:
-        current = getattr(approval, name)
-        if not getattr(current, WRAPPED, False):
-            setattr(approval, name, wrap(current))
+    if terminal is None:
+        import tools.terminal_tool as terminal
+    return ((approval, WRAPS), (terminal, TERMINAL_WRAPS))
 
 
-def installed(approval=None):
-    """True when every name in WRAPS is wrapped."""
-    if approval is None:
-        import tools.approval as approval
-    return all(getattr(getattr(approval, name, None), WRAPPED, False) for name, _ in WRAPS)
+def install(approval=None, terminal=None):
+    """Wrap the names in WRAPS in tools.approval and TERMINAL_WRAPS in
+    tools.terminal_tool (once), and HermesCLI's prompt if cli.py is loaded."""
+    for module, wraps in _modules(approval, terminal):
+        for name, wrap in wraps:
+            current = getattr(module, name)
+            if not getattr(current, WRAPPED, False):
+                setattr(module, name, wrap(current))
+    cls = getattr(sys.modules.get("cli"), "HermesCLI", None)
+    if cls is not None:
+        install_cli(cls)
+
+
+def installed(approval=None, terminal=None):
+    """True when every name in WRAPS and TERMINAL_WRAPS is wrapped."""
+    return all(getattr(getattr(module, name, None), WRAPPED, False)
+               for module, wraps in _modules(approval, terminal) for name, _ in wraps)
 
 
 def _human(decision, command, description, risk="unknown"):
