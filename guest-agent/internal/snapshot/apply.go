@@ -52,8 +52,11 @@ type ApplyOptions struct {
 }
 
 // Apply reads the apply stream from r and restores the box below
-// opts.Root: extract the root, remove root entries the archive does not
-// list, replace the workspace, install the authorized key, mark ready.
+// opts.Root: extract the root, replace the workspace, then (the stream read
+// to its end) remove root entries the archive does not list, install the
+// authorized key, mark ready. The walk of the whole root waits for the end
+// of the stream so that the input keeps flowing: smolvm releases before
+// 1.8.1 end an `exec -i` whose input the guest stops reading for 10 s.
 func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if line, err := readHeader(br); err != nil || line != protocol.ApplyMagic {
@@ -68,7 +71,12 @@ func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := readPart(br, PartRootfs, opts.Progress, func(pr io.Reader) error { return applyRoot(ctx, pr, opts) }); err != nil {
+	var pruneRoot func() error
+	if err := readPart(br, PartRootfs, opts.Progress, func(pr io.Reader) error {
+		var err error
+		pruneRoot, err = applyRoot(ctx, pr, opts)
+		return err
+	}); err != nil {
 		return err
 	}
 	if err := readPart(br, PartWorkspace, opts.Progress, func(pr io.Reader) error { return applyWorkspace(ctx, pr, opts) }); err != nil {
@@ -76,6 +84,9 @@ func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 	}
 	if line, err := readHeader(br); err != nil || line != "end" {
 		return fmt.Errorf("apply stream: want \"end\", got %q: %v", line, err)
+	}
+	if err := pruneRoot(); err != nil {
+		return err
 	}
 	if err := installKey(opts.Root, key, opts.Chown); err != nil {
 		return err
@@ -154,22 +165,26 @@ func readKey(r io.Reader) ([]byte, error) {
 	return []byte(line + "\n"), nil
 }
 
-// applyRoot extracts the root archive, then removes what it does not list.
-func applyRoot(ctx context.Context, r io.Reader, opts ApplyOptions) error {
+// applyRoot extracts the root archive and returns the removal of what it
+// does not list (the workspace is protected, so it may run after the
+// workspace part).
+func applyRoot(ctx context.Context, r io.Reader, opts ApplyOptions) (removeUnlisted func() error, err error) {
 	skip := func(rel string) bool {
 		top, _, _ := strings.Cut(rel, "/")
 		return protectedTop[top] || rel == AgentPath || rel == ReadyMarker
 	}
 	listed, err := extract(ctx, r, opts.Root, extractOptions{skip: skip, chown: opts.Chown})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	st, err := os.Lstat(opts.Root)
-	if err != nil {
-		return err
-	}
-	keep := func(rel string) bool { return listed[rel] || skip(rel) }
-	return prune(opts.Root, "", statOf(st).Dev, keep)
+	return func() error {
+		st, err := os.Lstat(opts.Root)
+		if err != nil {
+			return err
+		}
+		keep := func(rel string) bool { return listed[rel] || skip(rel) }
+		return prune(opts.Root, "", statOf(st).Dev, keep)
+	}, nil
 }
 
 // prune removes every entry below dir+rel that keep refuses, deepest

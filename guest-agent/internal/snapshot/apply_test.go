@@ -1,0 +1,114 @@
+package snapshot
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// tgz is a gzipped tar of files (name → content; a name ending in / is a
+// directory).
+func tgz(t *testing.T, files [][2]string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	for _, f := range files {
+		h := &tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}
+		if f[0][len(f[0])-1] == '/' {
+			h = &tar.Header{Name: f[0], Mode: 0o755, Typeflag: tar.TypeDir}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func part(name string, body []byte) protocol.ApplyPart {
+	sum := sha256.Sum256(body)
+	return protocol.ApplyPart{Name: name, Size: int64(len(body)), SHA256: hex.EncodeToString(sum[:]), Body: bytes.NewReader(body)}
+}
+
+// endWatch calls atEnd once the last byte of the stream has been read.
+type endWatch struct {
+	r      io.Reader
+	left   int
+	atEnd  func()
+	called bool
+}
+
+func (w *endWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.left -= n
+	if w.left == 0 && !w.called {
+		w.called = true
+		w.atEnd()
+	}
+	return n, err
+}
+
+// TestApplyPrunesAfterTheStream: the walk that removes root entries the
+// archive does not list runs only once the whole stream has been read, so
+// the input keeps flowing while the root is applied (smolvm before 1.8.1
+// ends an exec -i whose input the guest stops reading for 10 s).
+func TestApplyPrunesAfterTheStream(t *testing.T) {
+	root := t.TempDir()
+	stale := filepath.Join(root, "opt", "stale.txt")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := tgz(t, [][2]string{{"etc/", ""}, {"etc/passwd", "boxadmin:x:1000:1000::/home/boxadmin:/bin/sh\n"},
+		{"home/", ""}, {"home/boxadmin/", ""}})
+	// The workspace part is far larger than Apply's read buffer, so the
+	// stream's end is read long after the root part.
+	big := make([]byte, 1<<20)
+	_, _ = rand.NewChaCha8([32]byte{}).Read(big)
+	workspace := tgz(t, [][2]string{{"note.txt", "restored\n"}, {"big.bin", string(big)}})
+	var stream bytes.Buffer
+	err := protocol.WriteApplyStream(&stream, []protocol.ApplyPart{
+		part(protocol.ApplyPartKey, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA test\n")),
+		part(PartRootfs, rootfs), part(PartWorkspace, workspace)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleAtEnd := false
+	w := &endWatch{r: bytes.NewReader(stream.Bytes()), left: stream.Len(), atEnd: func() {
+		_, err := os.Lstat(stale)
+		staleAtEnd = err == nil
+	}}
+	if err := Apply(context.Background(), w, ApplyOptions{Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	if !w.called || !staleAtEnd {
+		t.Errorf("the root was pruned before the stream's end was read (end read: %v)", w.called)
+	}
+	if _, err := os.Lstat(stale); err == nil {
+		t.Error("the entry the archive does not list is still there")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "workspace", "note.txt")); err != nil || string(b) != "restored\n" {
+		t.Errorf("workspace note %q, %v", b, err)
+	}
+}
