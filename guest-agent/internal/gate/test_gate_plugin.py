@@ -471,6 +471,48 @@ class TestHermes019(PluginCase):
                          [("deny", "critical", "rm -r ./data")])
         self.assertIn("erases the disk", entries[0]["reason"])
 
+    def test_tui_prompt_waits_the_gateways_300(self):
+        # `hermes --tui` (or display.interface: tui) runs the agent in
+        # tui_gateway/server.py, whose _enable_gateway_prompts (run here
+        # from the tree's own source) routes approvals through the gateway
+        # path: the Ink UI is notified and the agent thread waits in
+        # _await_gateway_decision for approvals.timeout, the box's 300 s,
+        # not the chat prompt's 60.
+        for name in ("HERMES_GATEWAY_SESSION", "HERMES_EXEC_ASK", "HERMES_INTERACTIVE"):
+            self.env(name, "")
+        path = os.path.join(TREE, "tui_gateway", "server.py")
+        with open(path) as f:
+            source = ast.parse(f.read(), path)
+        enable = [n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == "_enable_gateway_prompts"]
+        namespace = {"os": os}
+        exec(compile(ast.Module(body=enable, type_ignores=[]), path, "exec"), namespace)
+        namespace["_enable_gateway_prompts"]()
+        waits = []
+        saved = self.approval._get_approval_timeout
+        self.approval._get_approval_timeout = lambda: waits.append(saved()) or waits[-1]
+        self.addCleanup(setattr, self.approval, "_get_approval_timeout", saved)
+        self.with_reply(reply(risk="high", reason="rewrites history"))
+        key = "tui-session"
+        seen = []
+
+        def notify(data):  # the Ink UI's approval.request; the person denies
+            seen.append(dict(data))
+            self.approval.resolve_gateway_approval(key, "deny")
+
+        self.approval.register_gateway_notify(key, notify)
+        self.addCleanup(self.approval.unregister_gateway_notify, key)
+
+        def turn():
+            self.approval.set_current_session_key(key)
+            return self.guard("git push --force origin main")
+
+        result = contextvars.copy_context().run(turn)
+        self.assertFalse(result["approved"])
+        self.assertEqual(len(seen), 1)
+        self.assertIn("rewrites history", seen[0]["description"])
+        self.assertEqual(self.asked, [], "the TUI took the CLI prompt")
+        self.assertEqual(waits, [300], "the TUI's wait is approvals.timeout")
+
     def test_failures_reach_the_human_with_the_reason(self):
         cases = [
             ("malformed", Stub({"choices": [{"message": {"content": "APPROVE"}}]}), "malformed reviewer output"),
