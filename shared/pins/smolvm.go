@@ -48,7 +48,12 @@ type SmolvmRelease struct {
 	// --from. False on every release read: run_from_smolmachine keeps only
 	// the manifest's secret refs.
 	SecretRefsOnCreateFrom bool
-	// LargeExecStdin: `machine exec -i` with large input works (from 1.8.1).
+	// LargeExecStdin: `machine exec -i` with large input works (from 1.8.1,
+	// #931). Before, the client stops reading output while it writes an
+	// input frame and fails with EAGAIN when a write makes no progress for
+	// 10 s, so output while input flows, or a command that stops reading
+	// for 10 s, ends the session; the restore's relay then holds the
+	// agent's output until the input ends.
 	LargeExecStdin bool
 	// EgressEvents: `machine egress-events` lists denials (from 1.8.1).
 	EgressEvents bool

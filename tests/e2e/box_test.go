@@ -33,6 +33,9 @@ type box struct {
 	Builder string
 	SSHPort int
 	env     []string
+	// printed is everything hermes-box printed in this run, command by
+	// command, for the secret check.
+	printed []string
 }
 
 // newBox writes a project (Smolfile, the static agent under bin/,
@@ -119,6 +122,7 @@ func (b *box) runWith(env []string, stdin []byte, timeout time.Duration, args ..
 	if err != nil && !errors.As(err, &ee) {
 		b.t.Fatalf("hermes-box %s: %v", strings.Join(args, " "), err)
 	}
+	b.printed = append(b.printed, "hermes-box "+strings.Join(args, " ")+"\n"+out.String()+errb.String())
 	return Result{Code: cmd.ProcessState.ExitCode(), Stdout: out.String(), Stderr: errb.String()}
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The mapped secret of the e2e box: secret-env.txt maps the gateway's
@@ -85,7 +86,17 @@ func (b *box) checkSecretNowhere(secret string) {
 		}
 	}
 	mustf(t, parts >= 2, "only %d backup parts were scanned", parts)
-	t.Logf("the secret is in none of %d files, %d of them decompressed backup parts", scanned, parts)
+	// What hermes-box printed: every command of the run so far, and the
+	// services' logs as a user would read them.
+	b.must(2*time.Minute, "logs", "-n", "2000")
+	b.must(2*time.Minute, "logs", "-n", "2000", "hermes")
+	for _, p := range b.printed {
+		if strings.Contains(p, secret) {
+			t.Fatalf("hermes-box printed the secret:\n%s", strings.SplitN(p, "\n", 2)[0])
+		}
+	}
+	t.Logf("the secret is in none of %d files, %d of them decompressed backup parts, nor in the output of %d hermes-box commands",
+		scanned, parts, len(b.printed))
 }
 
 // fileHolds looks for needle in a file, and in a .gz file in the members

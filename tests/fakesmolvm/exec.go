@@ -21,7 +21,9 @@ var agentName = path.Base(boxlayout.AgentPath)
 
 // exec is `machine exec`: the command runs on this host with the machine's
 // root standing in for the guest's file system. As in 1.0.4, stdin reaches
-// the command only with -i, and --timeout ends it with status 124.
+// the command only with -i, and --timeout ends it with status 124. Where the
+// release's row lacks LargeExecStdin, -i runs as 1.0.4's single loops do
+// (runSingleLoop).
 func (f *fake) exec(in *smolvmcli.Invocation) int {
 	r, err := f.readRecord(nameOr(in))
 	if err != nil {
@@ -47,13 +49,23 @@ func (f *fake) exec(in *smolvmcli.Invocation) int {
 	cmd.Env = append(os.Environ(), r.Env...)
 	cmd.Env = append(cmd.Env, resolveSecrets(append(r.SecretEnv, in.Values["secret-env"]...))...)
 	cmd.Env = append(cmd.Env, in.Values["env"]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if in.Bools["interactive"] && !largeExecStdin() {
+		code, err := runSingleLoop(ctx, cmd, os.Stdin, os.Stdout, os.Stderr, execSendTimeout)
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return smolvmcli.ExitTimeout
+		}
+		if err != nil {
+			return smolvmcli.Fail(os.Stderr, "%v", err)
+		}
+		return code
+	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if in.Bools["interactive"] {
 		cmd.Stdin = os.Stdin
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return smolvmcli.ExitTimeout

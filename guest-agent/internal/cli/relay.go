@@ -10,9 +10,11 @@ import (
 
 // runRelay reads the request line, checks it, and runs the verb in this
 // process: no shell ever sees the argv. Bytes after the request line stay on
-// stdin for verbs that read data.
+// stdin for verbs that read data. With --hold-output the verb's stdout and
+// events are written only once its input has ended (see holdOutput).
 func runRelay(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "relay", "")
+	fs := newFlags(e, "relay", "[--hold-output]")
+	hold := fs.Bool("hold-output", false, "write nothing on stdout and stderr until the input ends")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -22,11 +24,16 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 		return usageError("relay: %w", err)
 	}
 	sub := &env{Stdio: Stdio{In: in, Out: e.Out, Err: e.Err}, root: e.root, log: e.log, relayed: true}
+	if *hold && req.Options.Stdin {
+		h := newHoldOutput(e.Out, e.Err)
+		defer h.release()
+		sub.Stdio = Stdio{In: releaseAtEOF{r: in, h: h}, Out: &h.out, Err: &h.err}
+	}
 	level := req.Options.LogLevel
 	if level == "" {
 		level = protocol.LevelInfo
 	}
-	sub.events = protocol.NewEventWriter(e.Err, level)
+	sub.events = protocol.NewEventWriter(sub.Err, level)
 	if !req.Options.Stdin {
 		sub.In = emptyReader{}
 	}

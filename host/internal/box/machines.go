@@ -173,10 +173,19 @@ func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) e
 }
 
 // Agent is smolvm exec for a machine in restore mode, else the SSH relay
-// with the machine's pinned host key.
-func (d *smolDriver) Agent(_ context.Context, name string, port int) (relay.Transport, error) {
+// with the machine's pinned host key. The exec transport asks the release's
+// row whether `machine exec -i` is safe with large input (the restore
+// streams a whole backup); where it is not, the agent holds its output
+// until the input ends (relay.Exec.HoldOutput).
+func (d *smolDriver) Agent(ctx context.Context, name string, port int) (relay.Transport, error) {
 	if d.inRestoreMode(name) {
-		return d.b.execRelay(name), nil
+		rel, err := d.b.vm.Release(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("choosing the exec transport to %s: %w", name, err)
+		}
+		tr := d.b.execRelay(name)
+		tr.HoldOutput = !rel.LargeExecStdin
+		return tr, nil
 	}
 	tr, err := d.b.sshRelayTo(name, port)
 	if err != nil {

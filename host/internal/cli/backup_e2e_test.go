@@ -167,7 +167,7 @@ func checkReplacement(t *testing.T, h *harness, calls []call) {
 	if port == fmt.Sprint(h.port) {
 		t.Errorf("the candidate uses the box's port %s", port)
 	}
-	applied := index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay$`)
+	applied := index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay( --hold-output)?$`) // --hold-output on 1.0.4 (TestLifecycleAcrossReleases)
 	candDeleted := index(calls, `^machine delete --name `+name+` --force$`)
 	boxDeleted := index(calls, `^machine delete --name hermes-box --force$`)
 	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.port))

@@ -1,9 +1,11 @@
 package cli_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,10 +39,50 @@ func expectEnv(t *testing.T, release string, calls []call) {
 	}
 }
 
+// bigFile is a file written into the box's workspace.
+type bigFile struct {
+	path string
+	data []byte
+}
+
+// bigWorkspaceFile writes 6 MiB of incompressible bytes into the box's
+// workspace: the restore streams them through `machine exec -i`, well past
+// the ~270 KiB at which 1.0.4's exec -i stalled (smolvm #926).
+func bigWorkspaceFile(t *testing.T, h *harness) bigFile {
+	t.Helper()
+	f := bigFile{path: filepath.Join(h.state, "machines", machine, "root", "workspace", "work", "big.bin"), data: make([]byte, 6<<20)}
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(f.data)
+	must(t, os.MkdirAll(filepath.Dir(f.path), 0o755))
+	must(t, os.WriteFile(f.path, f.data, 0o644))
+	return f
+}
+
+// expectApplyExec checks the restore's `snapshot apply` call: through
+// `agent relay --hold-output` where the release's `exec -i` is not safe
+// with large input (1.0.4), through `agent relay` elsewhere.
+func expectApplyExec(t *testing.T, release string, calls []call) {
+	t.Helper()
+	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	n := 0
+	for _, c := range calls {
+		if strings.HasPrefix(c.line, "machine exec ") && strings.Contains(c.line, " -i ") {
+			n++
+			if _, args, _ := strings.Cut(c.line, "/hermes-box-agent "); args != want {
+				t.Errorf("smolvm %s: the restore ran %q, want the agent's %q", release, c.line, want)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("smolvm %s: the restore made no `machine exec -i` into the candidate: %v", release, lines(calls))
+	}
+}
+
 // TestLifecycleAcrossReleases runs init, stop, start, snapshot and restore
 // against the fake at each supported release the tests know, checking the
 // exact argv and SMOLVM_* environment of every smolvm call; the argv of a
-// whole run is the same on both releases.
+// whole run is the same on both releases but for the restore's
+// `relay --hold-output` on 1.0.4. The restore carries 6 MiB of workspace.
 func TestLifecycleAcrossReleases(t *testing.T) {
 	runs := map[string][]string{}
 	for _, release := range []string{"1.0.4", "1.9.3"} {
@@ -68,11 +110,17 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			expectCalls(t, r.calls, append(slices.Clone(status), "--version", "machine start --name hermes-box"))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
+			big := bigWorkspaceFile(t, h)
 			r = mustRun(t, h, "snapshot", "matrix")
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
+			must(t, os.Remove(big.path))
 			r = mustRun(t, h, "restore", strings.TrimSpace(r.stdout))
 			expectEnv(t, release, r.calls)
+			expectApplyExec(t, release, r.calls)
+			if got := readFile(t, big.path); !bytes.Equal(got, big.data) {
+				t.Errorf("the restore brought back %d bytes of %s, want the %d backed up", len(got), big.path, len(big.data))
+			}
 			all = append(all, r.calls...)
 			if !slices.ContainsFunc(r.calls, func(c call) bool { return strings.HasPrefix(c.line, "machine start --name hermes-box") }) {
 				t.Errorf("the restore did not start the box: %v", lines(r.calls))
@@ -90,6 +138,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 				if strings.Contains(line, "-restore-") || strings.Contains(line, "backups") {
 					line = "(candidate or backup path)" // names with times and random ports
 				}
+				line = strings.TrimSuffix(line, " --hold-output") // expectApplyExec checks it
 				runs[release] = append(runs[release], strings.ReplaceAll(line, fmt.Sprintf("-p %d:22", h.port), "-p SSH:22"))
 			}
 		})

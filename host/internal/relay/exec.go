@@ -3,11 +3,15 @@ package relay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -37,6 +41,13 @@ type Exec struct {
 	// Env holds KEY=VALUE pairs for the agent's environment (smolvm exec
 	// -e, so they are in argv: never secrets).
 	Env []string
+	// HoldOutput is for a smolvm release whose `machine exec -i` is not
+	// safe with large input (pins.SmolvmRelease.LargeExecStdin false):
+	// before 1.8.1 smolvm's client stops reading the guest's output while
+	// it writes input, and aborts when a write makes no progress for 10 s.
+	// A call with input then runs `agent relay --hold-output`, so the agent
+	// writes nothing until its input has ended.
+	HoldOutput bool
 }
 
 var _ Transport = (*Exec)(nil)
@@ -64,8 +75,34 @@ func (e *Exec) Run(ctx context.Context, req protocol.Request, stdin io.Reader, s
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	return e.exec(ctx, []string{e.agent(), "relay"}, in, stdout, onEvent, verb)
+	argv := []string{e.agent(), "relay"}
+	if stdin == nil || !e.HoldOutput {
+		return e.exec(ctx, argv, in, stdout, onEvent, verb)
+	}
+	var stalled atomic.Bool
+	code, err := e.exec(ctx, append(argv, "--hold-output"), in, stdout, func(ev protocol.Event) {
+		if ev.Fields[RawSourceField] == RawSourceStderr && strings.Contains(ev.Message, StalledInputMessage) {
+			stalled.Store(true)
+		}
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}, verb)
+	if err == nil && code != 0 && stalled.Load() {
+		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: %w", verb, e.Machine, ErrStalledInput)
+	}
+	return code, err
 }
+
+// StalledInputMessage is in the error a smolvm release without
+// LargeExecStdin prints when a write of `machine exec -i` input made no
+// progress for its 10 s write timeout (EAGAIN on the agent socket).
+const StalledInputMessage = "Resource temporarily unavailable"
+
+// ErrStalledInput is a relay call whose input smolvm gave up on.
+var ErrStalledInput = errors.New("smolvm aborted the input stream: the guest took none of it for 10 s and this smolvm release " +
+	"ends `machine exec -i` then (fixed in smolvm 1.8.1); retry, or install a release that streams large input: " +
+	pins.SmolvmInstallCommand(pins.SmolvmRecommended))
 
 // runDirect runs `agent VERB ARGS…` with the request's argv.
 func (e *Exec) runDirect(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event), verb string) (int, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +123,72 @@ func TestExecTransportDirect(t *testing.T) {
 	}
 	if _, err := direct.Run(t.Context(), protocol.Request{ProtocolVersion: 99, Argv: []string{"provision"}}, nil, nil, nil); err == nil {
 		t.Error("a bad direct request ran")
+	}
+}
+
+// TestExecTransportHoldOutput: where the release's exec -i is not safe with
+// large input (HoldOutput), a call with input runs `agent relay
+// --hold-output`; a call without input, or on a release without the
+// quirk, runs `agent relay`. The agent answers both.
+func TestExecTransportHoldOutput(t *testing.T) {
+	dir := t.TempDir()
+	l := &localExecer{t: t, agent: sshdtest.BuildAgent(t, dir), root: filepath.Join(dir, "root")}
+	if err := os.MkdirAll(filepath.Join(l.root, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "machine exec --stream -i --name builder -- /usr/local/sbin/hermes-box-agent "
+	tests := []struct {
+		name  string
+		hold  bool
+		stdin bool
+		want  string
+	}{
+		{"hold with input", true, true, "relay --hold-output"},
+		{"hold without input", true, false, "relay"},
+		{"no hold", false, true, "relay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &Exec{Machine: "builder", Execer: l, HoldOutput: tt.hold}
+			var stdin io.Reader
+			if tt.stdin {
+				stdin = strings.NewReader("not an apply stream\n")
+			}
+			var events []protocol.Event
+			code, err := tr.Run(t.Context(), request("snapshot", "apply"), stdin, nil, func(ev protocol.Event) { events = append(events, ev) })
+			if err != nil || code == 0 {
+				t.Fatalf("snapshot apply of a bad stream: %d %v", code, err)
+			}
+			if len(events) == 0 || !strings.Contains(events[len(events)-1].Message, "apply stream") {
+				t.Errorf("events %+v, want the apply's error", events)
+			}
+			if got := strings.Join(l.argv, " "); got != prefix+tt.want {
+				t.Errorf("argv %q, want %q", got, prefix+tt.want)
+			}
+		})
+	}
+}
+
+// stalledExecer answers as smolvm 1.0.4 does when a stdin write made no
+// progress for 10 s.
+type stalledExecer struct{}
+
+func (stalledExecer) Exec(_ context.Context, s smolvm.ExecSpec) (smolvm.Result, error) {
+	_, _ = io.WriteString(s.Stderr, "Error: io operation failed: Resource temporarily unavailable (os error 11)\n")
+	return smolvm.Result{ExitCode: 1}, nil
+}
+
+// TestExecStalledInput: on a release without LargeExecStdin smolvm's EAGAIN
+// becomes ErrStalledInput, which says what happened and what to install;
+// elsewhere smolvm's status 1 comes back as it is.
+func TestExecStalledInput(t *testing.T) {
+	tr := &Exec{Machine: "box", Execer: stalledExecer{}, HoldOutput: true}
+	_, err := tr.Run(t.Context(), request("snapshot", "apply"), strings.NewReader("x"), nil, nil)
+	if !errors.Is(err, ErrStalledInput) || !strings.Contains(err.Error(), "1.8.1") || !strings.Contains(err.Error(), "install.sh") {
+		t.Fatalf("error %v, want ErrStalledInput naming the fix and the install command", err)
+	}
+	tr.HoldOutput = false
+	if code, err := tr.Run(t.Context(), request("snapshot", "apply"), strings.NewReader("x"), nil, nil); code != 1 || err != nil {
+		t.Fatalf("without HoldOutput: %d %v, want 1 and no error", code, err)
 	}
 }
