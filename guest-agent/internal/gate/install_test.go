@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -210,13 +211,7 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 // Hermes for its effective mode, and shows 0.18.2 with the source-patch
 // config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
-	python := os.Getenv("HERMES_BOX_HERMES_PYTHON")
-	if python == "" {
-		var err error
-		if python, err = exec.LookPath("python3"); err != nil {
-			t.Skip("python3 not installed")
-		}
-	}
+	python := hermesPython(t)
 	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
 			rel := release(t, version)
@@ -250,9 +245,18 @@ func TestInstallRealTrees(t *testing.T) {
 		})
 	}
 	t.Run("0.18.2", func(t *testing.T) {
+		// The box's config as provisioning seeds it for the source-patch
+		// gate (hermesconfig.SeedFileWith with that mechanism's settings,
+		// what Installer.Apply writes on 0.16/0.17), under Hermes 0.18.2.
 		home := t.TempDir()
 		gated := release(t, "0.16.0")
-		write(t, home, "config.yaml", "approvals:\n  mode: gated\n  timeout: 60\n  gateway_timeout: 300\n")
+		wrote, err := hermesconfig.SeedFileWith(filepath.Join(home, "config.yaml"), hermesconfig.SettingsFor(gated.Mechanism))
+		if err != nil || !wrote {
+			t.Fatalf("seeding: wrote %v, %v", wrote, err)
+		}
+		if cfg := read(t, home, "config.yaml"); !strings.Contains(cfg, "mode: gated") {
+			t.Fatalf("seeded config lacks mode: gated:\n%s", cfg)
+		}
 		tgt := Target{Source: realTree(t, "0.18.2"), Python: python, Home: home, Runner: command.ExecRunner{}}
 		eff, err := Probe(context.Background(), tgt, gated)
 		if err != nil {
@@ -262,4 +266,96 @@ func TestInstallRealTrees(t *testing.T) {
 			t.Fatalf("%+v", eff)
 		}
 	})
+}
+
+// hermesPython is the interpreter the real-tree tests run Hermes with:
+// HERMES_BOX_HERMES_PYTHON, or python3.
+func hermesPython(t *testing.T) string {
+	t.Helper()
+	if python := os.Getenv("HERMES_BOX_HERMES_PYTHON"); python != "" {
+		return python
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	return python
+}
+
+// TestReviewerCodexRequestRealTree installs the gate into a copy of the real
+// 0.19.0 tree (the service-tier source edit, the plugin, the seeded config)
+// and runs testdata/codex_request.py there: the plugin's reviewer call goes
+// through Hermes' own call_llm(task="approval") and Codex adapter, and only
+// the OpenAI client is a stand-in that captures responses.create's kwargs.
+// The request must carry the priority service tier, the model and low
+// reasoning; the unedited tree sends no service_tier.
+func TestReviewerCodexRequestRealTree(t *testing.T) {
+	tree := realTree(t, "0.19.0")
+	python := hermesPython(t)
+	rel := release(t, "0.19.0")
+	src := hermestest.CopyTree(t, tree)
+	if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
+		t.Fatal(err)
+	}
+	tgt := Target{Source: src, Python: python, Home: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+	if err := (Installer{}).Apply(context.Background(), tgt); err != nil {
+		t.Fatal(err)
+	}
+	req := codexRequest(t, tgt)
+	if req.Decision != "approve" || req.Calls != 1 {
+		t.Fatalf("the reviewer did not reach the Codex adapter once with an approve verdict back: %+v", req)
+	}
+	if req.Request.ServiceTier != "priority" {
+		t.Errorf("the reviewer's Codex request has service_tier %q, want \"priority\"", req.Request.ServiceTier)
+	}
+	if req.Request.Model != "gpt-5.5" || req.Request.Reasoning.Effort != "low" || !req.Request.Stream {
+		t.Errorf("the reviewer's Codex request: %+v", req.Request)
+	}
+	if len(req.BaseURL) != 1 || req.BaseURL[0] != "https://chatgpt.com/backend-api/codex" {
+		t.Errorf("the reviewer's client was built for %q, want the Codex endpoint", req.BaseURL)
+	}
+	unedited := tgt
+	unedited.Source = tree
+	if req := codexRequest(t, unedited); req.Calls != 1 || req.Request.ServiceTier != "" {
+		t.Errorf("the unedited 0.19.0 tree: %+v (the source edit is what forwards the tier)", req)
+	}
+}
+
+type codexCapture struct {
+	Decision string   `json:"decision"`
+	Calls    int      `json:"calls"`
+	BaseURL  []string `json:"baseURL"`
+	Request  struct {
+		Model       string `json:"model"`
+		ServiceTier string `json:"service_tier"`
+		Stream      bool   `json:"stream"`
+		Reasoning   struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+	} `json:"request"`
+}
+
+func codexRequest(t *testing.T, tgt Target) codexCapture {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", "codex_request.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tgt.Python, script)
+	cmd.Dir = tgt.Source
+	cmd.Env = append(os.Environ(), "HERMES_HOME="+tgt.Home, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s in %s: %v\n%s(agent.auxiliary_client needs Hermes' dependencies, httpx among them: "+
+			"HERMES_BOX_HERMES_PYTHON names an interpreter that has them)", tgt.Python, script, tgt.Source, err, stderr.String())
+	}
+	var c codexCapture
+	if err := json.Unmarshal(out, &c); err != nil {
+		t.Fatalf("unreadable capture %q: %v", out, err)
+	}
+	return c
 }

@@ -10,6 +10,7 @@ the variable is unset, which CI cannot provide.
 """
 
 import ast
+import contextvars
 import hashlib
 import json
 import os
@@ -422,6 +423,95 @@ class TestHermes019(PluginCase):
         self.assertFalse(result["approved"])
         self.assertIn("Do NOT retry", result["message"])
         self.assertEqual(self.asked, [])
+
+    def test_gateway_denial_blocks_without_asking(self):
+        # A chat-platform turn as the gateway runs it: the session's
+        # platform and key bound in gateway.session_context, a notify
+        # callback registered for the session (the chat the owner would be
+        # asked in), not the interactive CLI.  Hermes 0.19.0 would put a
+        # smart denial to the owner there; the seed's denial is final.
+        from gateway import session_context
+        self.env("HERMES_INTERACTIVE", "")
+        self.addCleanup(setattr, session_context, "_session_context_engaged",
+                        session_context._session_context_engaged)
+        stub = self.with_reply(reply(decision="deny", risk="critical", reason="erases the disk"))
+        key = "agent:main:telegram:dm:1"
+        notified = []
+
+        def notify(data):  # the owner, asked in the chat, would approve at once
+            notified.append(dict(data))
+            self.approval.resolve_gateway_approval(key, "once")
+
+        self.approval.register_gateway_notify(key, notify)
+        self.addCleanup(self.approval.unregister_gateway_notify, key)
+        hooks = []
+        saved_hook = self.approval._fire_approval_hook
+        self.approval._fire_approval_hook = lambda name, **kw: hooks.append((name, kw.get("surface"))) or saved_hook(name, **kw)
+        self.addCleanup(setattr, self.approval, "_fire_approval_hook", saved_hook)
+
+        def turn():
+            session_context.set_session_vars(platform="telegram", chat_id="1", session_key=key)
+            self.approval.set_current_session_key(key)
+            gateway = self.approval._is_gateway_approval_context() and not self.approval._is_interactive_cli()
+            return gateway, self.guard("rm -r ./data")
+
+        gateway, result = contextvars.copy_context().run(turn)
+        self.assertTrue(gateway, "the turn did not run as a gateway approval context")
+        self.assertEqual(len(stub.calls), 1)
+        self.assertFalse(result["approved"], result)
+        self.assertIn("Do NOT retry", result["message"])
+        self.assertIn("erases the disk", result["deny_reason"])
+        self.assertEqual(notified, [], "the owner was asked in the chat")
+        self.assertEqual(self.asked, [])
+        # Only Hermes' smart-verdict observer fires; no request to a person.
+        self.assertEqual(hooks, [("pre_approval_request", "smart"), ("post_approval_response", "smart")])
+        self.assertEqual(self.approval._gateway_queues.get(key), None)
+        entries = read_chain(self.audit)
+        self.assertEqual([(e["decision"], e["risk"], e["command"]) for e in entries],
+                         [("deny", "critical", "rm -r ./data")])
+        self.assertIn("erases the disk", entries[0]["reason"])
+
+    def test_tui_prompt_waits_the_gateways_300(self):
+        # `hermes --tui` (or display.interface: tui) runs the agent in
+        # tui_gateway/server.py, whose _enable_gateway_prompts (run here
+        # from the tree's own source) routes approvals through the gateway
+        # path: the Ink UI is notified and the agent thread waits in
+        # _await_gateway_decision for approvals.timeout, the box's 300 s,
+        # not the chat prompt's 60.
+        for name in ("HERMES_GATEWAY_SESSION", "HERMES_EXEC_ASK", "HERMES_INTERACTIVE"):
+            self.env(name, "")
+        path = os.path.join(TREE, "tui_gateway", "server.py")
+        with open(path) as f:
+            source = ast.parse(f.read(), path)
+        enable = [n for n in source.body if isinstance(n, ast.FunctionDef) and n.name == "_enable_gateway_prompts"]
+        namespace = {"os": os}
+        exec(compile(ast.Module(body=enable, type_ignores=[]), path, "exec"), namespace)
+        namespace["_enable_gateway_prompts"]()
+        waits = []
+        saved = self.approval._get_approval_timeout
+        self.approval._get_approval_timeout = lambda: waits.append(saved()) or waits[-1]
+        self.addCleanup(setattr, self.approval, "_get_approval_timeout", saved)
+        self.with_reply(reply(risk="high", reason="rewrites history"))
+        key = "tui-session"
+        seen = []
+
+        def notify(data):  # the Ink UI's approval.request; the person denies
+            seen.append(dict(data))
+            self.approval.resolve_gateway_approval(key, "deny")
+
+        self.approval.register_gateway_notify(key, notify)
+        self.addCleanup(self.approval.unregister_gateway_notify, key)
+
+        def turn():
+            self.approval.set_current_session_key(key)
+            return self.guard("git push --force origin main")
+
+        result = contextvars.copy_context().run(turn)
+        self.assertFalse(result["approved"])
+        self.assertEqual(len(seen), 1)
+        self.assertIn("rewrites history", seen[0]["description"])
+        self.assertEqual(self.asked, [], "the TUI took the CLI prompt")
+        self.assertEqual(waits, [300], "the TUI's wait is approvals.timeout")
 
     def test_failures_reach_the_human_with_the_reason(self):
         cases = [
