@@ -11,8 +11,11 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // wantEnv is the SMOLVM_* environment hermes-box gives a smolvm call on a
@@ -78,8 +81,60 @@ func expectApplyExec(t *testing.T, release string, calls []call) {
 	}
 }
 
-// TestLifecycleAcrossReleases runs init, stop, start, snapshot and restore
-// against the fake at each supported release the tests know, checking the
+// snapshotCalls is the exact smolvm argv of `snapshot` on a running box
+// (the stream itself goes through the SSH relay).
+var snapshotCalls = []string{
+	"machine status --name hermes-box --json", "machine ls --json", "machine status --name hermes-box --json",
+	"--version", "machine ls --json", "machine status --name hermes-box --json",
+}
+
+// restoreCalls is the exact smolvm argv of a restore on release, as
+// patterns: the candidate's name and its SSH port vary; the box's port is
+// sshPort. The candidate is created, booted in restore mode, given the
+// backup, restarted, checked and deleted; then the box is replaced the
+// same way.
+func restoreCalls(release string, sshPort int) []string {
+	relay := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	agent := regexp.QuoteMeta("-- /usr/local/sbin/hermes-box-agent ")
+	create := func(name, port string) string {
+		return "machine create --name " + name + regexp.QuoteMeta(" --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p ") +
+			port + regexp.QuoteMeta(":22 -e HERMES_BOX_EXECUTOR_ENABLED=false -e HERMES_BOX_EXECUTOR_IMAGE="+pins.DefaultExecutorImage+
+			" -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 -e HERMES_BOX_RESTORE_MODE=true --net")
+	}
+	boot := func(name string) []string {
+		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name,
+			"machine exec --name " + name + " " + agent + "version",
+			"machine exec --stream -i --name " + name + " " + agent + regexp.QuoteMeta(relay),
+			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name,
+			"machine exec --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
+	}
+	candidate := `hermes-box-restore-\d+-\d+`
+	// Preflight (the release, the machines, the box's state); the safety
+	// snapshot goes through the relay; then the box is stopped.
+	calls := []string{"machine ls --json", "--version", "machine ls --json", "machine ls --json",
+		"machine status --name hermes-box --json", "--version", "machine ls --json",
+		"machine status --name hermes-box --json", "machine status --name hermes-box --json", "machine stop --name hermes-box",
+		create(candidate, `\d+`)}
+	calls = append(calls, boot(candidate)...)
+	calls = append(calls, "machine stop --name "+candidate, "machine delete --name "+candidate+" --force",
+		"machine delete --name hermes-box --force", create("hermes-box", strconv.Itoa(sshPort)))
+	return append(calls, boot("hermes-box")...)
+}
+
+// expectCallsLike compares the argv sequence with patterns, each matching
+// one whole line.
+func expectCallsLike(t testing.TB, got []call, want []string) {
+	t.Helper()
+	g := lines(got)
+	for i := range max(len(g), len(want)) {
+		if i >= len(g) || i >= len(want) || !regexp.MustCompile("^"+want[i]+"$").MatchString(g[i]) {
+			t.Fatalf("smolvm call %d differs\n got:\n  %s\nwant (patterns):\n  %s", i+1, strings.Join(g, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+}
+
+// TestLifecycleAcrossReleases runs init, stop, start, restart, snapshot and
+// restore against the fake at each supported release the tests know, checking the
 // exact argv and SMOLVM_* environment of every smolvm call; the argv of a
 // whole run is the same on both releases but for the restore's
 // `relay --hold-output` on 1.0.4. The restore carries 6 MiB of workspace.
@@ -110,14 +165,20 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			expectCalls(t, r.calls, append(slices.Clone(status), "--version", "machine start --name hermes-box"))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
+			r = mustRun(t, h, "restart")
+			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box", status[0], "--version", "machine start --name hermes-box"))
+			expectEnv(t, release, r.calls)
+			all = append(all, r.calls...)
 			big := bigWorkspaceFile(t, h)
 			r = mustRun(t, h, "snapshot", "matrix")
+			expectCalls(t, r.calls, snapshotCalls)
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			must(t, os.Remove(big.path))
 			r = mustRun(t, h, "restore", strings.TrimSpace(r.stdout))
 			expectEnv(t, release, r.calls)
 			expectApplyExec(t, release, r.calls)
+			expectCallsLike(t, r.calls, restoreCalls(release, h.port))
 			if got := readFile(t, big.path); !bytes.Equal(got, big.data) {
 				t.Errorf("the restore brought back %d bytes of %s, want the %d backed up", len(got), big.path, len(big.data))
 			}
