@@ -39,17 +39,14 @@ func TestVerdict(t *testing.T) {
 // a proof, and its verdict says which is missing.
 func TestCovers(t *testing.T) {
 	plan := DefaultPlan(ModeStrict, []string{"a.example.com", "b.example.com"}, 2222)
-	full := Proof{Mode: ModeStrict}
-	for _, pr := range []Probe{
+	full := Proof{Mode: ModeStrict, Probes: []Probe{
 		{Class: DirectIP, Target: "1.1.1.1:443"}, {Class: UnlistedHost, Target: "example.com:443"},
 		{Class: IPv6, Target: "[2606:4700:4700::1111]:443"},
 		{Class: HostLoopback, Target: "100.96.0.1:2222"}, {Class: HostLoopback, Target: "host.smolvm.internal:2222"},
 		{Class: Gateway, Target: "10.0.2.2:2222"}, {Class: Gateway, Target: "10.0.2.2:22"},
 		{Class: ListedHost, Target: "a.example.com:443", WantReach: true, Reached: true},
 		{Class: ListedHost, Target: "b.example.com:443", WantReach: true, Reached: true},
-	} {
-		full.Probes = append(full.Probes, pr)
-	}
+	}}
 	if err := full.Covers(plan); err != nil {
 		t.Fatalf("a complete proof: %v", err)
 	}
