@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 )
 
 // interruptWhen runs hermes-box with p's environment, sends SIGINT once
@@ -21,27 +19,7 @@ func (p *executorProject) interruptWhen(ready func(stdout string) bool, args ...
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
 	cmd.Env = p.env
-	var stdout, stderr sshdtest.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	must(p.t, cmd.Start())
-	for i := 0; !ready(stdout.String()); i++ {
-		if i == 1200 {
-			cmd.Process.Kill()
-			cmd.Wait()
-			p.t.Fatalf("hermes-box %v never got ready\nstdout:\n%s\nstderr:\n%s", args, stdout.String(), stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	signalled := time.Now()
-	must(p.t, cmd.Process.Signal(os.Interrupt))
-	err := cmd.Wait()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(signalled)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatalf("running hermes-box %v: %v", args, err)
-	}
-	return r
+	return interruptWhen(p.t, cmd, ready)
 }
 
 // TestExecutorCtrlC: the first Ctrl-C ends an executor command quietly with

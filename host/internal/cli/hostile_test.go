@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -338,29 +338,36 @@ func (h *harness) runInterrupted(reached string, args ...string) result {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := h.command(ctx, args...)
-	var stdout, stderr bytes.Buffer
+	return interruptWhen(h.t, h.command(ctx, args...), func(string) bool {
+		_, err := os.Stat(reached)
+		return err == nil
+	})
+}
+
+// interruptWhen starts cmd (a hermes-box run), sends it SIGINT once ready
+// says so of its output so far, and returns how it ended, elapsed counted
+// from the signal. It waits for ready at most 2 minutes.
+func interruptWhen(t testing.TB, cmd *exec.Cmd, ready func(stdout string) bool) result {
+	t.Helper()
+	var stdout, stderr sshdtest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	must(h.t, cmd.Start())
-	for i := 0; ; i++ {
-		if _, err := os.Stat(reached); err == nil {
-			break
-		}
+	must(t, cmd.Start())
+	for i := 0; !ready(stdout.String()); i++ {
 		if i == 1200 {
 			cmd.Process.Kill()
 			cmd.Wait()
-			h.t.Fatalf("hermes-box %v never reached %s\nstderr:\n%s", args, reached, stderr.String())
+			t.Fatalf("%v never got ready\nstdout:\n%s\nstderr:\n%s", cmd.Args, stdout.String(), stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	signalled := time.Now()
-	must(h.t, cmd.Process.Signal(os.Interrupt))
+	must(t, cmd.Process.Signal(os.Interrupt))
 	err := cmd.Wait()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(signalled)}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		h.t.Fatalf("running hermes-box %v: %v", args, err)
+		t.Fatalf("running %v: %v", cmd.Args, err)
 	}
 	return r
 }
