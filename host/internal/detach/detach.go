@@ -5,29 +5,19 @@ package detach
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
 // Context returns a context that ends limit after now, or grace after ctx
 // is cancelled (at once plus grace if ctx already is), whichever comes
-// first. The cancel function releases its timers.
+// first. The cancel function ends it.
 func Context(ctx context.Context, limit, grace time.Duration) (context.Context, context.CancelFunc) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
-	var mu sync.Mutex
-	var timer *time.Timer
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		timer = time.AfterFunc(grace, cancel)
-	})
+	// A grace timer that fires after the step ended cancels a context
+	// already cancelled: nothing to stop.
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
 	return dctx, func() {
 		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
-		}
-		mu.Unlock()
 		cancel()
 	}
 }
