@@ -379,12 +379,19 @@ const interruptBound = time.Minute
 
 func expectEndedSoon(t *testing.T, what string, r result) {
 	t.Helper()
+	expectEndedWithin(t, what, r, interruptBound)
+}
+
+// expectEndedWithin wants an interrupted run to have exited with 130 within
+// bound of the signal; the time is logged.
+func expectEndedWithin(t *testing.T, what string, r result, bound time.Duration) {
+	t.Helper()
 	t.Logf("%s: ended %s after SIGINT, exit %d", what, r.elapsed.Round(time.Millisecond), r.code)
 	if r.code != 130 {
 		t.Errorf("%s: exit %d after an interrupt, want 130\n%s", what, r.code, r.stderr)
 	}
-	if r.elapsed > interruptBound {
-		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed, interruptBound)
+	if r.elapsed > bound {
+		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed.Round(time.Millisecond), bound)
 	}
 }
 

@@ -43,13 +43,7 @@ func (h *harness) unhang() {
 // status 130 and to say what it left (left) and what to run next (next).
 func expectInterrupted(t *testing.T, what string, r result, left, next string) {
 	t.Helper()
-	t.Logf("%s: ended %s after SIGINT, exit %d", what, r.elapsed.Round(time.Millisecond), r.code)
-	if r.code != 130 {
-		t.Errorf("%s: exit %d, want 130\n%s", what, r.code, r.stderr)
-	}
-	if r.elapsed > recoveryBound {
-		t.Errorf("%s: ended %s after SIGINT, more than %s", what, r.elapsed.Round(time.Millisecond), recoveryBound)
-	}
+	expectEndedWithin(t, what, r, recoveryBound)
 	if !strings.Contains(r.stderr, "interrupted: "+left) || !strings.Contains(r.stderr, "next: "+next) {
 		t.Errorf("%s: does not say it left %q and to run %q:\n%s", what, left, next, r.stderr)
 	}

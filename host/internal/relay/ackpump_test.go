@@ -84,11 +84,7 @@ func TestAckPump(t *testing.T) {
 // goes on serving calls.
 func TestAckPumpOnOpenSSH(t *testing.T) {
 	f := newSSHDFixture(t)
-	c, err := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay").Dial(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialAgent(t, f)
 	for i := range 2 {
 		if r := relayHealth(t, c); r.Agent.Version == "" {
 			t.Fatalf("call %d: report without an agent version: %+v", i, r)

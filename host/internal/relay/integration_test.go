@@ -119,11 +119,7 @@ func relayHealth(t testing.TB, tr Transport) *health.Report {
 // session; the connection and the next call on it go on.
 func TestStoppedCallEndsOnlyItsSession(t *testing.T) {
 	f := newSSHDFixture(t)
-	c, err := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay").Dial(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialAgent(t, f)
 	if _, err := c.Run(t.Context(), request("health", "--json"), nil, failingWriter{}, nil); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("the stopped call: %v, want the writer's error", err)
 	}

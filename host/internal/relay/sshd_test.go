@@ -24,3 +24,15 @@ func relayTo(f *sshdFixture, pinned ssh.PublicKey, command string) *SSH {
 var shellQuote = sshdtest.ShellQuote
 
 type syncBuffer = sshdtest.SyncBuffer
+
+// dialAgent dials the fixture's real agent (pinned host key) for the test;
+// the connection closes when the test ends.
+func dialAgent(t *testing.T, f *sshdFixture) *Client {
+	t.Helper()
+	c, err := relayTo(f, f.HostKey, shellQuote(f.Agent)+" relay").Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
