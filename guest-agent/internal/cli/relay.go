@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log/slog"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -11,10 +12,10 @@ import (
 // runRelay reads the request line, checks it, and runs the verb in this
 // process: no shell ever sees the argv. Bytes after the request line stay on
 // stdin for verbs that read data. With --hold-output the verb's stdout and
-// events are written only once its input has ended (see holdOutput).
+// events are written only once it has returned (see heldOutput).
 func runRelay(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "relay", "[--hold-output]")
-	hold := fs.Bool("hold-output", false, "write nothing on stdout and stderr until the input ends")
+	hold := fs.Bool("hold-output", false, "write nothing on stdout and stderr until the verb has returned")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
@@ -25,9 +26,10 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	}
 	sub := &env{Stdio: Stdio{In: in, Out: e.Out, Err: e.Err}, root: e.root, log: e.log, relayed: true}
 	if *hold && req.Options.Stdin {
-		h := newHoldOutput(e.Out, e.Err)
-		defer h.release()
-		sub.Stdio = Stdio{In: releaseAtEOF{r: in, h: h}, Out: &h.out, Err: &h.err}
+		h := newHeldOutput()
+		defer h.flush(e.Out, e.Err)
+		sub.Out, sub.Err = h.out, h.err
+		sub.log = slog.New(slog.NewTextHandler(sub.Err, nil))
 	}
 	level := req.Options.LogLevel
 	if level == "" {

@@ -3,18 +3,20 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // TestRelayHoldOutput: `snapshot apply` reports "apply-authorized-key
 // started" as soon as it has read the part's header. Through `relay` the
 // event is on stderr while the input is still open; through `relay
-// --hold-output` nothing is written until the input ends, then the same
-// events are.
+// --hold-output` nothing is written until the verb has returned, then the
+// same events are.
 func TestRelayHoldOutput(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -67,21 +69,22 @@ func TestRelayHoldOutput(t *testing.T) {
 }
 
 // TestRelayHoldOutputBounded: a verb that writes more than maxHeldOutput
-// before its input ends gets a write error instead of growing the buffer.
+// on a stream gets a limit error instead of growing the buffer; nothing is
+// written before flush.
 func TestRelayHoldOutputBounded(t *testing.T) {
-	var out, errs bytes.Buffer
-	h := newHoldOutput(&out, &errs)
+	h := newHeldOutput()
 	if _, err := h.out.Write(make([]byte, maxHeldOutput)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.err.Write([]byte("x")); err != errHoldFull {
-		t.Fatalf("write past the bound: %v, want errHoldFull", err)
+	if _, err := h.out.Write([]byte("x")); !errors.Is(err, bounded.ErrLimit) {
+		t.Fatalf("write past the bound: %v, want a limit error", err)
 	}
-	if out.Len()+errs.Len() != 0 {
-		t.Fatal("held output written before release")
+	if _, err := h.err.Write([]byte("y")); err != nil {
+		t.Fatal(err)
 	}
-	h.release()
-	if _, err := h.err.Write([]byte("y")); err != nil || out.Len() != maxHeldOutput || errs.String() != "y" {
-		t.Fatalf("after release: %v, stdout %d bytes, stderr %q", err, out.Len(), errs.String())
+	var out, errs bytes.Buffer
+	h.flush(&out, &errs)
+	if out.Len() != maxHeldOutput || errs.String() != "y" {
+		t.Fatalf("flushed stdout %d bytes, stderr %q", out.Len(), errs.String())
 	}
 }
