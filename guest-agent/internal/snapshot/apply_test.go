@@ -1,9 +1,7 @@
 package snapshot
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,36 +11,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// tgz is a gzipped tar of files (name → content; a name ending in / is a
-// directory).
-func tgz(t *testing.T, files [][2]string) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	tw := tar.NewWriter(zw)
-	for _, f := range files {
-		h := &tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1])), Typeflag: tar.TypeReg}
-		if f[0][len(f[0])-1] == '/' {
-			h = &tar.Header{Name: f[0], Mode: 0o755, Typeflag: tar.TypeDir}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 func part(name string, body []byte) protocol.ApplyPart {
 	sum := sha256.Sum256(body)
@@ -80,13 +51,13 @@ func TestApplyPrunesAfterTheStream(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rootfs := tgz(t, [][2]string{{"etc/", ""}, {"etc/passwd", "boxadmin:x:1000:1000::/home/boxadmin:/bin/sh\n"},
-		{"home/", ""}, {"home/boxadmin/", ""}})
+	rootfs := tartest.TarGz(t, []tartest.Entry{tartest.Dir("etc/"), tartest.File("etc/passwd", "boxadmin:x:1000:1000::/home/boxadmin:/bin/sh\n"),
+		tartest.Dir("home/"), tartest.Dir("home/boxadmin/")})
 	// The workspace part is far larger than Apply's read buffer, so the
 	// stream's end is read long after the root part.
 	big := make([]byte, 1<<20)
 	_, _ = rand.NewChaCha8([32]byte{}).Read(big)
-	workspace := tgz(t, [][2]string{{"note.txt", "restored\n"}, {"big.bin", string(big)}})
+	workspace := tartest.TarGz(t, []tartest.Entry{tartest.File("note.txt", "restored\n"), tartest.File("big.bin", string(big))})
 	var stream bytes.Buffer
 	err := protocol.WriteApplyStream(&stream, []protocol.ApplyPart{
 		part(protocol.ApplyPartKey, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA test\n")),
