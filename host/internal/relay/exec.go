@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -76,31 +75,33 @@ func (e *Exec) Run(ctx context.Context, req protocol.Request, stdin io.Reader, s
 		stdout = io.Discard
 	}
 	argv := []string{e.agent(), "relay"}
-	if stdin == nil || !e.HoldOutput {
-		return e.exec(ctx, argv, in, stdout, onEvent, verb)
+	if stdin != nil && e.HoldOutput {
+		argv = append(argv, "--hold-output")
 	}
-	var stalled atomic.Bool
-	code, err := e.exec(ctx, append(argv, "--hold-output"), in, stdout, func(ev protocol.Event) {
-		if ev.Fields[RawSourceField] == RawSourceStderr && strings.Contains(ev.Message, StalledInputMessage) {
-			stalled.Store(true)
+	// A release without LargeExecStdin says so on stderr when it gives up
+	// on the input; newer ones never print it.
+	stalled := false
+	code, err := e.exec(ctx, argv, in, stdout, func(ev protocol.Event) {
+		if ev.Fields[RawSourceField] == RawSourceStderr && strings.Contains(ev.Message, stalledInputMessage) {
+			stalled = true
 		}
 		if onEvent != nil {
 			onEvent(ev)
 		}
 	}, verb)
-	if err == nil && code != 0 && stalled.Load() {
-		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: %w", verb, e.Machine, ErrStalledInput)
+	if err == nil && code != 0 && stalled && stdin != nil {
+		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: %w", verb, e.Machine, errStalledInput)
 	}
 	return code, err
 }
 
-// StalledInputMessage is in the error a smolvm release without
+// stalledInputMessage is in the error a smolvm release without
 // LargeExecStdin prints when a write of `machine exec -i` input made no
 // progress for its 10 s write timeout (EAGAIN on the agent socket).
-const StalledInputMessage = "Resource temporarily unavailable"
+const stalledInputMessage = "Resource temporarily unavailable"
 
-// ErrStalledInput is a relay call whose input smolvm gave up on.
-var ErrStalledInput = errors.New("smolvm aborted the input stream: the guest took none of it for 10 s and this smolvm release " +
+// errStalledInput is a relay call whose input smolvm gave up on.
+var errStalledInput = errors.New("smolvm aborted the input stream: the guest took none of it for 10 s and this smolvm release " +
 	"ends `machine exec -i` then (fixed in smolvm 1.8.1); retry, or install a release that streams large input: " +
 	pins.SmolvmInstallCommand(pins.SmolvmRecommended))
 
