@@ -45,7 +45,7 @@ type Exec struct {
 	// before 1.8.1 smolvm's client stops reading the guest's output while
 	// it writes input, and aborts when a write makes no progress for 10 s.
 	// A call with input then runs `agent relay --hold-output`, so the agent
-	// writes nothing until its input has ended.
+	// writes nothing until the verb has returned.
 	HoldOutput bool
 }
 
