@@ -105,47 +105,55 @@ func (f *fake) injected(in *smolvmcli.Invocation) (int, bool) {
 	if b, err := os.ReadFile(filepath.Join(f.state, "fail")); err == nil {
 		text += "\n" + string(b)
 	}
-	rules, err := parseRules(text)
+	r, ok, err := f.matching(in, text)
 	if err != nil {
 		return smolvmcli.Fail(os.Stderr, "%v", err), true
 	}
-	for _, r := range rules {
+	if !ok {
+		return 0, false
+	}
+	fmt.Fprintln(os.Stderr, "Error: injected failure")
+	return r.code, true
+}
+
+// matching parses rules and returns the first that matches this call.
+func (f *fake) matching(in *smolvmcli.Invocation, rules string) (failRule, bool, error) {
+	parsed, err := parseRules(rules)
+	if err != nil {
+		return failRule{}, false, err
+	}
+	for _, r := range parsed {
 		if r.command != in.Command.Name() || (r.name != "" && r.name != target(in)) {
 			continue
 		}
 		if r.nth == 0 || f.occurrences(r) == r.nth {
-			fmt.Fprintln(os.Stderr, "Error: injected failure")
-			return r.code, true
+			return r, true, nil
 		}
 	}
-	return 0, false
+	return failRule{}, false, nil
 }
 
 // hang makes a call that a rule of <state>/hang matches (the grammar of
 // the fail rules, the code ignored) hang, as a smolvm stuck on a VM would:
 // it appends its command to <state>/hang.reached and sleeps for an hour,
-// until the caller kills it.
-func (f *fake) hang(in *smolvmcli.Invocation) {
+// until the caller kills it. Rules that do not parse fail the call.
+func (f *fake) hang(in *smolvmcli.Invocation) (int, bool) {
 	b, err := os.ReadFile(filepath.Join(f.state, "hang"))
 	if err != nil {
-		return
+		return 0, false
 	}
-	rules, err := parseRules(string(b))
+	_, ok, err := f.matching(in, string(b))
 	if err != nil {
-		return
+		return smolvmcli.Fail(os.Stderr, "hang rules: %v", err), true
 	}
-	for _, r := range rules {
-		if r.command != in.Command.Name() || (r.name != "" && r.name != target(in)) {
-			continue
+	if ok {
+		if rf, err := os.OpenFile(filepath.Join(f.state, "hang.reached"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(rf, in.Command.Name())
+			rf.Close()
 		}
-		if r.nth == 0 || f.occurrences(r) == r.nth {
-			if rf, err := os.OpenFile(filepath.Join(f.state, "hang.reached"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-				fmt.Fprintln(rf, in.Command.Name())
-				rf.Close()
-			}
-			time.Sleep(time.Hour)
-		}
+		time.Sleep(time.Hour)
 	}
+	return 0, false
 }
 
 // occurrences counts the logged calls matching r, this one included.

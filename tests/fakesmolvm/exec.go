@@ -52,25 +52,23 @@ func (f *fake) exec(in *smolvmcli.Invocation) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
+	var code int
 	if in.Bools["interactive"] && !largeExecStdin() {
-		code, err := runSingleLoop(ctx, cmd, os.Stdin, os.Stdout, os.Stderr, execSendTimeout)
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return smolvmcli.ExitTimeout
+		code, err = runSingleLoop(ctx, cmd, os.Stdin, os.Stdout, os.Stderr, execSendTimeout)
+	} else {
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if in.Bools["interactive"] {
+			cmd.Stdin = os.Stdin
 		}
-		if err != nil {
-			return smolvmcli.Fail(os.Stderr, "%v", err)
-		}
-		return code
+		code, err = exitStatus(cmd.Run()), nil
 	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if in.Bools["interactive"] {
-		cmd.Stdin = os.Stdin
-	}
-	err = cmd.Run()
-	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return smolvmcli.ExitTimeout
+	case err != nil:
+		return smolvmcli.Fail(os.Stderr, "%v", err)
 	}
-	return exitStatus(err)
+	return code
 }
 
 // readRecord loads a machine under the state lock.

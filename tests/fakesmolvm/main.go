@@ -89,7 +89,9 @@ func run(args []string) int {
 		fmt.Println(smolvmcli.VersionLine(release()))
 		return 0
 	}
-	f.hang(in)
+	if code, failed := f.hang(in); failed {
+		return code
+	}
 	if code, failed := f.injected(in); failed {
 		return code
 	}
