@@ -129,6 +129,12 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if !strings.Contains(r.stderr, "[restore hermes-box] done: ") {
 		t.Errorf("restore did not report its transfer:\n%s", r.stderr)
 	}
+	// The package brought the key that signed its backup: restore names
+	// that signer and says to restore only packages you made.
+	if finger := manifestField(t, filepath.Join(proj, backupDir), "ssh_key_fingerprint"); !strings.Contains(r.stderr, "whose key ("+finger+") signed the backup") ||
+		!strings.Contains(r.stderr, "restore only packages you made") {
+		t.Errorf("restore of a package does not name its signer:\n%s", r.stderr)
+	}
 	if got := h.readNote(); got != "carried over\n" {
 		t.Errorf("note after the portable restore = %q", got)
 	}
