@@ -59,6 +59,8 @@ hermes-box package --snapshot hermes-box-20260102-030405-manual move`,
 	"executor mcp-test":       "hermes-box executor mcp-test",
 	"executor connect-hermes": "hermes-box executor connect-hermes",
 	"exit-codes":              "hermes-box help exit-codes",
+	"hostkey":                 "hermes-box hostkey repin",
+	"hostkey repin":           "hermes-box hostkey repin          # asks before pinning\nhermes-box hostkey repin --yes    # off a terminal",
 }
 
 // applyExamples sets the Examples of cmd and of every command below it,

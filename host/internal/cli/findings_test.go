@@ -237,3 +237,46 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 		t.Errorf("destroy --force does not say what is lost and the last good backup:\n%s", r.stdout)
 	}
 }
+
+// TestHostKeyRepin: a host key that no longer matches the pin is said with
+// the re-pin verb (not OpenSSH's advice), and hostkey repin reads the key
+// out of band and pins it (finding 4).
+func TestHostKeyRepin(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	pin := filepath.Join(h.root, "state", "hostkeys", machine+".pub")
+	good := readFile(t, pin)
+	// Another key stands in for a pin the box no longer matches.
+	h.write("state/hostkeys/"+machine+".pub", readFile(t, filepath.Join(h.root, "state", "hermes-box-ed25519.pub")))
+	expectFailure(t, "ssh with a mismatched pin", h.run("ssh", "--", "true"), 1,
+		[]string{"the box's SSH host key is not the one pinned when it was created", "next: if the box was re-created or restored outside hermes-box, re-pin its key (read out of band, not over SSH): hermes-box hostkey repin"},
+		"REMOTE HOST IDENTIFICATION", "known_hosts")
+	if r := h.run("hostkey", "repin"); r.code != 2 || !strings.Contains(r.stderr, "pass --yes to pin it off a terminal") {
+		t.Errorf("hostkey repin off a terminal without --yes: %d\n%s", r.code, r.stderr)
+	}
+	if got := readFile(t, pin); string(got) == string(good) {
+		t.Fatal("the refused repin changed the pin")
+	}
+	r := mustRun(t, h, "hostkey", "repin", "--yes")
+	if !regexp.MustCompile(`^pinned SHA256:\S+ \(was SHA256:\S+\)\n$`).MatchString(r.stdout) || !slicesContain(lines(r.calls), `machine exec --name `+machine) {
+		t.Errorf("hostkey repin --yes: %q %v", r.stdout, lines(r.calls))
+	}
+	if got := readFile(t, pin); string(got) != string(good) {
+		t.Errorf("the re-pinned key is not the box's: %s", got)
+	}
+	mustRun(t, h, "ssh", "--", "true")
+	if r := mustRun(t, h, "hostkey", "repin"); !strings.Contains(r.stdout, "nothing to change") {
+		t.Errorf("hostkey repin of a matching pin: %q", r.stdout)
+	}
+	mustRun(t, h, "stop")
+}
+
+// slicesContain reports whether a line of ls starts with prefix.
+func slicesContain(ls []string, prefix string) bool {
+	for _, l := range ls {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -164,6 +164,7 @@ func newRootCommand() *cobra.Command {
 		newRestoreCommand(),
 		newPackageCommand(),
 		newExecutorCommand(),
+		newHostKeyCommand(),
 		newExitCodesTopic(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true
