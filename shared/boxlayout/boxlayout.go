@@ -58,6 +58,18 @@ const (
 	GateAuditLog = LogDir + "/gate-audit.jsonl"
 )
 
+// The agent's state in the guest, outside the workspace.
+const (
+	// StateDir holds the agent's state, root only.
+	StateDir = "/var/lib/hermes-box"
+	// SeedArchive is the tar of the builder's workspace the image carries
+	// (smolvm 1.0.4's pack does not keep the builder's /workspace disk);
+	// the first boot unpacks it.
+	SeedArchive = StateDir + "/workspace-seed.tar"
+	// SeedID names the seed SeedArchive holds.
+	SeedID = StateDir + "/workspace-seed.id"
+)
+
 // RestoreReady is the marker a restore writes when the backup is applied;
 // a machine in restore mode starts its services only once it exists. It is
 // relative to the guest's root, as the paths of a snapshot's archive are.

@@ -9,7 +9,7 @@ import (
 
 func TestPathsAreCleanAndAbsolute(t *testing.T) {
 	for _, p := range []string{AgentPath, OCIHelperPath, Workspace, HermesHome, LogDir, WorkDir, CodexHome,
-		ExecutorDir, ExecutorDataDir, ExecutorRuntimeDir, GateAuditLog, AuthorizedKeysUpload, TestPinsDir} {
+		ExecutorDir, ExecutorDataDir, ExecutorRuntimeDir, GateAuditLog, AuthorizedKeysUpload, TestPinsDir, StateDir, SeedArchive, SeedID} {
 		if !path.IsAbs(p) || path.Clean(p) != p {
 			t.Errorf("%q is not a clean absolute path", p)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 func needRoot(t *testing.T) {
@@ -75,8 +76,8 @@ func startupLog(t *testing.T, root string) []string {
 func TestPrepareIsIdempotent(t *testing.T) {
 	root := t.TempDir()
 	accounts(t, root)
-	write(t, root, SeedID, "seed-7\n", 0o644)
-	write(t, root, SeedArchive, tarball(t, true,
+	write(t, root, boxlayout.SeedID, "seed-7\n", 0o644)
+	write(t, root, boxlayout.SeedArchive, tarball(t, true,
 		tartest.Entry{Name: "work/", Type: tar.TypeDir, Mode: 0o750},
 		tartest.Entry{Name: "work/bin/run", Type: tar.TypeReg, Body: "#!/bin/sh\n", Mode: 0o755},
 		tartest.Entry{Name: "work/link", Type: tar.TypeSymlink, Link: "bin/run"},
@@ -158,7 +159,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			write(t, root, SeedID, tt.id, 0o644)
+			write(t, root, boxlayout.SeedID, tt.id, 0o644)
 			var entries []tartest.Entry
 			switch tt.archive {
 			case "link/evil":
@@ -170,7 +171,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 			default:
 				entries = []tartest.Entry{{Name: "ok", Type: tar.TypeReg, Body: "x"}, {Name: tt.archive, Type: tar.TypeReg, Body: "x"}}
 			}
-			write(t, root, SeedArchive, tarball(t, false, entries...), 0o600)
+			write(t, root, boxlayout.SeedArchive, tarball(t, false, entries...), 0o600)
 			if tt.before != nil {
 				tt.before(root)
 			}
@@ -300,8 +301,8 @@ func fixedHost() (string, error) { return "box", nil }
 func TestWorkspaceSeedByID(t *testing.T) {
 	root := t.TempDir()
 	seed := func(id, body string) {
-		write(t, root, SeedID, id+"\n", 0o644)
-		write(t, root, SeedArchive, tarball(t, true,
+		write(t, root, boxlayout.SeedID, id+"\n", 0o644)
+		write(t, root, boxlayout.SeedArchive, tarball(t, true,
 			tartest.Entry{Name: "hermes-home/config.yaml", Type: tar.TypeReg, Body: body},
 			tartest.Entry{Name: "work/seeded", Type: tar.TypeReg, Body: body},
 		), 0o600)

@@ -23,8 +23,6 @@ const (
 	RestoreReady     = boxlayout.RestoreReady
 	OwnershipMarker  = "var/lib/hermes-box/runtime-ownership-v2"
 	OwnershipWitness = "usr/bin/sudo"
-	SeedArchive      = "var/lib/hermes-box/workspace-seed.tar"
-	SeedID           = "var/lib/hermes-box/workspace-seed.id"
 	RestoredID       = "var/lib/hermes-box/workspace-restored.id"
 )
 

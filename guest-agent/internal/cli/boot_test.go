@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -32,8 +33,8 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 	files := map[string]string{
 		"etc/passwd":                   fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
 		"etc/group":                    fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
-		boot.SeedID:                    "seed-1\n",
-		boot.SeedArchive:               seedTar(t),
+		boxlayout.SeedID:               "seed-1\n",
+		boxlayout.SeedArchive:          seedTar(t),
 		"usr/sbin/placeholder-for-dir": "",
 	}
 	for name, body := range files {

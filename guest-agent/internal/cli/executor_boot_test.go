@@ -20,6 +20,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -233,7 +234,7 @@ type standinRecord struct {
 // exactly the program's environment.
 func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layout) (*oci.Release, standinRecord) {
 	t.Helper()
-	data := filepath.Join(b.root, oci.DefaultDataDir)
+	data := filepath.Join(b.root, boxlayout.ExecutorDataDir)
 	var got standinRecord
 	svcs := waitServices(t, b.root, "every program RUNNING with a fresh stand-in record", func(m map[string]health.Service) bool {
 		if len(m) != 3 || m["sshd"].State != health.ServiceRunning || m["hermes"].State != health.ServiceRunning || m["executor"].State != health.ServiceRunning {
@@ -260,7 +261,7 @@ func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layo
 	if c := r.Checks[health.CheckExecutorImage]; c.Status != health.StatusHealthy || !strings.Contains(c.Message, ref) {
 		t.Errorf("executor-image check: %+v (image %s)", c, ref)
 	}
-	cur, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Current()
+	cur, err := (&oci.Store{Root: filepath.Join(b.root, boxlayout.ExecutorRuntimeDir)}).Current()
 	if err != nil || cur == nil || cur.ImageReference != ref || cur.Layout != layout {
 		t.Fatalf("current release %+v (%v), want %s in the %s layout", cur, err, ref, layout)
 	}
@@ -319,7 +320,7 @@ func TestBootSwitchesExecutorLayout(t *testing.T) {
 	if second.Name == first.Name {
 		t.Fatal("the packaged image did not get a release of its own")
 	}
-	rs, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Releases()
+	rs, err := (&oci.Store{Root: filepath.Join(b.root, boxlayout.ExecutorRuntimeDir)}).Releases()
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("releases after the switch: %+v %v; want both (the previous one kept for a rollback)", rs, err)
 	}
@@ -352,7 +353,7 @@ func TestBootExecutorBadDigest(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "executor run: pulling ") || !strings.Contains(strings.ToLower(out), "unknown manifest") {
 		t.Fatalf("the executor log does not say why: %q", out)
 	}
-	if _, err := os.Lstat(filepath.Join(b.root, oci.DefaultRuntimeRoot, "current")); err == nil {
+	if _, err := os.Lstat(filepath.Join(b.root, boxlayout.ExecutorRuntimeDir, "current")); err == nil {
 		t.Fatal("a release was activated")
 	}
 }

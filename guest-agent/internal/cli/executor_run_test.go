@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // execCall is one recorded executor.Exec.
@@ -51,11 +52,11 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	if code, errs := runIt(ref); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	cur, err := (&oci.Store{Root: filepath.Join(root, oci.DefaultRuntimeRoot)}).Current()
+	cur, err := (&oci.Store{Root: filepath.Join(root, boxlayout.ExecutorRuntimeDir)}).Current()
 	if err != nil || cur == nil || cur.ImageReference != ref {
 		t.Fatalf("current %+v (%v), want %s", cur, err, ref)
 	}
-	data := filepath.Join(root, oci.DefaultDataDir)
+	data := filepath.Join(root, boxlayout.ExecutorDataDir)
 	want := execCall{
 		argv: []string{filepath.Join(cur.Dir, "usr/local/bin/bun"), "run", "src/serve.ts"},
 		dir:  filepath.Join(cur.Dir, "app/apps/host-selfhost"),
@@ -92,7 +93,7 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "executor run: ") || len(*calls) != 3 {
 		t.Fatalf("bad digest: exit %d, %d execs: %s", code, len(*calls), errs)
 	}
-	if after, _ := (&oci.Store{Root: filepath.Join(root, oci.DefaultRuntimeRoot)}).Current(); after == nil || after.Name != cur.Name {
+	if after, _ := (&oci.Store{Root: filepath.Join(root, boxlayout.ExecutorRuntimeDir)}).Current(); after == nil || after.Name != cur.Name {
 		t.Fatalf("current changed to %+v after a failed pull", after)
 	}
 }
@@ -128,12 +129,6 @@ func TestExecutorRunRefusals(t *testing.T) {
 	code, _, errs := run(t, request("executor", "run"), "--root", t.TempDir(), "relay")
 	if code != 2 || !strings.Contains(errs, "does not run through the relay") || len(*calls) != 0 {
 		t.Fatalf("relayed executor run: exit %d: %s", code, errs)
-	}
-}
-
-func TestExecutorPortsAgree(t *testing.T) {
-	if boot.ExecutorGuestPort != oci.GuestPort || boot.ExecutorDir+"/data" != oci.DefaultDataDir || boot.ServiceUser != oci.RuntimeUser {
-		t.Fatal("boot's Executor constants disagree with package oci's")
 	}
 }
 

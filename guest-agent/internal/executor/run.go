@@ -18,7 +18,7 @@ import (
 // makes sure ref is pulled, verified and active (the active release is
 // kept as is when it already holds the image: no network), creates the
 // data dir, then replaces itself with the release's own bun running the
-// layout's entry (oci.Program), as that program's user, in its directory
+// layout's entry (Program), as that program's user, in its directory
 // and with its environment plus HOME and PATH. Any failure returns, so the
 // supervisor's backoff applies and health shows it.
 func Run(ctx context.Context, root string, ref oci.Reference, hostPort int, o StoreOptions, log *slog.Logger) error {
@@ -30,7 +30,7 @@ func Run(ctx context.Context, root string, ref oci.Reference, hostPort int, o St
 		return err
 	}
 	p := PathsFor(root)
-	spec, err := oci.Program(p.Runtime, p.Data, hostPort)
+	spec, err := Program(p, hostPort)
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,7 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 // Hermes for its effective mode, and shows 0.18.2 with the source-patch
 // config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
-	python := hermesPython(t)
+	python := hermestest.Python(t)
 	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
 			rel := release(t, version)
@@ -268,20 +268,6 @@ func TestInstallRealTrees(t *testing.T) {
 	})
 }
 
-// hermesPython is the interpreter the real-tree tests run Hermes with:
-// HERMES_BOX_HERMES_PYTHON, or python3.
-func hermesPython(t *testing.T) string {
-	t.Helper()
-	if python := os.Getenv("HERMES_BOX_HERMES_PYTHON"); python != "" {
-		return python
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	return python
-}
-
 // TestReviewerCodexRequestRealTree installs the gate into a copy of the real
 // 0.19.0 tree (the service-tier source edit, the plugin, the seeded config)
 // and runs testdata/codex_request.py there: the plugin's reviewer call goes
@@ -291,7 +277,7 @@ func hermesPython(t *testing.T) string {
 // reasoning; the unedited tree sends no service_tier.
 func TestReviewerCodexRequestRealTree(t *testing.T) {
 	tree := realTree(t, "0.19.0")
-	python := hermesPython(t)
+	python := hermestest.Python(t)
 	rel := release(t, "0.19.0")
 	src := hermestest.CopyTree(t, tree)
 	if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {

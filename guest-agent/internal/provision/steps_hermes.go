@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
-
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Where the Hermes installer puts things when it runs as root.
@@ -326,23 +325,20 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 
 // --- workspace seed --------------------------------------------------------
 
-// The seed: smolvm 1.0.4's pack does not keep the builder's /workspace disk,
-// so the image carries a tar of it that first boot unpacks.
-const (
-	seedTar = "/" + boot.SeedArchive
-	seedID  = "/" + boot.SeedID
-	wsID    = workspace + "/.hermes-box-snapshot-id"
-)
+// The seed (boxlayout.SeedArchive): smolvm 1.0.4's pack does not keep the
+// builder's /workspace disk, so the image carries a tar of it that first
+// boot unpacks. wsID marks the workspace the seed was made from.
+const wsID = workspace + "/.hermes-box-snapshot-id"
 
-var seedDir = dir{Path: "/var/lib/hermes-box", Mode: 0o700}
+var seedDir = dir{Path: boxlayout.StateDir, Mode: 0o700}
 
 func checkSeed(_ context.Context, p *Provisioner) (Status, error) {
-	a, errA := os.ReadFile(p.path(seedID))
+	a, errA := os.ReadFile(p.path(boxlayout.SeedID))
 	b, errB := os.ReadFile(p.path(wsID))
-	if errA == nil && errB == nil && bytes.Equal(a, b) && exists(p.path(seedTar)) {
+	if errA == nil && errB == nil && bytes.Equal(a, b) && exists(p.path(boxlayout.SeedArchive)) {
 		return Status{}, nil
 	}
-	return Status{Pending: []string{"archive " + workspace + " into " + seedTar}}, nil
+	return Status{Pending: []string{"archive " + workspace + " into " + boxlayout.SeedArchive}}, nil
 }
 
 func applySeed(_ context.Context, p *Provisioner) error {
@@ -359,13 +355,13 @@ func applySeed(_ context.Context, p *Provisioner) error {
 	if err := p.writeFile(file{Path: wsID, Data: []byte(id), Mode: 0o600}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFrom(p.path(seedTar), func(w io.Writer) error { return p.tarTree(w, p.path(workspace)) }, 0o600); err != nil {
+	if err := atomicfile.WriteFrom(p.path(boxlayout.SeedArchive), func(w io.Writer) error { return p.tarTree(w, p.path(workspace)) }, 0o600); err != nil {
 		return fmt.Errorf("archiving the workspace: %w", err)
 	}
-	if err := p.setAttrs(seedTar, 0o600, rootID, rootID); err != nil {
+	if err := p.setAttrs(boxlayout.SeedArchive, 0o600, rootID, rootID); err != nil {
 		return err
 	}
-	return p.writeFile(file{Path: seedID, Data: []byte(id), Mode: 0o600})
+	return p.writeFile(file{Path: boxlayout.SeedID, Data: []byte(id), Mode: 0o600})
 }
 
 // tarTree writes src as a tar of "./…" entries keeping modes and owners.

@@ -98,7 +98,11 @@ func TestRestoreChecksSignature(t *testing.T) {
 	legacy := copyBackup(t, good, filepath.Join(h.root, "backups", "hermes-box-20200101-000009-legacy"+backup.Suffix))
 	must(t, os.Remove(filepath.Join(legacy, backup.FileSignature)))
 	var entries []struct{ Path, Verified, Problem string }
-	must(t, json.Unmarshal([]byte(mustRun(t, h, "backups", "--verify", "--json").stdout), &entries))
+	r := h.run("backups", "--verify", "--json")
+	if r.code != 1 {
+		t.Errorf("backups --verify with invalid backups exited %d", r.code)
+	}
+	must(t, json.Unmarshal([]byte(r.stdout), &entries))
 	for _, e := range entries {
 		want := map[string]string{good: backup.StateVerified, legacy: backup.StateUnsigned, unsigned[0]: backup.StateUnsigned}[e.Path]
 		if says, ok := forged[e.Path]; ok {
@@ -112,7 +116,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 		}
 	}
 
-	r := h.run("restore", legacy)
+	r = h.run("restore", legacy)
 	if r.code == 0 || !strings.Contains(r.stderr, "--legacy-backup") {
 		t.Fatalf("restore of an unsigned backup exited %d:\n%s", r.code, r.stderr)
 	}
