@@ -115,7 +115,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	// An unsupported smolvm on this host: refused the same way.
 	h.extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable", "FAKESMOLVM_VERSION=1.2.3"}
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "restore", backupDir)
-	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, `unsupported smolvm release "1.2.3"`) {
+	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, "smolvm 1.2.3 is not a release hermes-box supports") {
 		t.Fatalf("restore with an unsupported smolvm: %d\n%s", r.code, r.stderr)
 	}
 	if i := index(h.calls()[before:], `^machine create`); i >= 0 {
