@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // MaxCopy is smolvm's cap on `machine cp`.
