@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
@@ -30,12 +33,14 @@ type PartSource func(ctx context.Context, part string, w io.Writer) error
 
 // Meta is what a new backup records about its origin.
 type Meta struct {
-	Machine     string
-	Label       string
-	Smolvm      string // `smolvm --version` output, or "unknown"
-	GOOS        string
-	Fingerprint string // SSH key fingerprint, "SHA256:…"
-	Now         time.Time
+	Machine string
+	Label   string
+	Smolvm  string // `smolvm --version` output, or "unknown"
+	GOOS    string
+	// Signer is the project key: it signs SHA256SUMS, and the manifest
+	// records its fingerprint.
+	Signer ssh.Signer
+	Now    time.Time
 	// Limits bound the parts; the zero value is the defaults.
 	Limits Limits
 }
@@ -53,6 +58,9 @@ var crashPoint = func(string) {}
 // never looks complete; its temp directory is removed on failure or, after
 // a crash, by Reap.
 func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
+	if meta.Signer == nil {
+		return "", errors.New("snapshot: no project key to sign the backup with")
+	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
 	}
@@ -90,11 +98,11 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := CheckWorkspace(listings[PartWorkspace], meta.Fingerprint == ""); err != nil {
+	if err := CheckWorkspace(listings[PartWorkspace], false); err != nil {
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
-		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: meta.Fingerprint}
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey())}
 	small := []struct {
 		name string
 		data []byte
@@ -104,7 +112,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 			return "", err
 		}
 	}
-	if _, err := writeSmall(filepath.Join(tmp, FileSums), sums.Bytes()); err != nil {
+	if err := writeSigned(tmp, sums.Bytes(), meta.Signer); err != nil {
 		return "", err
 	}
 	if err := atomicfile.SyncDir(tmp); err != nil {
@@ -205,6 +213,19 @@ func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer
 		return "", nil, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), names, f.Close()
+}
+
+// writeSigned writes SHA256SUMS and its signature.
+func writeSigned(dir string, sums []byte, signer ssh.Signer) error {
+	sig, err := SignSums(signer, sums)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if _, err := writeSmall(filepath.Join(dir, FileSums), sums); err != nil {
+		return err
+	}
+	_, err = writeSmall(filepath.Join(dir, FileSignature), sig)
+	return err
 }
 
 func writeSmall(path string, data []byte) (string, error) {

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 )
 
 // Backups lists the incremental backups of machine in backupsDir (by
-// their records), in name order.
-func Backups(backupsDir, machine string) (dirs []string, recs []*Record, err error) {
+// their records, each checked against t), in name order.
+func Backups(backupsDir, machine string, t backup.Trust) (dirs []string, recs []*Record, err error) {
 	entries, err := os.ReadDir(backupsDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing backups: %w", err)
@@ -20,7 +22,7 @@ func Backups(backupsDir, machine string) (dirs []string, recs []*Record, err err
 		if !e.IsDir() || !strings.HasSuffix(e.Name(), ".hermesbox") || !IsIncremental(dir) {
 			continue
 		}
-		rec, err := Load(dir)
+		rec, err := Load(dir, t)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -32,15 +34,15 @@ func Backups(backupsDir, machine string) (dirs []string, recs []*Record, err err
 }
 
 // Collect removes from machine's store every chunk that no incremental
-// backup of it needs. A backup whose record does not load or whose
+// backup of it needs (their records checked against t). A backup whose record does not load or whose
 // chunks are not all held stops the collection before anything is
 // removed: `backups repair` and `backups --verify` say more. The caller
 // holds the operation lock.
-func Collect(ctx context.Context, backupsDir, machine string) (GCReport, error) {
+func Collect(ctx context.Context, backupsDir, machine string, t backup.Trust) (GCReport, error) {
 	if _, err := ReapTemps(backupsDir); err != nil {
 		return GCReport{}, err
 	}
-	dirs, recs, err := Backups(backupsDir, machine)
+	dirs, recs, err := Backups(backupsDir, machine, t)
 	if err != nil {
 		return GCReport{}, fmt.Errorf("collecting garbage: %w", err)
 	}

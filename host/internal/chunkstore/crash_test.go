@@ -199,10 +199,10 @@ func TestCrashSnapshot(t *testing.T) {
 			dir0, _ := snapshot(t, backups, 0)
 			runCrash(t, "snapshot", at, backups)
 			restored(t, backups, dir0, 0)
-			if _, err := Collect(context.Background(), backups, "box"); err != nil {
+			if _, err := Collect(context.Background(), backups, "box", trust); err != nil {
 				t.Fatal(err)
 			}
-			dirs, recs, err := Backups(backups, "box")
+			dirs, recs, err := Backups(backups, "box", trust)
 			must(t, err)
 			if want := map[bool]int{true: 2, false: 1}[at == "published"]; len(dirs) != want {
 				t.Fatalf("%d backups after the crash, want %d", len(dirs), want)

@@ -15,23 +15,30 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/cdc"
 )
 
 // An incremental backup is a directory <machine>-<date>-<label>[-N]
-// .hermesbox, like a hermes-box-v2 one, holding the single file
-// RecordFile: the record, whose trees name chunks in the machine's store
-// (StoreDir). The directory is published by rename after the store's
+// .hermesbox, like a hermes-box-v2 one, holding two files: RecordFile,
+// the record, whose trees name chunks in the machine's store (StoreDir),
+// and RecordSignature, its signature by the project key. The directory is published by rename after the store's
 // index, which is the one commit point of a snapshot.
 const (
-	RecordFile   = "snapshot.json"
-	RecordFormat = "hermes-box-chunks-1"
+	RecordFile = "snapshot.json"
+	// RecordSignature is the project key's SSH signature (SSHSIG,
+	// namespace backup.SignatureNamespace) of RecordFile's bytes:
+	//
+	//	ssh-keygen -Y verify -f allowed_signers -I hermes-box -n hermes-box-backup@hermes-box -s snapshot.json.sig < snapshot.json
+	RecordSignature = RecordFile + ".sig"
+	RecordFormat    = "hermes-box-chunks-1"
 	// storesDir, below the backups directory, holds one store per machine.
 	storesDir = ".chunks"
 	// recordTempPrefix names a record's directory before it is published.
 	recordTempPrefix = ".hermes-box-chunks-"
 	maxRecord        = 1 << 20
+	maxSignature     = 16 << 10
 )
 
 // Parts are the parts of a backup, in order.
@@ -93,8 +100,7 @@ func (r *Record) Meta() (backup.Meta, error) {
 	if err != nil {
 		return backup.Meta{}, fmt.Errorf("%s: created %q: %w", RecordFile, r.Created, err)
 	}
-	return backup.Meta{Machine: r.Machine, Label: r.Label, Smolvm: r.Smolvm, GOOS: r.GOOS,
-		Fingerprint: r.Fingerprint, Now: now}, nil
+	return backup.Meta{Machine: r.Machine, Label: r.Label, Smolvm: r.Smolvm, GOOS: r.GOOS, Now: now}, nil
 }
 
 // IsIncremental reports whether the backup directory dir holds a record.
@@ -103,25 +109,28 @@ func IsIncremental(dir string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// Load reads and checks the record of the backup in dir: its format, its
-// chunker, both parts and nothing else, every tree id well formed.
-func Load(dir string) (*Record, error) {
+// Load reads the record of the backup in dir, checks its signature
+// against t first (a record is always signed: t.LegacyOK does not
+// apply), then its format, its chunker, both parts and nothing else,
+// every tree id well formed, and that it names its signer.
+func Load(dir string, t backup.Trust) (*Record, error) {
+	data, err := readRecordFile(filepath.Join(dir, RecordFile), maxRecord)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := readRecordFile(filepath.Join(dir, RecordSignature), maxSignature)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%w)", err, backup.ErrUnsigned)
+	}
+	signer, err := keys.Verify(sig, backup.SignatureNamespace, bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", backup.ErrInvalid, filepath.Join(dir, RecordSignature), err)
+	}
+	if t.Key != nil && !bytes.Equal(signer.Marshal(), t.Key.Marshal()) {
+		return nil, fmt.Errorf("%w: %s is signed by %s, this project's key is %s", backup.ErrForeign, dir,
+			keys.Fingerprint(signer), keys.Fingerprint(t.Key))
+	}
 	path := filepath.Join(dir, RecordFile)
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", backup.ErrInvalid, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", backup.ErrInvalid, path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(data) > maxRecord {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", backup.ErrInvalid, path, maxRecord)
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var r Record
@@ -131,7 +140,30 @@ func Load(dir string) (*Record, error) {
 	if err := r.check(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", backup.ErrInvalid, path, err)
 	}
+	if r.Fingerprint != keys.Fingerprint(signer) {
+		return nil, fmt.Errorf("%w: %s records %s, but it is signed by %s", backup.ErrInvalid, path, r.Fingerprint, keys.Fingerprint(signer))
+	}
 	return &r, nil
+}
+
+// readRecordFile reads a regular file of at most limit bytes.
+func readRecordFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", backup.ErrInvalid, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", backup.ErrInvalid, path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", backup.ErrInvalid, path, limit)
+	}
+	return data, nil
 }
 
 func (r *Record) check() error {
@@ -142,8 +174,6 @@ func (r *Record) check() error {
 		return fmt.Errorf("chunker %q, want %q", r.Chunker, cdc.Name)
 	case r.Machine == "" || strings.ContainsAny(r.Machine, "/\x00"):
 		return fmt.Errorf("machine %q", r.Machine)
-	case r.Fingerprint != "" && !strings.HasPrefix(r.Fingerprint, "SHA256:"):
-		return fmt.Errorf("ssh_key_fingerprint %q must start with %q", r.Fingerprint, "SHA256:")
 	}
 	if _, err := r.Meta(); err != nil {
 		return err
@@ -162,12 +192,18 @@ func (r *Record) check() error {
 	return nil
 }
 
-// publish writes the record into a new directory and publishes it below
-// backupsDir, never replacing anything; it returns the directory.
+// publish writes the record and its signature into a new directory and
+// publishes it below backupsDir, never replacing anything; it returns
+// the directory.
 func (r *Record) publish(backupsDir string, meta backup.Meta) (dir string, err error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", err
+	}
+	data = append(data, '\n')
+	sig, err := keys.Sign(meta.Signer, backup.SignatureNamespace, bytes.NewReader(data))
+	if err != nil {
+		return "", fmt.Errorf("signing the backup: %w", err)
 	}
 	tmp, err := os.MkdirTemp(backupsDir, recordTempPrefix)
 	if err != nil {
@@ -178,8 +214,13 @@ func (r *Record) publish(backupsDir string, meta backup.Meta) (dir string, err e
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	if err := atomicfile.WriteNew(filepath.Join(tmp, RecordFile), append(data, '\n'), 0o600); err != nil {
-		return "", err
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{RecordFile, data}, {RecordSignature, sig}} {
+		if err := atomicfile.WriteNew(filepath.Join(tmp, f.name), f.data, 0o600); err != nil {
+			return "", err
+		}
 	}
 	crashPoint("record-written")
 	return backup.PublishDir(tmp, backupsDir, meta.BaseName())
@@ -219,9 +260,19 @@ func reapRecordDir(p string) error {
 		return err
 	}
 	for _, f := range inner {
-		if !f.Type().IsRegular() || (f.Name() != RecordFile && !strings.HasPrefix(f.Name(), "."+RecordFile+".tmp-")) {
+		if !f.Type().IsRegular() || !recordFileName(f.Name()) {
 			return fmt.Errorf("not reaping %s: unexpected entry %q", p, f.Name())
 		}
 	}
 	return os.RemoveAll(p)
+}
+
+// recordFileName is a file publish writes, or its temp file.
+func recordFileName(name string) bool {
+	for _, f := range []string{RecordFile, RecordSignature} {
+		if name == f || strings.HasPrefix(name, "."+f+".tmp-") {
+			return true
+		}
+	}
+	return false
 }

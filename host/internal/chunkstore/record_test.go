@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,10 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 )
 
 type tfile struct {
@@ -77,9 +80,23 @@ func source(parts map[string][]tfile) backup.PartSource {
 
 var testLimits = backup.Limits{FreeSpace: func(string) (int64, error) { return 1 << 50, nil }}
 
+// signerFrom is an Ed25519 project key made from seed.
+func signerFrom(seed byte) ssh.Signer {
+	s, err := ssh.NewSignerFromKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize)))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+var (
+	projectKey = signerFrom(1)
+	trust      = backup.Trust{Key: projectKey.PublicKey()}
+)
+
 func meta(n int) backup.Meta {
 	return backup.Meta{Machine: "box", Label: fmt.Sprintf("gen%d", n), Smolvm: "1.9.3", GOOS: "linux",
-		Fingerprint: "SHA256:test", Now: time.Date(2026, 1, 1, 0, n, 0, 0, time.UTC), Limits: testLimits}
+		Signer: projectKey, Now: time.Date(2026, 1, 1, 0, n, 0, 0, time.UTC), Limits: testLimits}
 }
 
 func snapshot(t testing.TB, backups string, gen int) (string, *Record) {
@@ -95,16 +112,16 @@ func snapshot(t testing.TB, backups string, gen int) (string, *Record) {
 // backup whose parts equal generation gen's.
 func restored(t testing.TB, backups, dir string, gen int) {
 	t.Helper()
-	rec, err := Load(dir)
+	rec, err := Load(dir, trust)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := openStore(t, StoreDir(backups, "box"))
-	v2, err := s.Materialize(context.Background(), rec, t.TempDir(), testLimits)
+	v2, err := s.Materialize(context.Background(), rec, t.TempDir(), testLimits, projectKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backup.Verify(context.Background(), v2); err != nil {
+	if _, err := backup.Verify(context.Background(), v2, trust); err != nil {
 		t.Fatalf("materialized backup: %v", err)
 	}
 	for _, p := range []struct{ part, file string }{{backup.PartRootfs, backup.FileRootfs}, {backup.PartWorkspace, backup.FileWorkspace}} {
@@ -201,27 +218,48 @@ func TestRecordHostile(t *testing.T) {
 		b, _ := json.Marshal(m)
 		return b
 	}
+	sign := func(key ssh.Signer, data []byte) []byte {
+		sig, err := keys.Sign(key, backup.SignatureNamespace, bytes.NewReader(data))
+		must(t, err)
+		return sig
+	}
 	tests := []struct {
-		name string
-		data []byte
+		name      string
+		data, sig []byte
+		want      error
 	}{
-		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 })},
-		{"other format", edit(func(m map[string]any) { m["format"] = "hermes-box-v2" })},
-		{"other chunker", edit(func(m map[string]any) { m["chunker"] = "rabin" })},
-		{"a part missing", edit(func(m map[string]any) { delete(m["parts"].(map[string]any), "rootfs") })},
+		{"unknown field", edit(func(m map[string]any) { m["extra"] = 1 }), nil, backup.ErrInvalid},
+		{"other format", edit(func(m map[string]any) { m["format"] = "hermes-box-v2" }), nil, backup.ErrInvalid},
+		{"other chunker", edit(func(m map[string]any) { m["chunker"] = "rabin" }), nil, backup.ErrInvalid},
+		{"a part missing", edit(func(m map[string]any) { delete(m["parts"].(map[string]any), "rootfs") }), nil, backup.ErrInvalid},
 		{"a bad tree id", edit(func(m map[string]any) {
 			m["parts"].(map[string]any)["rootfs"].(map[string]any)["tree"] = []string{"ABC"}
-		})},
-		{"too large", append(good, bytes.Repeat([]byte(" "), maxRecord)...)},
-		{"not json", []byte("{")},
+		}), nil, backup.ErrInvalid},
+		{"another signer recorded", edit(func(m map[string]any) {
+			m["ssh_key_fingerprint"] = keys.Fingerprint(signerFrom(2).PublicKey())
+		}), nil, backup.ErrInvalid},
+		{"too large", append(bytes.Clone(good), bytes.Repeat([]byte(" "), maxRecord)...), nil, backup.ErrInvalid},
+		{"not json", []byte("{"), nil, backup.ErrInvalid},
+		{"changed after signing", edit(func(m map[string]any) { m["label"] = "other" }), sign(projectKey, good), backup.ErrInvalid},
+		{"signed by another key", good, sign(signerFrom(2), good), backup.ErrForeign},
+		{"unsigned", good, []byte{}, backup.ErrUnsigned},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := t.TempDir()
 			must(t, os.WriteFile(filepath.Join(d, RecordFile), tt.data, 0o600))
-			_, err := Load(d)
-			wantErr(t, err, backup.ErrInvalid)
+			switch {
+			case tt.sig == nil:
+				must(t, os.WriteFile(filepath.Join(d, RecordSignature), sign(projectKey, tt.data), 0o600))
+			case len(tt.sig) > 0:
+				must(t, os.WriteFile(filepath.Join(d, RecordSignature), tt.sig, 0o600))
+			}
+			_, err := Load(d, trust)
+			wantErr(t, err, tt.want)
 		})
+	}
+	if _, err := Load(dir, trust); err != nil {
+		t.Fatalf("the good record: %v", err)
 	}
 }
 
@@ -249,7 +287,7 @@ func TestMissingAndCorruptChunks(t *testing.T) {
 			wantErr(t, s.Verify(context.Background(), rec, false), tt.quick)
 			wantErr(t, s.Verify(context.Background(), rec, true), tt.read)
 			parent := t.TempDir()
-			_, err := s.Materialize(context.Background(), rec, parent, testLimits)
+			_, err := s.Materialize(context.Background(), rec, parent, testLimits, projectKey)
 			wantErr(t, err, tt.mat)
 			if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 				t.Fatalf("a failed restore left %v", entries)

@@ -10,6 +10,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/cdc"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
@@ -19,9 +20,12 @@ import (
 // the chunks the machine's store lacks, then the store's index, then the
 // record, published by rename. Every part is listed with today's rules
 // and limits while it is read, and the workspace must hold what a
-// restore needs. On failure the chunks this snapshot added are dropped
+// restore needs. The record is signed with meta.Signer. On failure the chunks this snapshot added are dropped
 // and no backup directory appears. The caller holds the operation lock.
 func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src backup.PartSource) (dir string, rec *Record, err error) {
+	if meta.Signer == nil {
+		return "", nil, errors.New("snapshot: no key to sign the backup with")
+	}
 	if _, err := ReapTemps(backupsDir); err != nil {
 		return "", nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -42,14 +46,14 @@ func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src back
 	}()
 	rec = &Record{Format: RecordFormat, Chunker: cdc.Name, Created: meta.Now.UTC().Format(time.RFC3339),
 		Machine: meta.Machine, Label: meta.Label, Smolvm: meta.Smolvm, GOOS: meta.GOOS,
-		Fingerprint: meta.Fingerprint, Parts: map[string]PartRecord{}}
+		Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), Parts: map[string]PartRecord{}}
 	for _, part := range Parts {
 		p, names, err := ingest(ctx, w, part, src)
 		if err != nil {
 			return "", nil, fmt.Errorf("snapshot of %s: %w", part, err)
 		}
 		if part == backup.PartWorkspace {
-			if err := backup.CheckWorkspace(names, meta.Fingerprint == ""); err != nil {
+			if err := backup.CheckWorkspace(names, false); err != nil {
 				return "", nil, err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/klauspost/compress/gzip"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
@@ -94,16 +95,17 @@ func (s *Store) Mark(ctx context.Context, rec *Record, m *Marks) error {
 	return s.walk(ctx, rec, Parts, mark, discard)
 }
 
-// Materialize writes the backup rec as a hermes-box-v2 backup below
-// parent (backup.Write: hashed, listed, checked as every snapshot is),
-// reading and re-hashing every chunk, and returns its directory. A
-// restore stages and applies that directory as it does any v2 backup.
-func (s *Store) Materialize(ctx context.Context, rec *Record, parent string, lim backup.Limits) (string, error) {
+// Materialize writes the backup rec (loaded, so its signature checked)
+// as a hermes-box-v2 backup below parent, signed by signer (backup.Write:
+// hashed, listed, checked as every snapshot is), reading and re-hashing
+// every chunk, and returns its directory. A restore stages and applies
+// that directory as it does any v2 backup.
+func (s *Store) Materialize(ctx context.Context, rec *Record, parent string, lim backup.Limits, signer ssh.Signer) (string, error) {
 	meta, err := rec.Meta()
 	if err != nil {
 		return "", err
 	}
-	meta.Limits = lim
+	meta.Limits, meta.Signer = lim, signer
 	buf := make([]byte, 0, MaxChunk)
 	fetch := func(id snaptree.ID) ([]byte, error) {
 		b, err := s.Read(ID(id), buf)
