@@ -19,12 +19,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-)
-
-// Part names, as the agent's `snapshot write` takes them.
-const (
-	PartRootfs    = "rootfs"
-	PartWorkspace = "workspace"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // PartSource streams one part (a gzip tar) to w; for a box it runs the
@@ -83,7 +78,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	crashPoint("temp-created")
 	sums := Sums{}
 	listings := map[string][]string{}
-	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
+	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
 		est := previousSize(backupsDir, meta.Machine, p.file)
 		fill := func(w io.Writer) error {
 			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
@@ -98,7 +93,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := CheckWorkspace(listings[PartWorkspace], false); err != nil {
+	if err := CheckWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
@@ -106,7 +101,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	small := []struct {
 		name string
 		data []byte
-	}{{FileListing, ListingBytes(listings[PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
+	}{{FileListing, ListingBytes(listings[boxlayout.PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
 	for _, f := range small {
 		if sums[f.name], err = writeSmall(filepath.Join(tmp, f.name), f.data); err != nil {
 			return "", err

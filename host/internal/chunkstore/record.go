@@ -17,6 +17,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/cdc"
 )
 
@@ -42,7 +43,7 @@ const (
 )
 
 // Parts are the parts of a backup, in order.
-var Parts = []string{backup.PartRootfs, backup.PartWorkspace}
+var Parts = []string{boxlayout.PartRootfs, boxlayout.PartWorkspace}
 
 // StoreDir is the chunk store of machine below backupsDir.
 func StoreDir(backupsDir, machine string) string {

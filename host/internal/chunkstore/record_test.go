@@ -21,6 +21,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 type tfile struct {
@@ -49,7 +50,7 @@ func boxParts(gen int) map[string][]tfile {
 	ws := []tfile{{"hermes-home/", nil}, {"hermes-home/config.yaml", []byte("model: x\n")},
 		{"codex-home/", nil}, {"codex-home/config.toml", []byte("x = 1\n")},
 		{"work/", nil}, {"work/big.bin", big}, {"work/notes.txt", fmt.Appendf(nil, "generation %d\n", gen)}}
-	return map[string][]tfile{backup.PartRootfs: root, backup.PartWorkspace: ws}
+	return map[string][]tfile{boxlayout.PartRootfs: root, boxlayout.PartWorkspace: ws}
 }
 
 func gzipTar(files []tfile) []byte {
@@ -124,7 +125,7 @@ func restored(t testing.TB, backups, dir string, gen int) {
 	if _, err := backup.Verify(context.Background(), v2, trust); err != nil {
 		t.Fatalf("materialized backup: %v", err)
 	}
-	for _, p := range []struct{ part, file string }{{backup.PartRootfs, backup.FileRootfs}, {backup.PartWorkspace, backup.FileWorkspace}} {
+	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, backup.FileRootfs}, {boxlayout.PartWorkspace, backup.FileWorkspace}} {
 		data, err := os.ReadFile(filepath.Join(v2, p.file))
 		must(t, err)
 		if got, want := tarSums(t, data), tarSums(t, gzipTar(boxParts(gen)[p.part])); got != want {
@@ -158,7 +159,7 @@ func TestSnapshotIncrementalRoundTrip(t *testing.T) {
 	if filepath.Base(dir1) != "box-"+time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Local().Format("20060102-150405")+"-gen0.hermesbox" {
 		t.Fatalf("backup named %s", dir1)
 	}
-	total := rec1.Parts[backup.PartRootfs].Bytes + rec1.Parts[backup.PartWorkspace].Bytes
+	total := rec1.Parts[boxlayout.PartRootfs].Bytes + rec1.Parts[boxlayout.PartWorkspace].Bytes
 	if rec1.Added.Bytes < total || rec2.Added.Bytes > total/5 || rec2.Added.Chunks == 0 {
 		t.Fatalf("first added %+v, second %+v, of %d bytes", rec1.Added, rec2.Added, total)
 	}
@@ -176,9 +177,9 @@ func TestSnapshotIncrementalRoundTrip(t *testing.T) {
 
 func TestSnapshotRefusesAndLeavesNothing(t *testing.T) {
 	noConfig := boxParts(0)
-	noConfig[backup.PartWorkspace] = noConfig[backup.PartWorkspace][2:]
+	noConfig[boxlayout.PartWorkspace] = noConfig[boxlayout.PartWorkspace][2:]
 	unsafe := boxParts(0)
-	unsafe[backup.PartRootfs] = append(unsafe[backup.PartRootfs], tfile{"../escape", []byte("x")})
+	unsafe[boxlayout.PartRootfs] = append(unsafe[boxlayout.PartRootfs], tfile{"../escape", []byte("x")})
 	tests := []struct {
 		name  string
 		parts map[string][]tfile

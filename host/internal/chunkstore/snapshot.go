@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/cdc"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
@@ -52,7 +53,7 @@ func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src back
 		if err != nil {
 			return "", nil, fmt.Errorf("snapshot of %s: %w", part, err)
 		}
-		if part == backup.PartWorkspace {
+		if part == boxlayout.PartWorkspace {
 			if err := backup.CheckWorkspace(names, false); err != nil {
 				return "", nil, err
 			}
