@@ -69,7 +69,7 @@ func tarball(t *testing.T, gz bool, entries ...tartest.Entry) string {
 
 func startupLog(t *testing.T, root string) []string {
 	t.Helper()
-	b, _ := os.ReadFile(filepath.Join(root, StartupLog))
+	b, _ := os.ReadFile(filepath.Join(root, boxlayout.StartupLog))
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
@@ -113,7 +113,7 @@ func TestPrepareIsIdempotent(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "workspace/work/hard")); string(b) != "#!/bin/sh\n" {
 		t.Errorf("hard link content %q", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "seed-7\n" {
+	if b, _ := os.ReadFile(filepath.Join(root, boxlayout.RestoredID)); string(b) != "seed-7\n" {
 		t.Errorf("restored id %q", b)
 	}
 	keys1, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub"))
@@ -181,7 +181,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 				if err == nil || errorsAsSkip(err, &skip) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("got %q, %v; want a failure containing %q", msg, err, tt.want)
 				}
-				if _, err := os.Stat(filepath.Join(root, RestoredID)); err == nil {
+				if _, err := os.Stat(filepath.Join(root, boxlayout.RestoredID)); err == nil {
 					t.Error("restored id written after a failed seed")
 				}
 				if ents, _ := os.ReadDir(filepath.Join(root, "workspace")); len(ents) != 0 {
@@ -206,10 +206,10 @@ func errorsAsSkip(err error, s *skipped) bool {
 
 func TestRestoreWait(t *testing.T) {
 	root := t.TempDir()
-	env := func(k string) string { return map[string]string{EnvRestoreMode: "true"}[k] }
+	env := func(k string) string { return map[string]string{boxlayout.EnvRestoreMode: "true"}[k] }
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		write(t, root, RestoreReady, "", 0o600)
+		write(t, root, boxlayout.RestoreReady, "", 0o600)
 	}()
 	o := &Options{Root: root, Getenv: env, Poll: 10 * time.Millisecond}
 	o.defaults()
@@ -342,11 +342,11 @@ func TestWorkspaceSeedByID(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, "workspace/stale")); err == nil {
 		t.Error("a top-level entry outside work/ survived the reseed")
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "s2\n" {
+	if b, _ := os.ReadFile(filepath.Join(root, boxlayout.RestoredID)); string(b) != "s2\n" {
 		t.Errorf("restored id %q", b)
 	}
 	// A used workspace that never recorded a seed is seeded, work/ kept.
-	os.Remove(filepath.Join(root, RestoredID))
+	os.Remove(filepath.Join(root, boxlayout.RestoredID))
 	seed("s3", "three")
 	if msg, err := run(); err != nil || !strings.Contains(msg, "work/ kept") || read("work/mine") != "user data" || read("hermes-home/config.yaml") != "three" {
 		t.Fatalf("unrecorded workspace: %q, %v", msg, err)

@@ -44,13 +44,13 @@ func workspaceSeed(ctx context.Context, o *Options) (string, error) {
 		return "", fmt.Errorf("%s: %w", boxlayout.SeedID, err)
 	}
 	prev := ""
-	if cur, err := os.ReadFile(o.path(RestoredID)); err == nil {
+	if cur, err := os.ReadFile(o.path(boxlayout.RestoredID)); err == nil {
 		prev = strings.TrimSpace(string(cur))
 		if prev == id {
 			return "", skipped("workspace already seeded from " + id)
 		}
 	}
-	ws := o.path(Workspace)
+	ws := o.path(boxlayout.Workspace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", err
 	}
@@ -58,7 +58,7 @@ func workspaceSeed(ctx context.Context, o *Options) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("seeding the workspace from %s: %w", boxlayout.SeedArchive, err)
 	}
-	if err := atomicfile.Write(o.path(RestoredID), []byte(id+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(o.path(boxlayout.RestoredID), []byte(id+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	msg := fmt.Sprintf("workspace seeded from %s (%d entries)", id, n)

@@ -17,7 +17,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -118,7 +117,7 @@ func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image stri
 			t.Fatal(err)
 		}
 	}
-	agent := filepath.Join(root, boot.AgentPath)
+	agent := filepath.Join(root, boxlayout.AgentPath)
 	if err := os.MkdirAll(filepath.Dir(agent), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +147,7 @@ func launchExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, root, ima
 	b.cmd = exec.CommandContext(t.Context(), exe, "--root", root, "boot")
 	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
 		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.CAFile(),
-		boot.EnvExecutorEnabled+"=true", boot.EnvExecutorImage+"="+image, boot.EnvExecutorHostPort+"=14788")
+		boxlayout.EnvExecutorEnabled+"=true", boxlayout.EnvExecutorImage+"="+image, boxlayout.EnvExecutorHostPort+"=14788")
 	b.cmd.Stderr = b.stderr
 	stopGently(b.cmd)
 	ns.do(func() { err = b.cmd.Start() })

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
@@ -42,9 +41,9 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
 	root := accountsRoot(t)
 	calls := stubExec(t)
-	t.Setenv(boot.EnvExecutorHostPort, "14788")
+	t.Setenv(boxlayout.EnvExecutorHostPort, "14788")
 	runIt := func(image string) (int, string) {
-		t.Setenv(boot.EnvExecutorImage, image)
+		t.Setenv(boxlayout.EnvExecutorImage, image)
 		code, _, errs := run(t, "", "--root", root, "executor", "run", "--registry-ca-dir", reg.CADir())
 		return code, errs
 	}
@@ -114,8 +113,8 @@ func TestExecutorRunRefusals(t *testing.T) {
 		{"r.example/x:v1@sha256:" + d, "70000", "HERMES_BOX_EXECUTOR_HOST_PORT: want a port"},
 	}
 	for _, tt := range tests {
-		t.Setenv(boot.EnvExecutorImage, tt.image)
-		t.Setenv(boot.EnvExecutorHostPort, tt.port)
+		t.Setenv(boxlayout.EnvExecutorImage, tt.image)
+		t.Setenv(boxlayout.EnvExecutorHostPort, tt.port)
 		root := t.TempDir()
 		code, _, errs := run(t, "", "--root", root, "executor", "run")
 		if code != 2 || !strings.Contains(errs, tt.want) {

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
@@ -30,7 +29,7 @@ func PathsFor(root string) Paths {
 	return Paths{
 		Runtime:    filepath.Join(root, boxlayout.ExecutorRuntimeDir),
 		Data:       filepath.Join(root, boxlayout.ExecutorDataDir),
-		HermesHome: filepath.Join(root, boot.HermesHome),
+		HermesHome: filepath.Join(root, boxlayout.HermesHome),
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Format is the manifest's format value.
@@ -27,9 +29,9 @@ const Suffix = ".hermesbox"
 
 // The files of a backup.
 const (
-	FileRootfs    = "rootfs.tar.gz"
+	FileRootfs    = boxlayout.PartRootfs + ".tar.gz"
 	FileListing   = "rootfs-files.txt"
-	FileWorkspace = "workspace.tar.gz"
+	FileWorkspace = boxlayout.PartWorkspace + ".tar.gz"
 	FileWarnings  = "snapshot-warnings.log"
 	FileManifest  = "manifest.txt"
 	FileSums      = "SHA256SUMS"

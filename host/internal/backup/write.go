@@ -19,12 +19,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-)
-
-// Part names, as the agent's `snapshot write` takes them.
-const (
-	PartRootfs    = "rootfs"
-	PartWorkspace = "workspace"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // PartSource streams one part (a gzip tar) to w; for a box it runs the
@@ -88,7 +83,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	crashPoint("temp-created")
 	sums := Sums{}
 	listings := map[string][]string{}
-	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
+	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
 		est := previousSize(backupsDir, meta.Machine, p.file)
 		fill := func(w io.Writer) error {
 			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
@@ -103,7 +98,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := checkWorkspace(listings[PartWorkspace], false); err != nil {
+	if err := CheckWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
@@ -111,7 +106,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	small := []struct {
 		name string
 		data []byte
-	}{{FileListing, ListingBytes(listings[PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
+	}{{FileListing, ListingBytes(listings[boxlayout.PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
 	for _, f := range small {
 		if sums[f.name], err = writeSmall(filepath.Join(tmp, f.name), f.data); err != nil {
 			return "", err
@@ -124,12 +119,17 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		return "", err
 	}
 	crashPoint("metadata-written")
-	base := fmt.Sprintf("%s-%s-%s", meta.Machine, meta.Now.Local().Format("20060102-150405"), SanitizeLabel(meta.Label))
-	if dir, err = publishDir(tmp, backupsDir, base); err != nil {
+	if dir, err = PublishDir(tmp, backupsDir, meta.BaseName()); err != nil {
 		return "", err
 	}
 	crashPoint("published")
 	return dir, nil
+}
+
+// BaseName is the name a backup of meta is published under, before
+// Suffix and any "-N" that keeps it unique.
+func (m Meta) BaseName() string {
+	return fmt.Sprintf("%s-%s-%s", m.Machine, m.Now.Local().Format("20060102-150405"), SanitizeLabel(m.Label))
 }
 
 // previousSize is the size of file in the newest backup of machine in
@@ -152,9 +152,9 @@ func previousSize(dir, machine, file string) int64 {
 	return fi.Size()
 }
 
-// publishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when
+// PublishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when
 // taken, never replacing anything.
-func publishDir(tmp, parent, base string) (string, error) {
+func PublishDir(tmp, parent, base string) (string, error) {
 	for n := 1; n <= 1000; n++ {
 		name := base
 		if n > 1 {
