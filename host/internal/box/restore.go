@@ -119,7 +119,7 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK))
+	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits())
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false))
+		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false), env.limits())
 		if err != nil {
 			return err
 		}
