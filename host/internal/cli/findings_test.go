@@ -164,15 +164,28 @@ func TestErrorClassesOfABox(t *testing.T) {
 		t.Errorf("status --json | jq -r %s of a stopped box: %v (exit %d)", m[1], got, r.code)
 	}
 
+	// Off a terminal, a copy prints at most a line per part per ten
+	// seconds, and never the previous backup's size as its own (finding 5).
+	mustRun(t, h, "snapshot", "first")
+	r = mustRun(t, h, "snapshot", "good")
+	backup := strings.TrimSpace(r.stdout)
+	for _, part := range []string{"snapshot rootfs", "snapshot workspace"} {
+		if n := strings.Count(r.stderr, part+": "); n > 1+int(r.elapsed/(10*time.Second)) {
+			t.Errorf("%d progress lines of %s in %v:\n%s", n, part, r.elapsed, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "~") || strings.Contains(r.stderr, "about ") || strings.Contains(r.stderr, "ETA") {
+		t.Errorf("the second snapshot gives the first's size as its own:\n%s", r.stderr)
+	}
+
 	// A corrupt backup fails backups --verify.
-	backup := strings.TrimSpace(mustRun(t, h, "snapshot", "good").stdout)
 	mustRun(t, h, "backups", "--verify")
 	part := filepath.Join(backup, "workspace.tar.gz")
 	b := readFile(t, part)
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(part, b, 0o644))
 	r = h.run("backups", "--verify")
-	expectFailure(t, "backups --verify with a corrupt backup", r, 1, []string{"1 of 1 backups are invalid: " + filepath.Base(backup)})
+	expectFailure(t, "backups --verify with a corrupt backup", r, 1, []string{"1 of 2 backups are invalid: " + filepath.Base(backup)})
 	if !strings.Contains(r.stdout, "invalid") {
 		t.Errorf("the listing does not show the invalid backup:\n%s", r.stdout)
 	}
