@@ -422,3 +422,37 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 	}
 	mustRun(t, h, "stop")
 }
+
+// TestFailedAndInterruptedBackupsSayWhereTheBoxIs: a failed restore and an
+// interrupted snapshot end with the state of the box and the next command;
+// the safety snapshots restores left are named with their size and how to
+// delete them (finding 3).
+func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)), ".hermesbox")
+	h.extra = []string{"FAKESMOLVM_FAIL=machine create"}
+	r := h.run("restore", name)
+	h.extra = nil
+	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + machine + `-\S+-pre-restore) \([0-9.]+ (B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
+	m := safety.FindStringSubmatch(r.stderr)
+	expectFailure(t, "a restore whose candidate fails", r, 1, []string{"candidate failed, original kept", "\nthe box now: hermes-box is running, as it was; restores left 1 safety snapshot"})
+	if m == nil {
+		t.Fatalf("the failed restore does not name its safety snapshot with its size:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "backups", m[1]+".hermesbox")); err != nil {
+		t.Errorf("the named safety snapshot is not there: %v", err)
+	}
+	// How it says to delete it works.
+	mustRun(t, h, "backups", "delete", m[1])
+
+	// A snapshot interrupted in its stream.
+	f := h.hostileAll("snapshot.write", "hang")
+	r = h.runInterrupted(f+".reached", "snapshot", "x")
+	must(t, os.Remove(f))
+	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||
+		!strings.Contains(r.stderr, "\nnext: hermes-box status shows it is healthy; then run hermes-box snapshot again") {
+		t.Errorf("an interrupted snapshot: %d\n%s", r.code, r.stderr)
+	}
+	mustRun(t, h, "stop")
+}
