@@ -238,12 +238,11 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 	}
 
 	// On a terminal, destroy asks; no answer destroys nothing.
-	if _, err := exec.LookPath("script"); err == nil || os.Getenv("CI") == "true" {
-		code, out := h.runTTY("destroy.typescript", "destroy")
-		if code != 1 || !strings.Contains(out, "destroy "+machine+"? its root file system and /workspace are lost since its last good backup ") ||
-			!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.machines()[machine] == "" {
-			t.Errorf("destroy on a terminal: %d\n%s", code, out)
-		}
+	needScript(t)
+	code, out := h.runTTY("destroy.typescript", "destroy")
+	if code != 1 || !strings.Contains(out, "destroy "+machine+"? its root file system and /workspace are lost since its last good backup ") ||
+		!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.machines()[machine] == "" {
+		t.Errorf("destroy on a terminal: %d\n%s", code, out)
 	}
 	r = mustRun(t, h, "destroy", "--force")
 	// The newest good backup is now restore's safety snapshot.
@@ -302,12 +301,7 @@ func slicesContain(ls []string, prefix string) bool {
 // tail of its console at once instead of the rest of the startup deadline
 // (finding 1).
 func TestStartWaitShowsLifeAndStopsWithTheConsole(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("script(1) (bsdutils) is required")
-		}
-		t.Skip("script(1) is not installed")
-	}
+	needScript(t)
 	h := newHarness(t)
 	initBox(t, h)
 	mustRun(t, h, "stop")

@@ -37,8 +37,8 @@ type Transfer struct {
 	estimate bool
 	// drawn says a bar shows the copy (set before the bar exists).
 	drawn bool
-	cur      atomic.Int64
-	start    time.Time
+	cur   atomic.Int64
+	start time.Time
 
 	mu       sync.Mutex // guards the fields below
 	lastEmit time.Time
