@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
 )
@@ -25,8 +25,8 @@ func TestExplainEveryClass(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("doing something: %w", err) }
 	cases := map[string]error{
 		"usage":              userr.Usage("bad"),
-		"host key mismatch":  userr.WithHint(wrap(relay.ErrHostKeyMismatch), "re-run it"),
-		"key refused":        wrap(relay.ErrAuthRefused),
+		"host key mismatch":  userr.WithHint(wrap(box.ErrHostKeyMismatch), "re-run it"),
+		"key refused":        wrap(box.ErrKeyRefused),
 		"connection refused": wrap(syscall.ECONNREFUSED),
 		"smolvm missing":     wrap(exec.ErrNotFound),
 		"configuration":      wrap(&config.Error{File: "f", Line: 1, Msg: "bad"}),
