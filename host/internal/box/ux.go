@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -160,7 +161,8 @@ type unsupportedSmolvm struct {
 }
 
 func (u *unsupportedSmolvm) Error() string {
-	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
 }
 
 func (u *unsupportedSmolvm) Unwrap() error { return u.err }
