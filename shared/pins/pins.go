@@ -93,6 +93,11 @@ type HermesRelease struct {
 	// PythonVersion is the CPython the installer has uv provision (its
 	// PYTHON_VERSION); uv is the pinned UV below for every release.
 	PythonVersion string
+	// ManagedScope is true when Hermes reads the root-owned managed scope
+	// (/etc/hermes/config.yaml, from 0.17.0): its keys win over the user's
+	// config and `hermes config set` refuses them, so the gate's settings
+	// are written there, out of the agent's reach.
+	ManagedScope bool
 }
 
 // InstallerURL is the immutable address of the installer at this commit.
@@ -113,6 +118,7 @@ var HermesReleases = []HermesRelease{
 		AnchorSet:          "hermes-0.19.0",
 		ExternalSupervisor: true,
 		PythonVersion:      "3.11",
+		ManagedScope:       true,
 	},
 	{
 		Commit:          "81eaedd0f5c471c7ee748990066135a684f3c962",
@@ -129,6 +135,7 @@ var HermesReleases = []HermesRelease{
 		Mechanism:       GateSourcePatch,
 		AnchorSet:       "hermes-0.17.0",
 		PythonVersion:   "3.11",
+		ManagedScope:    true,
 	},
 }
 

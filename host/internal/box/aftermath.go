@@ -60,7 +60,7 @@ func (b *Box) boxNow(ctx context.Context, cmd string) (state, next string) {
 // SafetySnapshots names the box's restore safety snapshots with their
 // size and how to delete them ("" when there are none).
 func (b *Box) SafetySnapshots(ctx context.Context) string {
-	entries, _ := backup.Inventory(ctx, b.cfg.BackupsDir(), false)
+	entries, _ := b.Backups(ctx, false)
 	var left []string
 	for _, e := range entries {
 		if e.Machine == b.cfg.MachineName && e.Label == safetyLabel {

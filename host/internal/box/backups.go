@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
@@ -17,6 +19,9 @@ import (
 // BackupEntry is one backup of the inventory (backup.Entry): the command
 // line reaches the backup package through the box only.
 type BackupEntry = backup.Entry
+
+// BackupComplete is the state of an entry checked without --verify.
+const BackupComplete = backup.StateComplete
 
 // MaxLabelBytes bounds a snapshot label as it goes into the backup's name
 // (and a package's), far inside a file name's 255 bytes.
@@ -35,25 +40,46 @@ func CheckLabel(label string) error {
 	return nil
 }
 
-// Backups lists the backups below dir; deep verifies each.
-func Backups(ctx context.Context, dir string, deep bool) ([]BackupEntry, error) {
-	return backup.Inventory(ctx, dir, deep)
+// Backups lists the backups; deep verifies each, its signature against
+// the project key first (any signer's when there is no key yet).
+func (b *Box) Backups(ctx context.Context, deep bool) ([]BackupEntry, error) {
+	key, err := b.projectKeyIfAny()
+	if err != nil {
+		return nil, err
+	}
+	return backup.Inventory(ctx, b.cfg.BackupsDir(), deep, key)
+}
+
+// DeleteBackup removes the backup name (never the last good one of a
+// machine unless force).
+func (b *Box) DeleteBackup(ctx context.Context, name string, force bool) (BackupEntry, error) {
+	key, err := b.projectKeyIfAny()
+	if err != nil {
+		return BackupEntry{}, err
+	}
+	return backup.Delete(ctx, b.cfg.BackupsDir(), name, force, key)
+}
+
+// projectKeyIfAny is the project's public key, nil when there is none.
+func (b *Box) projectKeyIfAny() (ssh.PublicKey, error) {
+	env, err := b.backupRun()
+	if errors.Is(err, userr.ErrNoBox) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return env.key, nil
 }
 
 // BackupNames are the names `backups` prints, for completion.
-func BackupNames(ctx context.Context, dir string) []string {
-	entries, _ := backup.Inventory(ctx, dir, false)
+func (b *Box) BackupNames(ctx context.Context) []string {
+	entries, _ := b.Backups(ctx, false)
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = e.Name
 	}
 	return names
-}
-
-// DeleteBackup removes the backup name below dir (never the last good one
-// of a machine unless force).
-func DeleteBackup(ctx context.Context, dir, name string, force bool) (BackupEntry, error) {
-	return backup.Delete(ctx, dir, name, force)
 }
 
 // ResolveBackup turns what a user gave for a backup into its path: a path
@@ -81,7 +107,7 @@ func (b *Box) ResolveBackup(arg string) (string, error) {
 // LastGoodBackup is the newest backup of the box's machine that is not
 // invalid (without a full verification); ok is false when there is none.
 func (b *Box) LastGoodBackup(ctx context.Context) (e BackupEntry, ok bool) {
-	entries, _ := backup.Inventory(ctx, b.cfg.BackupsDir(), false)
+	entries, _ := b.Backups(ctx, false)
 	for _, e := range slices.Backward(entries) {
 		if e.Good() && e.Machine == b.cfg.MachineName {
 			return e, true

@@ -20,8 +20,9 @@ func newBackupsCommand() *cobra.Command {
 		Aliases: []string{"backup"},
 		Short:   "List the backups: label, time, size, machine, verified state",
 		Long: "backups lists the backups in the backups directory, oldest first. Without --verify a backup is\n" +
-			"\"complete\" when its files and manifest are present; with --verify every checksum is read and it is\n" +
-			"\"verified\" or \"invalid\" (with the reason).",
+			"\"complete\" when its files and manifest are present; with --verify its signature is checked against\n" +
+			"the project key, every checksum is read, and it is \"verified\", \"unsigned\" (made before backups were\n" +
+			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason).",
 		Args: cobra.NoArgs,
 		RunE: backupsAction,
 	}
@@ -37,7 +38,7 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
-	entries, err := box.Backups(cmd.Context(), b.Config().BackupsDir(), deep)
+	entries, err := b.Backups(cmd.Context(), deep)
 	if err != nil {
 		return err
 	}
@@ -82,6 +83,9 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 			created = e.Created.Local().Format(time.DateTime)
 		}
 		state := e.Verified
+		if e.Unsigned && e.Verified == box.BackupComplete {
+			state += ", unsigned"
+		}
 		if e.Problem != "" {
 			state += ": " + e.Problem
 		}
@@ -106,7 +110,7 @@ func newBackupsDeleteCommand() *cobra.Command {
 			var e box.BackupEntry
 			err = b.Locked(func() error {
 				var derr error
-				e, derr = box.DeleteBackup(cmd.Context(), b.Config().BackupsDir(), args[0], force)
+				e, derr = b.DeleteBackup(cmd.Context(), args[0], force)
 				return derr
 			})
 			if err != nil {
