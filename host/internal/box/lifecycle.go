@@ -133,6 +133,11 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 			return err
 		}
 		*deleted = append(*deleted, name)
+		if name == b.cfg.MachineName {
+			if err := b.moveAuditAnchorAside(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	b.unmarkBuilder()
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
