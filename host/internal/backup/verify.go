@@ -114,7 +114,7 @@ func verifyContents(ctx context.Context, dir string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	return m, checkWorkspace(wsNames, m.Legacy())
+	return m, CheckWorkspace(wsNames, m.Legacy())
 }
 
 // openRegular opens path without following a symlink and insists on a

@@ -134,6 +134,11 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 			return err
 		}
 		*deleted = append(*deleted, name)
+		if name == b.cfg.MachineName {
+			if err := b.moveAuditAnchorAside(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	b.unmarkBuilder()
 	if err := b.forgetSettings(); err != nil {
