@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
@@ -36,7 +37,7 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
-	return dir, err
+	return dir, b.aftermath(ctx, "snapshot", err)
 }
 
 // recordAuditHead records the audit chain's head before a snapshot of a
@@ -69,6 +70,11 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		return err
 	}
 	env.resume = src
+	return b.aftermath(ctx, "restore", b.restore(ctx, env, src, legacyOK))
+}
+
+// restore is Restore under the lock.
+func (b *Box) restore(ctx context.Context, env *backupRun, src string, legacyOK bool) error {
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
 		if err := b.restoreHostChecks(ctx); err != nil {
@@ -96,6 +102,9 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 			// A rollback may have started the original again.
 			return errors.Join(err, b.secretsAfterCutOver(ctx))
 		}
+		if err := b.installAuditAnchor(ctx, env.anchor); err != nil {
+			return errors.Join(err, b.secretsAfterCutOver(ctx))
+		}
 		// A restore of the safety snapshot an interrupted cut-over named
 		// recovers the original: the journal has served.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety == src {
@@ -118,6 +127,14 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK))
 	if err != nil {
 		return nil, err
+	}
+	if line := staged.Manifest.AuditAnchor; line != "" {
+		a, err := auditanchor.ParseLine(line)
+		if err != nil {
+			_ = staged.Remove()
+			return nil, fmt.Errorf("%s: %s: %w", src, backup.FileManifest, err)
+		}
+		env.anchor = &a
 	}
 	env.sayOrigin(staged)
 	return staged, nil
