@@ -169,7 +169,7 @@ func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) err
 func (o *boxOps) FreePort(ctx context.Context) (int, error) { return freeLoopbackPort(ctx) }
 
 func (o *boxOps) SafetySnapshot(ctx context.Context, name string) (string, error) {
-	return o.env.snapshot(ctx, "pre-restore", true)
+	return o.env.snapshot(ctx, safetyLabel, true)
 }
 
 // Apply boots the restore-mode machine, streams the backup to the agent's

@@ -43,6 +43,7 @@ func (b *Box) startBox(ctx context.Context) error {
 	if err := b.checkExecutorWiring(m); err != nil {
 		return err
 	}
+	b.warnDrift()
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
 		return b.verifyRunning(ctx)
@@ -140,6 +141,9 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 		}
 	}
 	b.unmarkBuilder()
+	if err := b.forgetSettings(); err != nil {
+		return err
+	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
-	return dir, err
+	return dir, b.aftermath(ctx, "snapshot", err)
 }
 
 // recordAuditHead records the audit chain's head before a snapshot of a
@@ -70,6 +70,11 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		return err
 	}
 	env.resume = src
+	return b.aftermath(ctx, "restore", b.restore(ctx, env, src, legacyOK))
+}
+
+// restore is Restore under the lock.
+func (b *Box) restore(ctx context.Context, env *backupRun, src string, legacyOK bool) error {
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
 		if err := b.restoreHostChecks(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -114,7 +115,7 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
 func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.cfg.ExecutorEnabled {
+	if !b.configured().ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -160,7 +161,8 @@ type unsupportedSmolvm struct {
 }
 
 func (u *unsupportedSmolvm) Error() string {
-	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
 }
 
 func (u *unsupportedSmolvm) Unwrap() error { return u.err }

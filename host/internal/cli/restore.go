@@ -47,6 +47,9 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err := b.Restore(cmd.Context(), src, legacyOK); err != nil {
 		return err
 	}
+	if left := b.SafetySnapshots(cmd.Context()); left != "" {
+		renderer(cmd).Info("%s", left)
+	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", b.Config().MachineName, src)
 	return err
 }
