@@ -74,6 +74,10 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return t.gateSkipped(req), true
 	case "then-exit-1":
 		return t.realThen(req, func(io.Writer) int { return 1 }), true
+	case "forge":
+		return t.forgeProof(), true
+	case "vmm-denies":
+		return t.vmmDenies(req), true
 	case "then-pad":
 		return t.realThen(req, func(w io.Writer) int { return flood(w, nil, []byte("P")) }), true
 	}
