@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // Start starts the box and verifies it, under the operation lock.
@@ -155,5 +156,5 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 
 // knownHostsPath is the known_hosts file hermes-box writes for ssh.
 func (b *Box) knownHostsPath() string {
-	return filepath.Join(b.cfg.StateDir(), "known_hosts")
+	return filepath.Join(b.cfg.StateDir(), filenames.KnownHosts)
 }
