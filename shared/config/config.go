@@ -28,6 +28,12 @@ const (
 	NetworkNone   NetworkMode = "none"
 )
 
+// The values of HERMES_BOX_VMM_CONFINEMENT.
+const (
+	ConfinementEnforce = "enforce"
+	ConfinementOff     = "off"
+)
+
 // Config is the resolved hermes-box configuration. Each field names the
 // setting it comes from.
 type Config struct {
@@ -57,10 +63,15 @@ type Config struct {
 	// a smolvm release newer than every row of the pins table, with the
 	// newest row's capabilities and a warning on every command.
 	SmolvmAllowNewer bool
-	HermesCommit     string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
-	ExecutorEnabled  bool   // HERMES_BOX_EXECUTOR_ENABLED
-	ExecutorPort     int    // HERMES_BOX_EXECUTOR_PORT
-	ExecutorImage    string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
+	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
+	// on Linux every call that boots a VMM asks smolvm for its seccomp and
+	// Landlock confinement, and a started VMM without a seccomp filter is
+	// refused; ConfinementOff asks for neither, and every command warns.
+	VMMConfinement  string
+	HermesCommit    string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
+	ExecutorEnabled bool   // HERMES_BOX_EXECUTOR_ENABLED
+	ExecutorPort    int    // HERMES_BOX_EXECUTOR_PORT
+	ExecutorImage   string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
 
 	// DataDirOverride is HERMES_BOX_DATA_DIR as configured; "" means the
 	// project root. Use DataDir for the resolved path.

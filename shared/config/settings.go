@@ -24,6 +24,7 @@ const (
 	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
 	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
+	keyVMMConfinement  = "HERMES_BOX_VMM_CONFINEMENT"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
 	keyExecutorEnabled = "HERMES_BOX_EXECUTOR_ENABLED"
 	keyExecutorPort    = "HERMES_BOX_EXECUTOR_PORT"
@@ -65,6 +66,7 @@ var settings = []setting{
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
 	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
+	{keyVMMConfinement, ConfinementEnforce, func(c *Config) any { return &c.VMMConfinement }, checkConfinement},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.
@@ -171,6 +173,15 @@ func checkNetworkMode(p any) error {
 		return nil
 	default:
 		return fmt.Errorf("must be one of full, strict or none, got %q", m)
+	}
+}
+
+func checkConfinement(p any) error {
+	switch v := *p.(*string); v {
+	case ConfinementEnforce, ConfinementOff:
+		return nil
+	default:
+		return fmt.Errorf("must be %s or %s, got %q", ConfinementEnforce, ConfinementOff, v)
 	}
 }
 

@@ -61,6 +61,30 @@ type SmolvmRelease struct {
 	CopyMode bool
 	// FrozenState: `frozen` is a machine state (fork bases).
 	FrozenState bool
+	// SeccompArches are the Linux architectures (GOARCH names) on which
+	// SMOLVM_SECCOMP=enforce has the VMM process (`_boot-vm`) install its
+	// syscall allow-list before it loads libkrun, failing closed
+	// (src/cli/internal_boot.rs: x86_64 from 1.0.4, aarch64 from 1.3.8).
+	// Unset, the VMM runs unconfined on every release.
+	SeccompArches []string
+	// LandlockVar: SMOLVM_LANDLOCK=enforce confines the VMM's view of the
+	// host's files with Landlock on Linux, failing closed; unset means off.
+	LandlockVar bool
+}
+
+// VMMConfinement says which of smolvm's VMM confinements the release
+// applies on goos/goarch when asked: seccomp and Landlock exist only on
+// Linux (macOS runs the VMM under Hypervisor.framework's own sandboxing).
+func (r SmolvmRelease) VMMConfinement(goos, goarch string) (seccomp, landlock bool) {
+	if goos != "linux" {
+		return false, false
+	}
+	for _, a := range r.SeccompArches {
+		if a == goarch {
+			seccomp = true
+		}
+	}
+	return seccomp, r.LandlockVar
 }
 
 // NetworkModesEnforced says whether `strict` and `none` can be offered: the
@@ -73,7 +97,7 @@ func (r SmolvmRelease) NetworkModesEnforced() bool {
 // SmolvmReleases is the table of supported smolvm releases, oldest first.
 // Facts read in smol-machines/smolvm at each tag.
 var SmolvmReleases = []SmolvmRelease{
-	{Version: "1.0.4", Extract: ExtractPrivate, DefaultFloorStrict: true},
+	{Version: "1.0.4", Extract: ExtractPrivate, DefaultFloorStrict: true, SeccompArches: []string{"amd64"}, LandlockVar: true},
 	smolvm19("1.9.0"),
 	smolvm19("1.9.1"),
 	smolvm19("1.9.2"),
@@ -82,7 +106,8 @@ var SmolvmReleases = []SmolvmRelease{
 
 func smolvm19(v string) SmolvmRelease {
 	return SmolvmRelease{Version: v, Extract: ExtractSharedOnLinux, EgressFloorVar: true, HostLoopbackAlias: true,
-		AllowListOnCreateFrom: true, LargeExecStdin: true, EgressEvents: true, CopyMode: true, FrozenState: true}
+		AllowListOnCreateFrom: true, LargeExecStdin: true, EgressEvents: true, CopyMode: true, FrozenState: true,
+		SeccompArches: []string{"amd64", "arm64"}, LandlockVar: true}
 }
 
 // SmolvmRecommended is the release the install instructions name.
@@ -127,7 +152,7 @@ func Smolvm(version string, allowNewer bool) (r SmolvmRelease, unlisted bool, er
 func SmolvmTable() string {
 	var b strings.Builder
 	b.WriteString("supported smolvm releases:\n")
-	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i\n")
+	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  VMM confinement (Linux)\n")
 	for _, r := range SmolvmReleases {
 		exposed := "no"
 		if !r.DefaultFloorStrict {
@@ -136,10 +161,25 @@ func SmolvmTable() string {
 				exposed = "LAN, host loopback"
 			}
 		}
-		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %s\n", r.Version, r.Extract, exposed,
-			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin))
+		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %s\n", r.Version, r.Extract, exposed,
+			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), confinementText(r))
 	}
 	return b.String()
+}
+
+// confinementText names the confinements the release has on Linux.
+func confinementText(r SmolvmRelease) string {
+	var parts []string
+	if len(r.SeccompArches) > 0 {
+		parts = append(parts, "seccomp ("+strings.Join(r.SeccompArches, ", ")+")")
+	}
+	if r.LandlockVar {
+		parts = append(parts, "Landlock")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " + ")
 }
 
 func yesNo(b bool) string {

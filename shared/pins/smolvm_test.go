@@ -67,11 +67,36 @@ func TestSmolvmAllowNewer(t *testing.T) {
 func TestSmolvmTableText(t *testing.T) {
 	text := SmolvmTable()
 	for _, want := range []string{
-		"1.0.4    private          no                   no                no                 no",
-		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes",
+		"1.0.4    private          no                   no                no                 no             seccomp (amd64) + Landlock",
+		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes            seccomp (amd64, arm64) + Landlock",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestSmolvmVMMConfinement: seccomp where internal_boot.rs installs it
+// (x86_64 from 1.0.4, aarch64 from 1.3.8), Landlock on Linux, nothing on
+// macOS.
+func TestSmolvmVMMConfinement(t *testing.T) {
+	tests := []struct {
+		version, goos, goarch string
+		seccomp, landlock     bool
+	}{
+		{"1.0.4", "linux", "amd64", true, true},
+		{"1.0.4", "linux", "arm64", false, true},
+		{"1.9.3", "linux", "arm64", true, true},
+		{"1.9.0", "linux", "amd64", true, true},
+		{"1.9.3", "darwin", "arm64", false, false},
+	}
+	for _, tt := range tests {
+		r, _, err := Smolvm(tt.version, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, l := r.VMMConfinement(tt.goos, tt.goarch); s != tt.seccomp || l != tt.landlock {
+			t.Errorf("%s on %s/%s: seccomp %v, Landlock %v; want %v, %v", tt.version, tt.goos, tt.goarch, s, l, tt.seccomp, tt.landlock)
 		}
 	}
 }

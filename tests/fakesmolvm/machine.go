@@ -150,10 +150,8 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 	if err := f.allocGuest(r); err != nil {
 		return err
 	}
-	if len(r.Ports) > 0 {
-		if r.PID, err = f.startForwarder(r); err != nil {
-			return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
-		}
+	if r.PID, err = f.startForwarder(r); err != nil {
+		return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
 	}
 	if len(r.Entrypoint)+len(r.Cmd) > 0 {
 		if r.EntryPID, err = f.startEntrypoint(r); err != nil {

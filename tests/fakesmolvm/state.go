@@ -45,7 +45,7 @@ type record struct {
 	EgressFloor string `json:"egress_floor,omitempty"`
 	NetBackend  string `json:"net_backend,omitempty"`
 	CreatedAt   string `json:"created_at"`
-	PID         int    `json:"pid,omitempty"` // the forwarder, while running
+	PID         int    `json:"pid,omitempty"` // the VMM (_forward), while running
 	// Entrypoint and Cmd come from the packed Smolfile (create --from).
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`

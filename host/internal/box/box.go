@@ -129,6 +129,10 @@ func New(cfg *config.Config, ui UI) *Box {
 	b.relayCmd = hookValue(hooks.relayCommand)
 	b.testPinsDir = hookValue(hooks.agentPins)
 	b.drv = newSmolDriver(b)
+	b.vm.ConfineVMM(cfg.VMMConfinement != config.ConfinementOff)
+	if cfg.VMMConfinement == config.ConfinementOff {
+		b.ui.Warn("%s=off: smolvm's VMM runs without its seccomp and Landlock confinement, so a guest that escapes into the VMM acts with your rights on this host", smolvm.ConfinementSetting)
+	}
 	if cfg.SmolvmAllowNewer {
 		// Every command says so when the release is not in the table.
 		b.vm.AllowNewer(true)

@@ -292,6 +292,12 @@ func lines(calls []call) []string {
 	return out
 }
 
+// started is a machine's start as hermes-box calls it on Linux: the start,
+// then the status that gives the VMM's pid for the confinement check.
+func started(name string) []string {
+	return []string{"machine start --name " + name, "machine status --name " + name + " --json"}
+}
+
 // expectCalls compares the exact argv sequence.
 func expectCalls(t testing.TB, got []call, want []string) {
 	t.Helper()
@@ -358,6 +364,7 @@ func (h *harness) initCalls() []string {
 		"machine create --name hermes-builder --image ubuntu:24.04 --cpus 4 --mem 8192 --storage 15 --overlay 6 --net --net-backend virtio-net",
 		"machine update --name hermes-builder --net",
 		"machine start --name hermes-builder",
+		"machine status --name hermes-builder --json", // the VMM's confinement
 		"machine cp $ROOT/bin/" + h.agentFn + " hermes-builder:/usr/local/sbin/hermes-box-agent",
 		"machine exec --name hermes-builder -- /bin/chmod 0755 /usr/local/sbin/hermes-box-agent",
 		"machine cp $ROOT/state/hermes-box-ed25519.pub hermes-builder:/tmp/hermes-box-authorized-keys",
@@ -372,6 +379,7 @@ func (h *harness) initCalls() []string {
 		"machine data-dir --name hermes-box",
 		"machine update --name hermes-box --net",
 		"machine start --name hermes-box",
+		"machine status --name hermes-box --json",
 		"machine exec --name hermes-box -- /usr/local/sbin/hermes-box-agent hostkeys",
 	}
 }

@@ -106,7 +106,7 @@ func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 			want = append(want, netcheck)
 		}
 		want = append(want, "machine stop --name hermes-builder", "machine update --name hermes-builder --net",
-			"machine start --name hermes-builder", netcheck, netcheck)
+			"machine start --name hermes-builder", "machine status --name hermes-builder --json", netcheck, netcheck)
 	}
 	expectCalls(t, r.calls, want)
 	if !strings.Contains(r.stderr, "builder network unavailable after boot 1/3") {
@@ -262,13 +262,13 @@ func TestLifecycle(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("start: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, append(status, "--version", "machine start --name hermes-box"))
+	expectCalls(t, r.calls, append(append(status, "--version"), started(machine)...))
 
 	r = h.run("restart")
 	if r.code != 0 {
 		t.Fatalf("restart: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, append(append(status, "machine stop --name hermes-box"), append(status, "--version", "machine start --name hermes-box")...))
+	expectCalls(t, r.calls, append(append(status, "machine stop --name hermes-box"), append(append(status, "--version"), started(machine)...)...))
 
 	st = statusJSON(t, h)
 	if st.state != "running" || st.report.Status != health.StatusHealthy || st.report.Agent.Version == "" {
@@ -360,7 +360,7 @@ func TestStartRefusesWideListener(t *testing.T) {
 		t.Fatalf("start with a wide listener exited %d:\n%s", r.code, r.stderr)
 	}
 	expectCalls(t, r.calls, []string{"machine status --name hermes-box --json",
-		"--version", "machine start --name hermes-box", "machine stop --name hermes-box"})
+		"--version", "machine start --name hermes-box", "machine status --name hermes-box --json", "machine stop --name hermes-box"})
 	if got := h.machines()[machine]; got != "stopped" {
 		t.Errorf("box is %s after a refused start", got)
 	}

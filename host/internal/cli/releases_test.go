@@ -19,13 +19,17 @@ import (
 )
 
 // wantEnv is the SMOLVM_* environment hermes-box gives a smolvm call on a
-// release: the strict egress floor on the calls that can boot a machine
-// (start, pack create) where the release has the variable, the raised
-// extraction cap on create --from, nothing else.
+// release: on the calls that can boot a machine (start, pack create) the
+// VMM's seccomp and Landlock confinement (the tests run on Linux) and the
+// strict egress floor where the release has the variable; the raised
+// extraction cap on create --from; nothing else.
 func wantEnv(release, line string) map[string]string {
 	env := map[string]string{}
-	if release != "1.0.4" && (strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ")) {
-		env["SMOLVM_EGRESS_FLOOR"] = "strict"
+	if strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ") {
+		env["SMOLVM_SECCOMP"], env["SMOLVM_LANDLOCK"] = "enforce", "enforce"
+		if release != "1.0.4" {
+			env["SMOLVM_EGRESS_FLOOR"] = "strict"
+		}
 	}
 	if strings.HasPrefix(line, "machine create ") && strings.Contains(line, " --from ") {
 		env["SMOLVM_PACK_CACHE_MAX_BYTES"] = "17179869184"
@@ -102,10 +106,10 @@ func restoreCalls(release string, sshPort int) []string {
 			" -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 -e HERMES_BOX_RESTORE_MODE=true --net")
 	}
 	boot := func(name string) []string {
-		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name,
+		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name, "machine status --name " + name + " --json",
 			"machine exec --name " + name + " " + agent + "version",
 			"machine exec --stream -i --name " + name + " " + agent + regexp.QuoteMeta(relay),
-			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name,
+			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name, "machine status --name " + name + " --json",
 			"machine exec --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
 	}
 	candidate := `hermes-box-restore-\d+-\d+`
@@ -162,11 +166,11 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "start")
-			expectCalls(t, r.calls, append(slices.Clone(status), "--version", "machine start --name hermes-box"))
+			expectCalls(t, r.calls, slices.Concat(status, []string{"--version"}, started(machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "restart")
-			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box", status[0], "--version", "machine start --name hermes-box"))
+			expectCalls(t, r.calls, slices.Concat(status, []string{"machine stop --name hermes-box", status[0], "--version"}, started(machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			big := bigWorkspaceFile(t, h)

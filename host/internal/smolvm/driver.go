@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,10 +52,15 @@ type Machine struct {
 type Driver struct {
 	runner Runner
 	rel    release
+	host   host
+	// unconfined turns the VMM's confinement off (ConfineVMM).
+	unconfined bool
 }
 
 // New returns a Driver that runs smolvm with r.
-func New(r Runner) *Driver { return &Driver{runner: r} }
+func New(r Runner) *Driver {
+	return &Driver{runner: r, host: host{goos: runtime.GOOS, goarch: runtime.GOARCH, seccompMode: procSeccompMode}}
+}
 
 // run runs one call under the process-wide lock and turns a non-zero exit
 // into an *Error.
@@ -152,8 +158,9 @@ func decodeMachine(raw []byte) (Machine, error) {
 	return m, nil
 }
 
-// Start starts a machine, with the strict egress floor where the release
-// has the variable.
+// Start starts a machine with the boot environment (bootEnv), then, on
+// Linux, checks from the host's /proc that its VMM runs under a seccomp
+// filter; a VMM without one is stopped and refused (ErrUnconfined).
 func (d *Driver) Start(ctx context.Context, name string) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -162,8 +169,10 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env})
-	return err
+	if _, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env}); err != nil {
+		return err
+	}
+	return d.checkConfined(ctx, name)
 }
 
 // Stop stops a machine.

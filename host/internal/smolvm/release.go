@@ -84,16 +84,21 @@ func (d *Driver) Unlisted() string {
 // bootEnv is the environment of a call that can boot a machine (`machine
 // start`, and `pack create --from-vm`, which boots a networked helper):
 // the strict egress floor where the release has the variable, so no
-// release exposes more of the LAN or the host than 1.0.4.
+// release exposes more of the LAN or the host than 1.0.4, and on Linux the
+// VMM's seccomp and Landlock confinement (confineEnv).
 func (d *Driver) bootEnv(ctx context.Context) ([]string, error) {
 	r, err := d.Release(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if r.EgressFloorVar {
-		return []string{EgressFloorEnv + "=" + EgressFloorStrict}, nil
+	env, err := d.confineEnv(r)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	if r.EgressFloorVar {
+		env = append(env, EgressFloorEnv+"="+EgressFloorStrict)
+	}
+	return env, nil
 }
 
 // sharedDirName is the shared store's directory name: the pack's CRC32 in
