@@ -13,7 +13,18 @@ const (
 	// brokenUnconfinedVMM: the VMM ignores SMOLVM_SECCOMP=enforce and runs
 	// without a seccomp filter.
 	brokenUnconfinedVMM = "vmm-unconfined"
+	// brokenHelpLacksFlag: `machine create --help` does not list
+	// --net-backend, which hermes-box passes when it creates the builder.
+	brokenHelpLacksFlag = "help-lacks-flag"
 )
+
+// helpOmits lists the long flags a subcommand's help leaves out.
+func helpOmits(command string) []string {
+	if broken(brokenHelpLacksFlag) && command == "machine create" {
+		return []string{"net-backend"}
+	}
+	return nil
+}
 
 // broken reports whether the profile departs from smolvm in that way.
 func broken(what string) bool {

@@ -129,6 +129,7 @@ func New(cfg *config.Config, ui UI) *Box {
 	b.relayCmd = hookValue(hooks.relayCommand)
 	b.testPinsDir = hookValue(hooks.agentPins)
 	b.drv = newSmolDriver(b)
+	b.vm.RememberIn(smolvm.NewBinaries(cfg.StateDir()))
 	b.vm.ConfineVMM(cfg.VMMConfinement != config.ConfinementOff)
 	if cfg.VMMConfinement == config.ConfinementOff {
 		b.ui.Warn("%s=off: smolvm's VMM runs without its seccomp and Landlock confinement, so a guest that escapes into the VMM acts with your rights on this host", smolvm.ConfinementSetting)

@@ -25,7 +25,8 @@ import (
 // extraction cap on create --from; nothing else.
 func wantEnv(release, line string) map[string]string {
 	env := map[string]string{}
-	if strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ") {
+	booting := strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ")
+	if booting && !strings.HasSuffix(line, " --help") {
 		env["SMOLVM_SECCOMP"], env["SMOLVM_LANDLOCK"] = "enforce", "enforce"
 		if release != "1.0.4" {
 			env["SMOLVM_EGRESS_FLOOR"] = "strict"
@@ -285,5 +286,26 @@ func TestUnlistedSmolvm(t *testing.T) {
 		if !strings.Contains(r.stderr, "smolvm 1.16.2 is not a supported release (supported: 1.0.4,1.9.0,1.9.1,1.9.2,1.9.3)") {
 			t.Errorf("%v does not warn:\n%s", args, r.stderr)
 		}
+	}
+}
+
+// TestSmolvmHelpLacksFlag: a smolvm binary whose own `--help` does not
+// list a flag hermes-box passes (the broken profile's `machine create`
+// lacks --net-backend) is refused by init naming the flag, the subcommand
+// and the release, before any machine exists; nothing is remembered, so
+// the next run checks again.
+func TestSmolvmHelpLacksFlag(t *testing.T) {
+	h := newHarness(t)
+	h.extra = []string{"FAKESMOLVM_BROKEN=help-lacks-flag"}
+	want := "smolvm 1.0.4 does not list --net-backend in `smolvm machine create --help`, and hermes-box passes --net-backend to machine create"
+	for range 2 {
+		r := h.run("init")
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("init: exit %d, want %q:\n%s", r.code, want, r.stderr)
+		}
+		expectCalls(t, r.calls, append([]string{"--version"}, helpCalls...))
+	}
+	if len(h.machines()) != 0 {
+		t.Errorf("machines exist: %v", h.machines())
 	}
 }

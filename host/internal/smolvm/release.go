@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -65,8 +66,39 @@ func (d *Driver) Release(ctx context.Context) (pins.SmolvmRelease, error) {
 	if err != nil {
 		return pins.SmolvmRelease{}, fmt.Errorf("smolvm: %w", err)
 	}
+	if err := d.checkBinary(ctx, v); err != nil {
+		return pins.SmolvmRelease{}, err
+	}
 	d.rel.rel, d.rel.unlisted = &r, unlisted
 	return r, nil
+}
+
+// RememberIn has the driver check each smolvm executable it first drives
+// (checkFlags) and remember it in bins, by path and content hash.
+func (d *Driver) RememberIn(bins *Binaries) { d.bins = bins }
+
+// checkBinary checks the flags of a smolvm executable not checked before
+// and records it; a remembered one is not asked again.
+func (d *Driver) checkBinary(ctx context.Context, version string) error {
+	if d.bins == nil {
+		return nil
+	}
+	bin, err := d.bins.current()
+	if err != nil {
+		return err
+	}
+	if rec, ok, err := d.bins.lookup(bin); err != nil {
+		return fmt.Errorf("reading the record of checked smolvm binaries: %w", err)
+	} else if ok && rec.Version == version && !rec.FlagsChecked.IsZero() {
+		return nil
+	}
+	if err := d.checkFlags(ctx, version); err != nil {
+		return fmt.Errorf("smolvm %s at %s cannot be driven: %w", version, bin.Path, err)
+	}
+	if err := d.bins.put(BinaryRecord{Binary: bin, Version: version, FlagsChecked: time.Now().UTC()}); err != nil {
+		return fmt.Errorf("recording the checked smolvm binary: %w", err)
+	}
+	return nil
 }
 
 // Unlisted returns a warning when the detected release is not in the
