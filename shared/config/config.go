@@ -59,10 +59,6 @@ type Config struct {
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
 	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
-	// SmolvmAllowNewer (HERMES_BOX_SMOLVM_ALLOW_NEWER) lets the host drive
-	// a smolvm release newer than every row of the pins table, with the
-	// newest row's capabilities and a warning on every command.
-	SmolvmAllowNewer bool
 	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
 	// on Linux every call that boots a VMM asks smolvm for its seccomp and
 	// Landlock confinement, and a started VMM without a seccomp filter is
@@ -189,7 +185,9 @@ func (c *Config) applyFile() (problems []error, err error) {
 			continue
 		}
 		problem := &Error{File: c.File, Line: a.Line, Key: a.Key}
-		if s, ok := lookupSetting(a.Key); !ok {
+		if why, ok := replacedSettings[a.Key]; ok {
+			problem.Msg = a.Key + " " + why
+		} else if s, ok := lookupSetting(a.Key); !ok {
 			problem.Msg = fmt.Sprintf("unknown Hermes Box setting %q", a.Key)
 		} else if err := s.set(c, a.Value); err != nil {
 			problem.Msg = a.Key + " " + err.Error()
@@ -211,6 +209,10 @@ func (c *Config) applyEnviron(env map[string]string) []error {
 	var problems []error
 	for _, key := range slices.Sorted(maps.Keys(env)) {
 		if hosts[key] || key == EnvConfig || key == envE2E || key == envProjectRoot {
+			continue
+		}
+		if why, ok := replacedSettings[key]; ok {
+			problems = append(problems, &Error{Key: key, Msg: "environment variable " + key + " " + why})
 			continue
 		}
 		s, ok := lookupSetting(key)

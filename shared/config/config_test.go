@@ -210,6 +210,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "syntax error", conf: "A=1\nrm -rf /", wantErr: "FILE:2: expected KEY=VALUE assignment"},
 		{name: "unknown key in file", conf: "A=1\nHERMES_BOX_NOPE=1", wantErr: `FILE:2: unknown Hermes Box setting "HERMES_BOX_NOPE"`},
 		{name: "control name in file", conf: "HERMES_BOX_CONFIG=/x", wantErr: `FILE:1: unknown Hermes Box setting "HERMES_BOX_CONFIG"`},
+		{name: "replaced key in file", conf: "HERMES_BOX_SMOLVM_ALLOW_NEWER=true", wantErr: "FILE:1: HERMES_BOX_SMOLVM_ALLOW_NEWER was replaced by `hermes-box doctor`, which qualifies a newer smolvm on this host (a release that passes is accepted for that binary); remove the setting"},
 		{
 			name:    "secret host name in file",
 			conf:    "HERMES_BOX_TOKEN=x",

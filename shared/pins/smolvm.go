@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -123,28 +124,56 @@ func SmolvmInstallCommand(version string) string {
 var ErrUnsupportedSmolvm = errors.New("unsupported smolvm release")
 
 // Smolvm returns the row of version. An unlisted version is refused with
-// the table and the install command, unless allowNewer is set and version
-// is newer than every row: then the newest row's capabilities are returned
-// with unlisted set, and every command must warn.
-func Smolvm(version string, allowNewer bool) (r SmolvmRelease, unlisted bool, err error) {
+// the table, the install command and the way to qualify it on this host,
+// unless beyond is set (hermes-box doctor qualifying it, or a binary it
+// qualified) and version is newer than every row: then the row is
+// SmolvmBeyond's, with unlisted set.
+func Smolvm(version string, beyond bool) (r SmolvmRelease, unlisted bool, err error) {
 	for _, r := range SmolvmReleases {
 		if r.Version == version {
 			return r, false, nil
 		}
 	}
 	newest := SmolvmReleases[len(SmolvmReleases)-1]
-	if allowNewer && versionLess(newest.Version, version) {
-		r = newest
-		r.Version = version
-		return r, true, nil
+	if beyond && versionLess(newest.Version, version) {
+		return SmolvmBeyond(version), true, nil
 	}
 	hint := "install a supported release: " + SmolvmInstallCommand(SmolvmRecommended)
-	if allowNewer {
-		hint = "HERMES_BOX_SMOLVM_ALLOW_NEWER only admits releases newer than " + newest.Version + "; " + hint
-	} else {
-		hint += " (or, to try a newer release than " + newest.Version + " at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true)"
+	if versionLess(newest.Version, version) {
+		hint += " (or qualify this newer release on this host with the disposable test `hermes-box doctor`; a release that passes is accepted for that binary)"
 	}
 	return SmolvmRelease{}, false, fmt.Errorf("%w %q\n%s%s", ErrUnsupportedSmolvm, version, SmolvmTable(), hint)
+}
+
+// SmolvmLater is what is known of the releases after the table's newest,
+// from reports and single indexed files (reference/upstream-today.md),
+// oldest first. SmolvmBeyond applies what changes a capability; doctor
+// measures the rest on the user's host.
+var SmolvmLater = []struct {
+	Since string
+	Note  string
+	apply func(*SmolvmRelease)
+}{
+	{"1.13.0", "the default egress floor no longer lets a guest reach the host's loopback (PR #1060), the LAN still; hermes-box still passes the strict floor",
+		func(r *SmolvmRelease) { r.HostLoopbackAlias = false }},
+	{"1.22.0", "exec reworked: doctor checks exit statuses, --timeout and a large exec -i", nil},
+	{"1.22.2", "pack create --from-vm reported to drop extended attributes", nil},
+	{"1.25.4", "newest release seen; machines can be paused and pausing (machine pause/resume), ls/status JSON gains keys", nil},
+}
+
+// SmolvmBeyond is the row hermes-box drives a release newer than the
+// table with: the newest row's capabilities, with the later changes known
+// for that version applied.
+func SmolvmBeyond(version string) SmolvmRelease {
+	r := SmolvmReleases[len(SmolvmReleases)-1]
+	r.Version = version
+	r.SeccompArches = slices.Clone(r.SeccompArches)
+	for _, l := range SmolvmLater {
+		if l.apply != nil && !versionLess(version, l.Since) {
+			l.apply(&r)
+		}
+	}
+	return r
 }
 
 // SmolvmTable renders the table as text: one row per release, the

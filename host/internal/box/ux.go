@@ -112,6 +112,8 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 		return nil
 	case errors.Is(err, pins.ErrUnsupportedSmolvm):
 		return fmt.Errorf("a supported smolvm is required: %w", err)
+	case errors.Is(err, smolvm.ErrDoctorFailed), errors.Is(err, smolvm.ErrFlagMissing), errors.Is(err, smolvm.ErrUnconfined):
+		return err
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -47,6 +48,23 @@ func expectEnv(t *testing.T, release string, calls []call) {
 	}
 }
 
+// initQualified qualifies the fake's release with hermes-box doctor, then
+// runs init, which accepts the binary with a notice naming the run and
+// reads no help text again.
+func initQualified(t *testing.T, h *harness) result {
+	t.Helper()
+	doc := mustRun(t, h, "doctor", "--json")
+	var rep struct{ Run, Smolvm string }
+	must(t, json.Unmarshal([]byte(doc.stdout), &rep))
+	r := mustRun(t, h, "init")
+	expectCalls(t, r.calls, slices.DeleteFunc(h.initCalls(), func(l string) bool { return strings.HasSuffix(l, " --help") }))
+	want := "smolvm " + rep.Smolvm + " is outside the table of supported releases (" + pins.SmolvmTableVersions() + "); accepted for "
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "(run "+rep.Run+")") {
+		t.Errorf("init on the qualified %s does not say so (%q, run %s):\n%s", rep.Smolvm, want, rep.Run, r.stderr)
+	}
+	return r
+}
+
 // bigFile is a file written into the box's workspace.
 type bigFile struct {
 	path string
@@ -71,7 +89,7 @@ func bigWorkspaceFile(t *testing.T, h *harness) bigFile {
 // with large input (1.0.4), through `agent relay` elsewhere.
 func expectApplyExec(t *testing.T, release string, calls []call) {
 	t.Helper()
-	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay", "1.25.4": "relay"}[release]
 	n := 0
 	for _, c := range calls {
 		if strings.HasPrefix(c.line, "machine exec ") && strings.Contains(c.line, " -i ") {
@@ -99,7 +117,7 @@ var snapshotCalls = []string{
 // backup, restarted, checked and deleted; then the box is replaced the
 // same way.
 func restoreCalls(release string, sshPort int) []string {
-	relay := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	relay := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay", "1.25.4": "relay"}[release]
 	agent := regexp.QuoteMeta("-- /usr/local/sbin/hermes-box-agent ")
 	create := func(name, port string) string {
 		return "machine create --name " + name + regexp.QuoteMeta(" --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p ") +
@@ -139,17 +157,24 @@ func expectCallsLike(t testing.TB, got []call, want []string) {
 }
 
 // TestLifecycleAcrossReleases runs init, stop, start, restart, snapshot and
-// restore against the fake at each supported release the tests know, checking the
-// exact argv and SMOLVM_* environment of every smolvm call; the argv of a
-// whole run is the same on both releases but for the restore's
-// `relay --hold-output` on 1.0.4. The restore carries 6 MiB of workspace.
+// restore against the fake at each release the tests know (1.0.4 and 1.9.3
+// of the table, and the 1.25 profile, outside it, after hermes-box doctor
+// qualified the binary), checking the exact argv and SMOLVM_* environment
+// of every smolvm call; the argv of a whole run is the same on every
+// release but for the restore's `relay --hold-output` on 1.0.4. The
+// restore carries 6 MiB of workspace.
 func TestLifecycleAcrossReleases(t *testing.T) {
 	runs := map[string][]string{}
-	for _, release := range []string{"1.0.4", "1.9.3"} {
+	for _, release := range []string{"1.0.4", "1.9.3", "1.25.4"} {
 		t.Run(release, func(t *testing.T) {
 			h := newHarness(t)
 			h.env = append(h.env, "FAKESMOLVM_VERSION="+release)
-			r := initBox(t, h)
+			var r result
+			if release == "1.25.4" {
+				r = initQualified(t, h)
+			} else {
+				r = initBox(t, h)
+			}
 			all := slices.Clone(r.calls)
 			expectEnv(t, release, r.calls)
 			data := filepath.Join(h.state, "machines", machine, "data")
@@ -196,11 +221,14 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 				EgressFloor string `json:"egress_floor"`
 			}
 			must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-			if want := map[string]string{"1.0.4": "", "1.9.3": "strict"}[release]; rec.EgressFloor != want {
+			if want := map[string]string{"1.0.4": "", "1.9.3": "strict", "1.25.4": "strict"}[release]; rec.EgressFloor != want {
 				t.Errorf("the box last started with SMOLVM_EGRESS_FLOOR=%q, want %q", rec.EgressFloor, want)
 			}
 			for _, c := range all {
 				line := c.line
+				if strings.HasSuffix(line, " --help") {
+					continue // only the first drive of a binary reads its help
+				}
 				if strings.Contains(line, "-restore-") || strings.Contains(line, "backups") {
 					line = "(candidate or backup path)" // names with times and random ports
 				}
@@ -209,8 +237,10 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			}
 		})
 	}
-	if a, b := runs["1.0.4"], runs["1.9.3"]; len(a) == 0 || !slices.Equal(a, b) {
-		t.Errorf("the argv of a run differs between releases:\n1.0.4:\n  %s\n1.9.3:\n  %s", strings.Join(a, "\n  "), strings.Join(b, "\n  "))
+	for _, other := range []string{"1.9.3", "1.25.4"} {
+		if a, b := runs["1.0.4"], runs[other]; len(a) == 0 || !slices.Equal(a, b) {
+			t.Errorf("the argv of a run differs between releases:\n1.0.4:\n  %s\n%s:\n  %s", strings.Join(a, "\n  "), other, strings.Join(b, "\n  "))
+		}
 	}
 }
 
@@ -265,14 +295,14 @@ func atoi(t *testing.T, s string) int {
 }
 
 // TestUnlistedSmolvm: a release outside the table is refused with the
-// table and the install command; HERMES_BOX_SMOLVM_ALLOW_NEWER admits a
-// newer one, and every command then warns.
+// table, the install command and the doctor; the setting that used to
+// admit it blind is refused, naming what replaced it.
 func TestUnlistedSmolvm(t *testing.T) {
 	h := newHarness(t)
 	h.env = append(h.env, "FAKESMOLVM_VERSION=1.16.2")
 	r := h.run("init")
 	for _, want := range []string{`unsupported smolvm release "1.16.2"`, "1.9.3    shared-on-linux",
-		"curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"} {
+		"curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "hermes-box doctor"} {
 		if r.code != 1 || !strings.Contains(r.stderr, want) {
 			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
 		}
@@ -281,11 +311,33 @@ func TestUnlistedSmolvm(t *testing.T) {
 		t.Errorf("a machine was created: %s", r.calls[i].line)
 	}
 	h.extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
-	for _, args := range [][]string{{"status"}, {"stop"}, {"logs"}} {
-		r = h.run(args...)
-		if !strings.Contains(r.stderr, "smolvm 1.16.2 is not a supported release (supported: 1.0.4,1.9.0,1.9.1,1.9.2,1.9.3)") {
-			t.Errorf("%v does not warn:\n%s", args, r.stderr)
-		}
+	r = h.run("status")
+	if r.code == 0 || !strings.Contains(r.stderr, "HERMES_BOX_SMOLVM_ALLOW_NEWER was replaced by `hermes-box doctor`") || len(r.calls) != 0 {
+		t.Errorf("the replaced setting: exit %d, %d smolvm calls\n%s", r.code, len(r.calls), r.stderr)
+	}
+}
+
+// TestPausedBox: on the 1.25 profile a paused box shows as paused, and
+// start changes nothing and says how to resume it.
+func TestPausedBox(t *testing.T) {
+	h := newHarness(t)
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.25.4")
+	initQualified(t, h)
+	pause := exec.Command(filepath.Join(bins.dir, "path", "smolvm"), "machine", "pause", "--name", machine)
+	pause.Env = h.env
+	if out, err := pause.CombinedOutput(); err != nil {
+		t.Fatalf("smolvm machine pause: %v %s", err, out)
+	}
+	r := h.run("status")
+	if r.code == 0 || !regexp.MustCompile(`(?m)^hermes-box +paused `).MatchString(r.stdout) {
+		t.Errorf("status of a paused box: exit %d\n%s", r.code, r.stdout)
+	}
+	r = h.run("start")
+	if r.code == 0 || !strings.Contains(r.stderr, "the box hermes-box is paused") || !strings.Contains(r.stderr, "smolvm machine resume --name hermes-box") {
+		t.Errorf("start of a paused box: exit %d\n%s", r.code, r.stderr)
+	}
+	if i := index(r.calls, `^machine (start|stop) `); i >= 0 {
+		t.Errorf("start changed the paused box: %s", r.calls[i].line)
 	}
 }
 

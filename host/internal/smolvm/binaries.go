@@ -34,6 +34,17 @@ type BinaryRecord struct {
 	// FlagsChecked is when its `--help` listed every flag hermes-box
 	// passes.
 	FlagsChecked time.Time `json:"flagsChecked"`
+	// Doctor is the last `hermes-box doctor` verdict on it.
+	Doctor *DoctorRun `json:"doctor,omitempty"`
+}
+
+// DoctorRun is one `hermes-box doctor` verdict.
+type DoctorRun struct {
+	// Run names the run: the time it started, RFC 3339.
+	Run    string `json:"run"`
+	Passed bool   `json:"passed"`
+	// Failed are the rows that failed.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // Binaries is the record of checked smolvm executables in a state

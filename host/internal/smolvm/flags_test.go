@@ -1,6 +1,7 @@
 package smolvm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -50,13 +51,14 @@ func TestListedFlags(t *testing.T) {
 // lists exactly the flags hermes-box passes, but for drop.
 type helpRunner struct {
 	recorder
-	drop  string // "machine create --net-backend"
-	helps int
+	version string // "" is 1.9.3
+	drop    string // "machine create --net-backend"
+	helps   int
 }
 
 func (h *helpRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	if len(c.Args) == 1 && c.Args[0] == "--version" {
-		return Result{Stdout: []byte("smolvm 1.9.3\n")}, nil
+		return Result{Stdout: []byte("smolvm " + cmp.Or(h.version, "1.9.3") + "\n")}, nil
 	}
 	if len(c.Args) == 3 && c.Args[2] == "--help" {
 		h.helps++
@@ -131,5 +133,63 @@ func TestUndeclaredFlagRefused(t *testing.T) {
 	_, err := New(r).run(context.Background(), "machine stop", "box", Cmd{Args: []string{"machine", "stop", "--name", "box", "--force"}})
 	if err == nil || !strings.Contains(err.Error(), "flag --force of machine stop is not declared") || len(r.calls) != 0 {
 		t.Errorf("err %v after %d calls", err, len(r.calls))
+	}
+}
+
+// TestDoctorVerdicts: a release outside the table is refused until
+// hermes-box doctor passes on that binary, then accepted with a notice
+// naming the run; a failed run refuses even a release of the table,
+// naming the rows; while qualifying, the old verdict is not applied.
+func TestDoctorVerdicts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "smolvm")
+	if err := os.WriteFile(exe, []byte("1.25"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bins := &Binaries{File: filepath.Join(dir, BinariesFile), Locate: func() (string, error) { return exe, nil }}
+	driver := func(version string, qualifying bool) (*Driver, *[]string) {
+		d := onHost(New(&helpRunner{version: version}), "darwin", "arm64", nil)
+		d.RememberIn(bins)
+		var notes []string
+		d.OnNotice(func(s string) { notes = append(notes, s) })
+		if qualifying {
+			d.Qualifying()
+		}
+		return d, &notes
+	}
+	if _, err := (func() (any, error) { d, _ := driver("1.25.4", false); return d.Release(ctx) })(); err == nil || !strings.Contains(err.Error(), "hermes-box doctor") {
+		t.Fatalf("an unqualified 1.25.4: %v", err)
+	}
+	d, _ := driver("1.25.4", true)
+	if _, err := d.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RecordDoctor(DoctorRun{Run: "2026-11-26T21:00:00Z", Passed: true}); err != nil {
+		t.Fatal(err)
+	}
+	d, notes := driver("1.25.4", false)
+	if r, err := d.Release(ctx); err != nil || r.Version != "1.25.4" || r.HostLoopbackAlias || len(*notes) != 1 ||
+		!strings.Contains((*notes)[0], "accepted for "+exe) || !strings.Contains((*notes)[0], "run 2026-11-26T21:00:00Z") {
+		t.Errorf("a qualified 1.25.4: %+v %v %q", r, err, *notes)
+	}
+	d, _ = driver("1.25.4", true)
+	if _, err := d.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RecordDoctor(DoctorRun{Run: "2026-11-26T22:00:00Z", Failed: []string{"vmm-confined", "exec-timeout"}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = driver("1.25.4", false)
+	_, err := d.Release(ctx)
+	if !errors.Is(err, ErrDoctorFailed) || !strings.Contains(err.Error(), "(run 2026-11-26T22:00:00Z) found smolvm 1.25.4 at "+exe+" failing: vmm-confined, exec-timeout") {
+		t.Errorf("a failed binary: %v", err)
+	}
+	if err := os.WriteFile(exe, []byte("1.9.3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = driver("1.9.3", false)
+	if _, err := d.Release(ctx); err != nil {
+		t.Errorf("a new binary at the same path inherits the old verdict: %v", err)
 	}
 }
