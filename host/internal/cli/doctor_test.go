@@ -27,7 +27,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 		{name: "1.9.3", version: "1.9.3"},
 		{name: "1.25.4", version: "1.25.4"},
 		{name: "vmm-unconfined", version: "1.25.4", broken: "vmm-unconfined", failRow: "vmm-confined",
-			detail: "the VMM ran without a seccomp filter and was stopped: smolvm ignored SMOLVM_SECCOMP=enforce",
+			detail:   "the VMM ran without a seccomp filter and was stopped: smolvm ignored SMOLVM_SECCOMP=enforce",
 			initSays: "found smolvm 1.25.4 at "},
 		{name: "help-lacks-flag", version: "1.9.3", broken: "help-lacks-flag", failRow: "flags",
 			detail:   "smolvm 1.9.3 does not list --net-backend in `smolvm machine create --help`",
