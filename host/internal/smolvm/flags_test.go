@@ -193,3 +193,17 @@ func TestDoctorVerdicts(t *testing.T) {
 		t.Errorf("a new binary at the same path inherits the old verdict: %v", err)
 	}
 }
+
+// FuzzListedFlags: any help text parses without panic into flags that
+// each appear in it.
+func FuzzListedFlags(f *testing.F) {
+	f.Add(createHelp)
+	f.Add("  -x\n      --a-b <C>\n  --\n")
+	f.Fuzz(func(t *testing.T, help string) {
+		for flag := range listedFlags(help) {
+			if !strings.HasPrefix(flag, "-") || !strings.Contains(help, flag) {
+				t.Errorf("flag %q from %q", flag, help)
+			}
+		}
+	})
+}
