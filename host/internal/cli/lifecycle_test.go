@@ -19,11 +19,16 @@ import (
 // initBox runs a successful init and checks its whole conversation.
 func initBox(t testing.TB, h *harness) result {
 	t.Helper()
+	_, err := os.Stat(filepath.Join(h.root, "state", "smolvm-binaries.json"))
+	want := h.initCalls()
+	if err == nil { // the binary was checked by an earlier run
+		want = slices.DeleteFunc(want, func(l string) bool { return strings.HasSuffix(l, " --help") })
+	}
 	r := h.run("init")
 	if r.code != 0 {
 		t.Fatalf("init exited %d\nstdout:\n%s\nstderr:\n%s\nsshd:\n%s", r.code, r.stdout, r.stderr, h.sshd.Log)
 	}
-	expectCalls(t, r.calls, h.initCalls())
+	expectCalls(t, r.calls, want)
 	checkStepNumbers(t, "init", plainSteps(r.stderr), 0)
 	return r
 }
@@ -437,7 +442,7 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `host environment variable "HBX_TEST_SECRET" referenced by secret mapping for "OPENAI_API_KEY" is unset or empty`) {
 		t.Fatalf("init with an unset secret: %d %s", r.code, r.stderr)
 	}
-	if slices.ContainsFunc(lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create") }) {
+	if slices.ContainsFunc(lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create --name") }) {
 		t.Fatalf("a machine was created despite the failed preflight")
 	}
 
