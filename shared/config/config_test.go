@@ -104,9 +104,8 @@ func TestLoad(t *testing.T) {
 				"HERMES_BOX_EXECUTOR_IMAGE=\nHERMES_BOX_DATA_DIR=\nHERMES_BOX_SSH_KEY=\nHERMES_BOX_UV_SHA256=\n",
 			want: func(*Config) {},
 		},
-		{name: "later file line wins", conf: "HERMES_BOX_CPUS=2\nHERMES_BOX_CPUS=3", want: func(c *Config) { c.CPUs = 3 }},
 		{name: "later env entry wins", env: []string{"HERMES_BOX_CPUS=2", "HERMES_BOX_CPUS=5"}, want: func(c *Config) { c.CPUs = 5 }},
-		{name: "other names in file ignored", conf: "EDITOR=vim\nHERMES_INSTALL_COMMIT=x\nhermes_box_cpus=9", want: func(*Config) {}},
+		{name: "other names in file ignored", conf: "EDITOR=vim\nHERMES_INSTALL_COMMIT=x", want: func(*Config) {}},
 		{name: "other names in env ignored", env: []string{"PATH=/bin", "HERMES_INSTALL_COMMIT=x", "HERMES_BOXX=1", "noequals"}, want: func(*Config) {}},
 		{
 			name: "control names allowed in env",
@@ -172,7 +171,6 @@ func TestLoadConfigPath(t *testing.T) {
 		{"default path", nil, filepath.Join(root, FileName), 2},
 		{"HERMES_BOX_CONFIG replaces the file", []string{"HERMES_BOX_CONFIG=" + other}, other, 7},
 		{"empty HERMES_BOX_CONFIG means the default path", []string{"HERMES_BOX_CONFIG="}, filepath.Join(root, FileName), 2},
-		{"missing HERMES_BOX_CONFIG file means defaults", []string{"HERMES_BOX_CONFIG=" + other + ".missing"}, other + ".missing", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,6 +215,11 @@ func TestLoadErrors(t *testing.T) {
 			secrets: "TOKEN=HERMES_BOX_TOKEN",
 			wantErr: `FILE:1: unknown Hermes Box setting "HERMES_BOX_TOKEN"`,
 		},
+		{name: "lower-case key in file", conf: "hermes_box_ssh_port=2300", wantErr: `FILE:1: "hermes_box_ssh_port" is not a setting: settings are upper-case (HERMES_BOX_SSH_PORT)`},
+		{name: "mixed-case key in file", conf: "Hermes_Box_Cpus=2", wantErr: `FILE:1: "Hermes_Box_Cpus" is not a setting: settings are upper-case (HERMES_BOX_CPUS)`},
+		{name: "key set twice", conf: "HERMES_BOX_CPUS=2\n# again\nHERMES_BOX_CPUS=3", wantErr: "FILE:3: HERMES_BOX_CPUS is set twice (lines 1 and 3): keep one"},
+		{name: "missing HERMES_BOX_CONFIG file", env: []string{"HERMES_BOX_CONFIG=/nonexistent/hermes-box.conf"},
+			wantErr: "HERMES_BOX_CONFIG names /nonexistent/hermes-box.conf, which does not exist"},
 		{name: "unknown key in env", env: []string{"HERMES_BOX_NOPE=1"}, wantErr: `unknown Hermes Box environment setting "HERMES_BOX_NOPE"`},
 		{name: "guest-only name in env", env: []string{"HERMES_BOX_RESTORE_MODE=1"}, wantErr: `unknown Hermes Box environment setting "HERMES_BOX_RESTORE_MODE"`},
 		{

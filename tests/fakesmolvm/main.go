@@ -40,7 +40,8 @@
 //
 // `pack create --smolfile` keeps the Smolfile's entrypoint and cmd in the
 // artifact, and `start` of a machine created --from it runs them detached,
-// as the guest's init would: the agent (with --root <root>, and `--table`
+// as the guest's init would (its output is the console,
+// data/agent-console.log): the agent (with --root <root>, and `--table`
 // with $FAKESMOLVM_BOOT_TABLE rendered for the machine), the machine's -e and
 // --secret-env variables in its environment. `stop` sends it SIGTERM, waits
 // (bounded), then kills its session; `delete --force` does the same, and the
@@ -59,8 +60,9 @@
 // Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
 // "machine start@hermes-builder#2" (the second start of that machine fails)
-// or "pack create=1". A failing call prints "Error: injected failure" and
-// exits with CODE (default 1) without changing anything. Hangs on demand:
+// or "pack create=1". A failing call prints "Error: injected failure" (or
+// "Error: $FAKESMOLVM_FAIL_MESSAGE") and exits with CODE (default 1)
+// without changing anything. Hangs on demand:
 // the rules of the file <state>/hang make a call sleep for an hour before
 // it does anything, after appending its command to <state>/hang.reached.
 package main

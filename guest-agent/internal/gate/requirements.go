@@ -30,6 +30,7 @@ const (
 	approvalPy = "tools/approval.py"
 	pluginsPy  = "hermes_cli/plugins.py"
 	configPy   = "hermes_cli/config.py"
+	managedPy  = "hermes_cli/managed_scope.py"
 	auxPy      = "agent/auxiliary_client.py"
 	gatewayCLI = "hermes_cli/subcommands/gateway.py"
 	installSh  = "scripts/install.sh"
@@ -80,6 +81,13 @@ var smartPluginNeeds = slices.Concat(
 			"                approval_data[\"smart_denied\"] = True\n            decision = _await_gateway_decision(\n" +
 				"                session_key, notify_cb, approval_data, surface=\"gateway\"\n            )\n"},
 		need{"CLI prompt", "def prompt_dangerous_approval(command: str, description: str,\n"},
+		need{"detection variants", "def _command_detection_variants(command: str):\n"},
+		need{"hardline list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        variant_lower = command_variant.lower()\n        for pattern_re, description in HARDLINE_PATTERNS_COMPILED:\n"},
+		need{"deny list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        candidate = command_variant.lower().strip()\n"},
+		need{"dangerous list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        command_lower = command_variant.lower()\n        for pattern_re, description in DANGEROUS_PATTERNS_COMPILED:\n"},
 		need{"CLI prompt call", "    choice = prompt_dangerous_approval(\n        command,\n        combined_desc,\n"}),
 	// The interactive chat's prompt (HermesCLI._approval_callback) reads its
 	// wait from CLI_CONFIG, not from prompt_dangerous_approval; the plugin
@@ -121,6 +129,19 @@ var smartPluginNeeds = slices.Concat(
 		need{"gateway run --external-supervisor", "        \"--external-supervisor\",\n"}),
 )
 
+// managedScopeNeeds is what pinning the gate in Hermes' managed scope
+// relies on (verified on 2bd1977d and 3ef6bbd2, Hermes 0.17.0 and 0.19.0):
+// the root-owned directory, the variable the probe and the tests name it
+// by, its keys winning when the config loads, and `hermes config set`
+// refusing them.
+var managedScopeNeeds = slices.Concat(
+	in(KindConfig, managedPy,
+		need{"managed scope in /etc/hermes", "_DEFAULT_MANAGED_DIR = Path(\"/etc/hermes\")\n"},
+		need{"HERMES_MANAGED_DIR names it", "    override = os.environ.get(\"HERMES_MANAGED_DIR\", \"\").strip()\n"}),
+	in(KindConfig, configPy,
+		need{"managed keys win when the config loads", "        managed_config = managed_scope.load_managed_config()\n"},
+		need{"config set refuses a managed key", "    # Managed scope guard (D2): a key pinned by the managed layer cannot be set by\n"}))
+
 // Requirements lists everything the release's mechanism relies on: the
 // anchors of its source edits first, then the rest.
 func Requirements(rel pins.HermesRelease) ([]Requirement, error) {
@@ -140,6 +161,9 @@ func Requirements(rel pins.HermesRelease) ([]Requirement, error) {
 		out = append(out, smartPluginNeeds...)
 	default:
 		return nil, fmt.Errorf("hermes release %s: unknown gate mechanism %q", rel.Version, rel.Mechanism)
+	}
+	if rel.ManagedScope {
+		out = append(out, managedScopeNeeds...)
 	}
 	if !rel.ExternalSupervisor {
 		return out, nil

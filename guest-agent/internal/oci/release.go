@@ -11,13 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// DefaultRuntimeRoot is where releases live inside the box.
-const DefaultRuntimeRoot = boxlayout.ExecutorRuntimeDir
 
 // Release metadata files, written into each release directory.
 const (
@@ -31,12 +28,12 @@ const DefaultLockTimeout = 55 * time.Minute
 
 // Store manages the releases under one runtime root.
 type Store struct {
-	// Root is the runtime root (DefaultRuntimeRoot in the box).
+	// Root is the runtime root (boxlayout.ExecutorRuntimeDir in the box).
 	Root string
 	// PullOptions tune image pulls.
 	PullOptions PullOptions
 	// Runner runs the validation build; nil means ExecRunner.
-	Runner Runner
+	Runner command.Runner
 	// RunAs, when set, runs the validation build as that user.
 	RunAs *syscall.Credential
 	// UID and GID own unpacked files; -1 means the agent's own ids.
@@ -198,7 +195,7 @@ func (s *Store) install(ctx context.Context, ref Reference, img *Image) (*Releas
 	return s.load(name)
 }
 
-func (s *Store) runner() Runner {
+func (s *Store) runner() command.Runner {
 	if s.Runner == nil {
 		return ExecRunner
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -24,10 +26,10 @@ func TestFileSteps(t *testing.T) {
 		{"login-shell", []file{
 			{Path: "/usr/local/bin/tm", Data: []byte("exec tmux attach-session -t \"=$session\""), Mode: 0o755},
 			{Path: "/etc/tmux.conf", Data: []byte("set -g default-terminal \"tmux-256color\""), Mode: 0o644},
-			{Path: "/home/boxadmin/.bash_profile", Data: []byte("sudo -iu hermes env"), Mode: 0o644, UID: boxadminID, GID: boxadminID},
+			{Path: "/home/boxadmin/.bash_profile", Data: []byte("sudo -iu hermes env"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
 			{Path: "/usr/local/share/hermes-box/boxadmin.bash_profile", Data: []byte("SSH_CONNECTION"), Mode: 0o644},
 		}},
-		{"codex-config", []file{{Path: "/workspace/codex-home/config.toml", Data: []byte("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""), Mode: 0o600, UID: hermesID, GID: hermesID}}},
+		{"codex-config", []file{{Path: "/workspace/codex-home/config.toml", Data: []byte("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""), Mode: 0o600, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
@@ -118,10 +120,10 @@ func TestAptIndexRetries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			calls := 0
-			f.runner.handlers["apt-get"] = func(c Command) (Output, error) {
+			f.runner.handlers["apt-get"] = func(c command.Command) (command.Output, error) {
 				if c.Args[0] == "update" {
 					if calls++; calls <= tt.failures {
-						return Output{}, &CommandError{Command: c.String(), ExitCode: 100, Stderr: "W: some warning\nE: Could not resolve 'ports.ubuntu.com'\n"}
+						return command.Output{}, &command.CommandError{Command: c.String(), ExitCode: 100, Stderr: "W: some warning\nE: Could not resolve 'ports.ubuntu.com'\n"}
 					}
 				}
 				return f.runner.system(c)
@@ -232,9 +234,9 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 		t.Run(tt.step+" refused", func(t *testing.T) {
 			f := newFixture(t)
 			var staged []byte
-			f.runner.handlers[tt.program] = func(c Command) (Output, error) {
+			f.runner.handlers[tt.program] = func(c command.Command) (command.Output, error) {
 				staged = readStaged(t, c)
-				return Output{}, &CommandError{Command: c.String(), ExitCode: 1, Stderr: "syntax error near line 2"}
+				return command.Output{}, &command.CommandError{Command: c.String(), ExitCode: 1, Stderr: "syntax error near line 2"}
 			}
 			_, err := f.provisioner(f.config(), tt.step).Run(t.Context())
 			if err == nil || !strings.Contains(err.Error(), "nothing installed") || !strings.Contains(err.Error(), "syntax error near line 2") {
@@ -250,11 +252,11 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 		})
 		t.Run(tt.step+" accepted", func(t *testing.T) {
 			f := newFixture(t)
-			f.runner.handlers[tt.program] = func(c Command) (Output, error) {
+			f.runner.handlers[tt.program] = func(c command.Command) (command.Output, error) {
 				if c.Timeout != time.Minute {
 					t.Errorf("%s: timeout %s", c, c.Timeout)
 				}
-				return Output{}, nil
+				return command.Output{}, nil
 			}
 			f.runTwice(f.provisioner(f.config(), tt.step))
 			f.wantFile(tt.path, tt.data, tt.mode, 0, 0)
@@ -267,7 +269,7 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 
 // readStaged returns the file a validator command is pointed at: visudo's
 // -cf argument, or the drop-in included by sshd's check config.
-func readStaged(t *testing.T, c Command) []byte {
+func readStaged(t *testing.T, c command.Command) []byte {
 	t.Helper()
 	target := c.Args[len(c.Args)-1]
 	if filepath.Base(c.Path) == "sshd" {
@@ -295,8 +297,8 @@ func TestAuthorizedKeysStep(t *testing.T) {
 	}
 	cfg.AuthorizedKeys = []byte(key)
 	f.runTwice(f.provisioner(cfg, "authorized-keys"))
-	f.wantFile("/home/boxadmin/.ssh/authorized_keys", []byte(key), 0o600, boxadminID, boxadminID)
-	f.wantFile("/home/boxadmin/.ssh", nil, 0o700, boxadminID, boxadminID)
+	f.wantFile("/home/boxadmin/.ssh/authorized_keys", []byte(key), 0o600, boxlayout.AdminUID, boxlayout.AdminUID)
+	f.wantFile("/home/boxadmin/.ssh", nil, 0o700, boxlayout.AdminUID, boxlayout.AdminUID)
 
 	cfg.AuthorizedKeys = []byte("# comment\nnot a key\n")
 	if _, err := f.provisioner(cfg, "authorized-keys").Run(t.Context()); err == nil || !strings.Contains(err.Error(), "authorized keys line 2") {
@@ -312,7 +314,7 @@ func TestWorkspaceStep(t *testing.T) {
 		mode os.FileMode
 	}{{"/workspace", 0o750}, {"/workspace/hermes-home", 0o700}, {"/workspace/hermes-home/logs", 0o750},
 		{"/workspace/codex-home", 0o700}, {"/workspace/codex-home/bin", 0o750}, {"/workspace/work", 0o750}} {
-		f.wantFile(d.path, nil, d.mode, hermesID, hermesID)
+		f.wantFile(d.path, nil, d.mode, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	}
 	f.wantLink("/home/hermes/.hermes", "/workspace/hermes-home")
 }
@@ -351,8 +353,8 @@ func TestNodeStepRefusesAMismatchedTarball(t *testing.T) {
 func TestUVStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "uv"))
-	f.wantFile("/workspace/hermes-home/bin/uv", []byte("#!/bin/sh\necho uv\n"), 0o755, hermesID, hermesID)
-	f.wantFile("/workspace/hermes-home/bin/uvx", nil, 0o755, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/bin/uv", []byte("#!/bin/sh\necho uv\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	f.wantFile("/workspace/hermes-home/bin/uvx", nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	cmds := f.runner.commands()
 	if len(cmds) != 1 || cmds[0].Path != filepath.Join(f.root, "workspace/hermes-home/bin/uv") || cmds[0].Args[0] != "--version" {
 		t.Fatalf("commands %v; want uv --version", f.runner.lines())
@@ -384,7 +386,9 @@ func TestUVStepMismatchLeavesNothingInstalled(t *testing.T) {
 
 func TestUVStepWrongVersionIsRemoved(t *testing.T) {
 	f := newFixture(t)
-	f.runner.handlers["uv"] = func(Command) (Output, error) { return Output{Stdout: []byte("uv 0.11.22\n")}, nil }
+	f.runner.handlers["uv"] = func(command.Command) (command.Output, error) {
+		return command.Output{Stdout: []byte("uv 0.11.22\n")}, nil
+	}
 	_, err := f.provisioner(f.config(), "uv").Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), `printed "uv 0.11.22"; want uv 0.11.21`) {
 		t.Fatalf("got %v", err)
@@ -398,8 +402,8 @@ func TestCodexStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "workspace", "codex"))
 	rel := "/workspace/codex-home/packages/standalone/releases/0.141.0-aarch64-unknown-linux-musl"
-	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.141.0\n"), 0o755, hermesID, hermesID)
-	f.wantFile(rel, nil, 0o755, hermesID, hermesID)
+	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.141.0\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	f.wantFile(rel, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
 	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
 	if b, err := os.ReadFile(filepath.Join(f.root, "workspace/codex-home/bin/codex")); err != nil || !strings.Contains(string(b), "codex-cli") {
@@ -440,7 +444,7 @@ func TestHermesEnvStep(t *testing.T) {
 	f := newFixture(t)
 	f.writeRoot("/workspace/hermes-home/.env", "OPENAI_API_KEY=sk-secret", 0o644)
 	f.runTwice(f.provisioner(f.config(), "hermes-env"))
-	f.wantFile("/workspace/hermes-home/.env", []byte("OPENAI_API_KEY=sk-secret\nHERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120\n"), 0o600, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/.env", []byte("OPENAI_API_KEY=sk-secret\nHERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120\n"), 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	for _, ev := range f.events.all() {
 		if strings.Contains(ev.Message, "sk-secret") || strings.Contains(strings.Join(mapValues(ev.Fields), " "), "sk-secret") {
 			t.Errorf("an event carries the secret: %+v", ev)
@@ -451,7 +455,7 @@ func TestHermesEnvStep(t *testing.T) {
 	if _, err := f.provisioner(f.config(), "hermes-env").Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	f.wantFile("/workspace/hermes-home/.env", []byte("HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=300\n"), 0o600, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/.env", []byte("HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=300\n"), 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 }
 
 func mapValues(m map[string]string) []string {
@@ -479,7 +483,7 @@ func TestGateStepIsAHook(t *testing.T) {
 	cfg := f.config()
 	cfg.Gate = gate
 	f.runTwice(f.provisioner(cfg, "gated-approval"))
-	if gate.applied != 1 || gate.target.Source != hermesSource || gate.target.Root != f.root || gate.target.Commit != f.pins.HermesCommit {
+	if gate.applied != 1 || gate.target.Source != boxlayout.HermesTree || gate.target.Root != f.root || gate.target.Commit != f.pins.HermesCommit {
 		t.Errorf("patcher applied %d times with %+v", gate.applied, gate.target)
 	}
 }

@@ -9,7 +9,6 @@
 package snapshot
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
 	"io"
@@ -24,22 +23,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// The parts of a backup.
-const (
-	PartRootfs    = "rootfs"
-	PartWorkspace = "workspace"
-)
-
-// WorkspaceDir is the workspace below the root.
-const WorkspaceDir = "workspace"
-
-// ReadyMarker is the restore-ready marker below the root: a machine created
-// in restore mode waits for it before starting services.
-const ReadyMarker = boxlayout.RestoreReady
-
 // rootExcludes are never archived from the root (relative slash paths).
 var rootExcludes = []string{
-	"workspace", "proc", "sys", "dev", "run", "storage", "packed_layers", "tmp", ReadyMarker,
+	workspaceInRoot, "proc", "sys", "dev", "run", "storage", "packed_layers", "tmp", readyInRoot,
 }
 
 // workspaceExcludes are never archived from the workspace: the repullable
@@ -57,12 +43,12 @@ type Spec struct {
 // PartSpec returns the spec of a part for the box whose root is root.
 func PartSpec(root, part string) (Spec, error) {
 	switch part {
-	case PartRootfs:
+	case boxlayout.PartRootfs:
 		return Spec{Dir: root, Exclude: rootExcludes}, nil
-	case PartWorkspace:
-		return Spec{Dir: filepath.Join(root, WorkspaceDir), Exclude: workspaceExcludes}, nil
+	case boxlayout.PartWorkspace:
+		return Spec{Dir: filepath.Join(root, boxlayout.Workspace), Exclude: workspaceExcludes}, nil
 	}
-	return Spec{}, fmt.Errorf("unknown snapshot part %q: want %s or %s", part, PartRootfs, PartWorkspace)
+	return Spec{}, fmt.Errorf("unknown snapshot part %q: want %s or %s", part, boxlayout.PartRootfs, boxlayout.PartWorkspace)
 }
 
 // Write archives spec.Dir as a gzip tar on w. Any entry that cannot be read
@@ -76,23 +62,15 @@ func Write(ctx context.Context, w io.Writer, spec Spec) error {
 	if err := zw.SetConcurrency(1<<20, 2*runtime.GOMAXPROCS(0)); err != nil {
 		return fmt.Errorf("configuring gzip: %w", err)
 	}
-	tw := tar.NewWriter(zw)
-	if err := tarfs.Write(ctx, tw, spec.Dir, spec.Exclude); err != nil {
+	if err := tarfs.Write(ctx, zw, spec.Dir, tarfs.WriteOptions{Exclude: spec.Exclude}); err != nil {
 		_ = zw.Close()
 		return err
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("finishing tar of %s: %w", spec.Dir, err)
 	}
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("finishing gzip of %s: %w", spec.Dir, err)
 	}
 	return nil
 }
-
-// EntryName is the archive name of rel: "./" for the top, a trailing slash
-// for directories (tarfs.Write's names).
-func EntryName(rel string, dir bool) string { return tarfs.EntryName(rel, dir) }
 
 func statOf(fi os.FileInfo) *syscall.Stat_t {
 	st, ok := fi.Sys().(*syscall.Stat_t)

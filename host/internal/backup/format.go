@@ -4,9 +4,11 @@
 // and the portable package.
 //
 // A backup is a directory <machine>-<YYYYMMDD-HHMMSS>-<label>[-N].hermesbox
-// (0700) holding exactly six files (0600): rootfs.tar.gz, rootfs-files.txt,
+// (0700) holding six files (0600): rootfs.tar.gz, rootfs-files.txt,
 // workspace.tar.gz, snapshot-warnings.log (empty), manifest.txt and
-// SHA256SUMS, the layout the reference implementation reads and writes.
+// SHA256SUMS, the layout the reference implementation reads and writes,
+// and a seventh, SHA256SUMS.sig, the project key's SSH signature of
+// SHA256SUMS (sign.go).
 package backup
 
 import (
@@ -15,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Format is the manifest's format value.
@@ -25,9 +29,9 @@ const Suffix = ".hermesbox"
 
 // The files of a backup.
 const (
-	FileRootfs    = "rootfs.tar.gz"
+	FileRootfs    = boxlayout.PartRootfs + ".tar.gz"
 	FileListing   = "rootfs-files.txt"
-	FileWorkspace = "workspace.tar.gz"
+	FileWorkspace = boxlayout.PartWorkspace + ".tar.gz"
 	FileWarnings  = "snapshot-warnings.log"
 	FileManifest  = "manifest.txt"
 	FileSums      = "SHA256SUMS"
@@ -50,6 +54,10 @@ type Manifest struct {
 	// Fingerprint is the SSH key fingerprint ("SHA256:…"); empty in legacy
 	// backups.
 	Fingerprint string
+	// AuditAnchor is the host's audit anchor when the backup was written
+	// (one line of JSON, auditanchor's format); empty in older backups.
+	// restore installs it: it describes the backup's audit log.
+	AuditAnchor string
 }
 
 // Legacy reports a backup written before fingerprints were recorded.
@@ -62,6 +70,9 @@ func (m Manifest) Bytes() []byte {
 	if m.Fingerprint != "" {
 		fmt.Fprintf(&b, "ssh_key_fingerprint=%s\n", m.Fingerprint)
 	}
+	if m.AuditAnchor != "" {
+		fmt.Fprintf(&b, "audit_anchor=%s\n", m.AuditAnchor)
+	}
 	return b.Bytes()
 }
 
@@ -71,7 +82,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 	var m Manifest
 	fields := map[string]*string{
 		"format": &m.Format, "created": &m.Created, "machine": &m.Machine,
-		"smolvm": &m.Smolvm, "goos": &m.GOOS, "ssh_key_fingerprint": &m.Fingerprint,
+		"smolvm": &m.Smolvm, "goos": &m.GOOS, "ssh_key_fingerprint": &m.Fingerprint, "audit_anchor": &m.AuditAnchor,
 	}
 	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		k, v, ok := strings.Cut(line, "=")

@@ -36,6 +36,11 @@ type Status struct {
 	Network     NetworkStatus   `json:"network"`
 	// VMM is the running box's VMM confinement, read from the host.
 	VMM *smolvm.Confinement `json:"vmm,omitempty"`
+	// Drift names the settings the configuration asks for that differ
+	// from what the box was created with (which box and network report).
+	Drift []string `json:"configDrift,omitempty"`
+	// DriftNext is how to apply them, when there are any.
+	DriftNext string `json:"configDriftNext,omitempty"`
 }
 
 // NetworkStatus is the network mode and its last proof (strict, none).
@@ -118,6 +123,9 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		mergeAgentHealth(st, a)
 	}
 	st.Network = b.networkStatus()
+	if st.Drift = b.Drift(); len(st.Drift) > 0 {
+		st.DriftNext = driftNext
+	}
 	st.Summarize()
 	st.State = string(st.Status)
 	if !running {

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -47,10 +50,37 @@ func StateExitCode(state string) int {
 func (b *Box) builderFailed(name string, err error) error {
 	next := "re-run hermes-box init: it is safe (the builder " + name + " is deleted and built again from scratch); " +
 		"hermes-box init --keep-builder keeps a failed builder for inspection"
-	if b.KeepBuilder {
+	if h := b.resourceHint(err); h != "" {
+		next = h
+	} else if b.KeepBuilder {
 		next = fmt.Sprintf("inspect it with smolvm machine shell --name %s, delete it with smolvm machine delete --name %s --force, then re-run hermes-box init", name, name)
 	}
 	return userr.WithHint(fmt.Errorf("building the base image failed: %w", err), next)
+}
+
+// cpuWords and memoryWords find smolvm refusing the box's resources.
+var (
+	cpuWords    = regexp.MustCompile(`(?i)\bv?cpus?\b`)
+	memoryWords = regexp.MustCompile(`(?i)\bmem(ory)?\b`)
+)
+
+// resourceHint is the next step when smolvm refused the CPUs or memory the
+// configuration asks for: the setting is the problem, so running the same
+// command again fails the same way. It is "" for any other error.
+func (b *Box) resourceHint(err error) string {
+	var se *smolvm.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch {
+	case cpuWords.MatchString(se.Message):
+		return fmt.Sprintf("smolvm refused HERMES_BOX_CPUS=%d (this host has %d CPUs): set a smaller HERMES_BOX_CPUS in %s, then run the command again (unchanged, it fails the same way)",
+			b.cfg.CPUs, runtime.NumCPU(), b.cfg.File)
+	case memoryWords.MatchString(se.Message):
+		return fmt.Sprintf("smolvm refused HERMES_BOX_MEMORY_MIB=%d: set a smaller HERMES_BOX_MEMORY_MIB in %s, then run the command again (unchanged, it fails the same way)",
+			b.cfg.MemoryMiB, b.cfg.File)
+	}
+	return ""
 }
 
 // Services lists the names of the box's supervised services (the box must
@@ -85,7 +115,7 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
 func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.cfg.ExecutorEnabled {
+	if !b.configured().ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -111,13 +141,33 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, pins.ErrUnsupportedSmolvm):
-		return fmt.Errorf("a supported smolvm is required: %w", err)
+		v, verr := b.vm.Version(ctx)
+		if verr != nil {
+			v = "on PATH"
+		}
+		return userr.WithHint(&unsupportedSmolvm{version: v, err: err},
+			"install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+
+				" (or, for a release newer than every supported one, qualify it on this host with hermes-box doctor: a binary that passes is accepted)")
 	case errors.Is(err, smolvm.ErrDoctorFailed), errors.Is(err, smolvm.ErrFlagMissing), errors.Is(err, smolvm.ErrUnconfined):
 		return err
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
 }
+
+// unsupportedSmolvm is a smolvm release outside the pins table, said
+// plainly (the table's capability columns are for whoever maintains it).
+type unsupportedSmolvm struct {
+	version string
+	err     error // wraps pins.ErrUnsupportedSmolvm
+}
+
+func (u *unsupportedSmolvm) Error() string {
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
+}
+
+func (u *unsupportedSmolvm) Unwrap() error { return u.err }
 
 // restoreHostChecks checks, before a restore creates anything, that this
 // host can run the restored box: its platform, smolvm, every host variable

@@ -53,7 +53,7 @@ func newStatusCommand() *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine)")
+	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine; .state is the box's state)")
 	cmd.Flags().BoolP("long", "l", false, "also show the network proof and every check and service")
 	return cmd
 }
@@ -92,6 +92,12 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 		for _, sv := range st.Services {
 			fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", sv.Name, sv.State, sv.PID, sv.Restarts)
 		}
+	}
+	for _, d := range st.Drift {
+		fmt.Fprintf(tw, "  settings\t%s\n", termsafe.String(d))
+	}
+	if st.DriftNext != "" {
+		fmt.Fprintf(tw, "  \t%s\n", st.DriftNext)
 	}
 	switch st.State {
 	case box.StateStopped:
