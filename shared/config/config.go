@@ -30,6 +30,12 @@ const (
 	NetworkNone   NetworkMode = "none"
 )
 
+// The values of HERMES_BOX_VMM_CONFINEMENT.
+const (
+	ConfinementEnforce = "enforce"
+	ConfinementOff     = "off"
+)
+
 // Config is the resolved hermes-box configuration. Each field names the
 // setting it comes from.
 type Config struct {
@@ -56,14 +62,15 @@ type Config struct {
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
 	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
-	// SmolvmAllowNewer (HERMES_BOX_SMOLVM_ALLOW_NEWER) lets the host drive
-	// a smolvm release newer than every row of the pins table, with the
-	// newest row's capabilities and a warning on every command.
-	SmolvmAllowNewer bool
-	HermesCommit     string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
-	ExecutorEnabled  bool   // HERMES_BOX_EXECUTOR_ENABLED
-	ExecutorPort     int    // HERMES_BOX_EXECUTOR_PORT
-	ExecutorImage    string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
+	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
+	// on Linux every call that boots a VMM asks smolvm for its seccomp and
+	// Landlock confinement, and a started VMM without a seccomp filter is
+	// refused; ConfinementOff asks for neither, and every command warns.
+	VMMConfinement  string
+	HermesCommit    string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
+	ExecutorEnabled bool   // HERMES_BOX_EXECUTOR_ENABLED
+	ExecutorPort    int    // HERMES_BOX_EXECUTOR_PORT
+	ExecutorImage   string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
 
 	// DataDirOverride is HERMES_BOX_DATA_DIR as configured; "" means the
 	// project root. Use DataDir for the resolved path.
@@ -196,7 +203,9 @@ func (c *Config) applyFile(named bool) (problems []error, err error) {
 		if !twice {
 			seen[a.Key] = a.Line
 		}
-		if s, ok := lookupSetting(a.Key); !ok && a.Key != upper {
+		if why, ok := replacedSettings[a.Key]; ok {
+			problem.Msg = a.Key + " " + why
+		} else if s, ok := lookupSetting(a.Key); !ok && a.Key != upper {
 			problem.Msg = fmt.Sprintf("%q is not a setting: settings are upper-case (%s)", a.Key, upper)
 		} else if twice {
 			problem.Msg = fmt.Sprintf("%s is set twice (lines %d and %d): keep one", a.Key, first, a.Line)
@@ -222,6 +231,10 @@ func (c *Config) applyEnviron(env map[string]string) []error {
 	var problems []error
 	for _, key := range slices.Sorted(maps.Keys(env)) {
 		if hosts[key] || key == EnvConfig || key == envE2E || key == envProjectRoot {
+			continue
+		}
+		if why, ok := replacedSettings[key]; ok {
+			problems = append(problems, &Error{Key: key, Msg: "environment variable " + key + " " + why})
 			continue
 		}
 		s, ok := lookupSetting(key)
