@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -51,7 +52,7 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 		return err
 	}
 	for _, stage := range HermesStages {
-		_, err := p.run(ctx, "hermes", Command{
+		_, err := p.run(ctx, "hermes", command.Command{
 			Path: "/bin/bash",
 			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(boxlayout.HermesHome),
 				"--commit", p.cfg.Pins.HermesCommit, "--stage", stage},
@@ -83,7 +84,7 @@ type GateTarget struct {
 	Config string
 	Commit string
 	User   string
-	Runner Runner
+	Runner command.Runner
 }
 
 // GatePatcher puts the approval gate in (guest-agent/internal/gate).
@@ -133,7 +134,7 @@ func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
 
 // applyUVSync adds the messaging extras from the lockfile, hash-checked.
 func applyUVSync(ctx context.Context, p *Provisioner) error {
-	_, err := p.run(ctx, "uv-sync", Command{
+	_, err := p.run(ctx, "uv-sync", command.Command{
 		Path:    p.path(uvBin + "/uv"),
 		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
 		Dir:     p.path(boxlayout.HermesTree),
@@ -279,9 +280,9 @@ func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
 }
 
 // smokeCommands prove the image works before it is packed.
-func (p *Provisioner) smokeCommands() []Command {
-	asHermes := func(args ...string) Command {
-		return Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
+func (p *Provisioner) smokeCommands() []command.Command {
+	asHermes := func(args ...string) command.Command {
+		return command.Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
 			Env: append(p.hermesEnv(), "HOME=/home/hermes"), Timeout: 2 * time.Minute}
 	}
 	keygen := []string{"-A"}
@@ -290,7 +291,7 @@ func (p *Provisioner) smokeCommands() []Command {
 		keygen = append(keygen, "-f", p.cfg.Root)
 		sshdTest = append(sshdTest, "-f", p.path("/etc/ssh/sshd_config"))
 	}
-	return []Command{
+	return []command.Command{
 		asHermes(p.path(boxlayout.HermesCLI), "--version"),
 		asHermes(p.path(boxlayout.HermesVenv+"/bin/python"), "-c", "import discord"),
 		{Path: p.path("/usr/local/bin/node"), Args: []string{"--version"}, Timeout: time.Minute},

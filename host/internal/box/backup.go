@@ -83,8 +83,13 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(),
-		Limits: backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(), Limits: e.limits()}
+}
+
+// limits bound what a snapshot takes from the box and what a restore
+// stages: each part within the part cap.
+func (e *backupRun) limits() backup.Limits {
+	return backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}
 }
 
 // snapshot writes a backup signed with the project key.
