@@ -356,7 +356,7 @@ func TestSmolvmHelpLacksFlag(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Fatalf("init: exit %d, want %q:\n%s", r.code, want, r.stderr)
 		}
-		expectCalls(t, r.calls, append([]string{"--version"}, helpCalls...))
+		expectCalls(t, r.calls, append([]string{"--version"}, h.helpCalls()...))
 	}
 	if len(h.machines()) != 0 {
 		t.Errorf("machines exist: %v", h.machines())
