@@ -35,7 +35,9 @@ type Meta struct {
 	// Signer is the project key: it signs SHA256SUMS, and the manifest
 	// records its fingerprint.
 	Signer ssh.Signer
-	Now    time.Time
+	// AuditAnchor goes into the manifest (Manifest.AuditAnchor).
+	AuditAnchor string
+	Now         time.Time
 	// Limits bound the parts; the zero value is the defaults.
 	Limits Limits
 }
@@ -55,6 +57,9 @@ var crashPoint = func(string) {}
 func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
 	if meta.Signer == nil {
 		return "", errors.New("snapshot: no project key to sign the backup with")
+	}
+	if strings.ContainsAny(meta.AuditAnchor, "\r\n") {
+		return "", errors.New("snapshot: the audit anchor must be one line")
 	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
@@ -97,7 +102,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
-		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey())}
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), AuditAnchor: meta.AuditAnchor}
 	small := []struct {
 		name string
 		data []byte

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // Start starts the box and verifies it, under the operation lock.
@@ -43,9 +45,14 @@ func (b *Box) startBox(ctx context.Context) error {
 	if err := b.checkExecutorWiring(m); err != nil {
 		return err
 	}
+	b.warnDrift()
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
 		return b.verifyRunning(ctx)
+	}
+	if m.State == smolvm.StatePaused || m.State == smolvm.StatePausing {
+		return &userr.Error{Err: fmt.Errorf("the box %s is %s (smolvm machine pause froze it); nothing was changed", m.Name, m.State),
+			Next: "resume it with: smolvm machine resume --name " + m.Name + " (then hermes-box start verifies it)"}
 	}
 	if err := b.bootAndVerify(ctx, m.Name); err != nil {
 		return err
@@ -133,8 +140,16 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 			return err
 		}
 		*deleted = append(*deleted, name)
+		if name == b.cfg.MachineName {
+			if err := b.moveAuditAnchorAside(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	b.unmarkBuilder()
+	if err := b.forgetSettings(); err != nil {
+		return err
+	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}
@@ -146,5 +161,5 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 
 // knownHostsPath is the known_hosts file hermes-box writes for ssh.
 func (b *Box) knownHostsPath() string {
-	return filepath.Join(b.cfg.StateDir(), "known_hosts")
+	return filepath.Join(b.cfg.StateDir(), filenames.KnownHosts)
 }

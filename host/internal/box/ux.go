@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -114,7 +115,7 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
 func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.cfg.ExecutorEnabled {
+	if !b.configured().ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -146,7 +147,9 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 		}
 		return userr.WithHint(&unsupportedSmolvm{version: v, err: err},
 			"install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+
-				" (or, to try a release newer than every supported one at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true in "+b.cfg.File+")")
+				" (or, for a release newer than every supported one, qualify it on this host with hermes-box doctor: a binary that passes is accepted)")
+	case errors.Is(err, smolvm.ErrDoctorFailed), errors.Is(err, smolvm.ErrFlagMissing), errors.Is(err, smolvm.ErrUnconfined):
+		return err
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
@@ -160,7 +163,8 @@ type unsupportedSmolvm struct {
 }
 
 func (u *unsupportedSmolvm) Error() string {
-	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
 }
 
 func (u *unsupportedSmolvm) Unwrap() error { return u.err }

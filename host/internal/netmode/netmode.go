@@ -19,12 +19,10 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
-
-// ProofFile is the last proof, in the host's state dir.
-const ProofFile = "network-proof.json"
 
 // Offer refuses a mode the release cannot enforce, with the reason.
 func Offer(mode config.NetworkMode, r pins.SmolvmRelease, hosts []string) error {
@@ -130,7 +128,7 @@ func Save(stateDir string, p netproof.Proof) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(stateDir, ProofFile), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(stateDir, filenames.NetworkProof), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("recording the network proof: %w", err)
 	}
 	return nil
@@ -138,7 +136,7 @@ func Save(stateDir string, p netproof.Proof) error {
 
 // Last returns the last recorded proof, or ok false when there is none.
 func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(stateDir, ProofFile))
+	b, err := os.ReadFile(filepath.Join(stateDir, filenames.NetworkProof))
 	if errors.Is(err, os.ErrNotExist) {
 		return p, false, nil
 	}
@@ -146,7 +144,7 @@ func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
 		return p, false, err
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, ProofFile), err)
+		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, filenames.NetworkProof), err)
 	}
 	return p, true, nil
 }
