@@ -387,7 +387,7 @@ func runBox(b *testing.B, base string) (map[string]float64, error) {
 	}
 	var v2Sums, incSums backup.Sums
 	t, err := timed(func() error {
-		s, err := backup.Stage(ctx, v2Last, stateDir, trust)
+		s, err := backup.Stage(ctx, v2Last, stateDir, trust, testLimits)
 		if err == nil {
 			v2Sums, err = s.Sums, s.Remove()
 		}
@@ -428,7 +428,7 @@ func restoreInc(ctx context.Context, backups, dir, stateDir string) (backup.Sums
 		return nil, err
 	}
 	defer os.RemoveAll(v2)
-	staged, err := backup.Stage(ctx, v2, stateDir, trust)
+	staged, err := backup.Stage(ctx, v2, stateDir, trust, testLimits)
 	if err != nil {
 		return nil, err
 	}
