@@ -128,7 +128,7 @@ func TestErrorClassesOfABox(t *testing.T) {
 	must(t, syscall.Kill(rec.PID, syscall.SIGKILL))
 	waitGone(t, rec.PID)
 	expectFailure(t, "logs with nothing on the port", h.run("logs"), 1,
-		[]string{"nothing answers on the box's SSH port (connection refused)", "next: hermes-box status says whether the box runs"})
+		[]string{"nothing answers on the box's published port (connection refused)", "next: hermes-box status says whether the box runs"})
 	mustRun(t, h, "restart")
 
 	// A start hangs in smolvm while it holds the operation lock.
