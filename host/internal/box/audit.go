@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/bounded"
@@ -17,12 +18,12 @@ import (
 // checkAudit is the host's check of the box's audit chain in status.
 const checkAudit health.Code = "audit-chain"
 
-// CheckAudit reads the box's audit log (its exact bytes, bounded) over tr,
+// CheckAudit reads the box's audit log (its exact bytes, bounded) through c,
 // verifies the chain on the host against the anchor file and records the
 // new head when it extends the last one. A broken chain is in the Result;
 // the error is for a log that could not be read or an anchor that could
 // not be kept.
-func CheckAudit(ctx context.Context, tr relay.Transport, anchor string) (auditanchor.Result, error) {
+func CheckAudit(ctx context.Context, c *agent.Client, anchor string) (auditanchor.Result, error) {
 	// Verified as it streams: nothing but the records is held, and a
 	// log that breaks at line 1 is not read any further.
 	pr, pw := io.Pipe()
@@ -36,7 +37,7 @@ func CheckAudit(ctx context.Context, tr relay.Transport, anchor string) (auditan
 		pr.CloseWithError(errAuditRead) // stops the stream when the verdict came first
 		done <- verdict{res, err}
 	}()
-	cerr := Call(ctx, tr, nil, []string{"audit", "raw"}, nil, pw)
+	cerr := c.AuditRaw(ctx, pw)
 	pw.CloseWithError(cerr)
 	v := <-done
 	switch {
@@ -62,7 +63,7 @@ func (b *Box) auditAnchor() string {
 func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time) health.Check {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := CheckAudit(ctx, tr, b.auditAnchor())
+	res, err := CheckAudit(ctx, agent.New(tr, nil), b.auditAnchor())
 	switch {
 	case err != nil:
 		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now)

@@ -2,7 +2,6 @@ package box
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +13,16 @@ import (
 
 	"github.com/zalando/go-keyring"
 
-	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// ExecutorAgent runs one agent verb in the box through the relay: argv is
-// never parsed by a shell, stdin (may be nil) follows the request line, the
-// verb's data arrives on stdout. *Box is one.
+// ExecutorAgent is the agent's verbs about the Executor; *agent.Client is
+// one.
 type ExecutorAgent interface {
-	RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+	ExecutorStatus(ctx context.Context, sizes bool) (protocol.ExecutorStatus, error)
+	Logs(ctx context.Context, w io.Writer, service string, lines int, follow bool) error
+	ConnectHermes(ctx context.Context, key string) error
 }
 
 // SecretStore is the OS keyring (macOS Keychain, Linux Secret Service).
@@ -59,7 +58,7 @@ type Executor struct {
 func (b *Box) Executor() *Executor {
 	c := b.cfg
 	return &Executor{Machine: c.MachineName, Enabled: c.ExecutorEnabled, Port: c.ExecutorPort,
-		Agent: b, State: b.MachineState, CheckListener: b.CheckExecutorListener}
+		Agent: b.runningClient(), State: b.MachineState, CheckListener: b.CheckExecutorListener}
 }
 
 // ErrExecutorDisabled refuses a command that needs Executor in a box
@@ -233,12 +232,6 @@ type ExecutorStatus struct {
 	DataBytes     *int64 `json:"dataBytes,omitempty"`
 }
 
-// Status gathers the machine's state, Executor's health and, from the
-// agent, the active image (with sizes, the disk use too).
-// executorStatusTimeout bounds the agent's executor status (--sizes walks
-// the Executor's directories).
-const executorStatusTimeout = 2 * time.Minute
-
 // Status gathers Executor's state: the machine, its health, the agent's metadata.
 func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	v := ExecutorStatus{Enabled: e.Enabled, Machine: e.Machine, URL: e.PortalURL(), AuthStored: e.KeyStored()}
@@ -256,19 +249,8 @@ func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	} else {
 		v.Healthy = true
 	}
-	argv := []string{"executor", "status"}
-	if sizes {
-		argv = append(argv, "--sizes")
-	}
-	// The answer is the box's: bounded, and in bounded time.
-	out := bounded.NewBuffer(maxVerbResult, "the agent's executor status")
-	var st protocol.ExecutorStatus
-	actx, cancel := context.WithTimeout(ctx, executorStatusTimeout)
-	defer cancel()
-	if err := e.Agent.RunAgent(actx, argv, nil, out); err != nil {
+	if st, err := e.Agent.ExecutorStatus(ctx, sizes); err != nil {
 		v.MetadataError = err.Error()
-	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
-		v.MetadataError = "decoding the agent's executor status: " + err.Error()
 	} else {
 		if st.Current != nil {
 			v.Image, v.ImageDigest = st.Current.ImageReference, st.Current.ManifestDigest

@@ -135,7 +135,7 @@ func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) er
 	var last error
 	deep := false
 	for {
-		report, err := b.healthReport(ctx, tr, deep)
+		report, err := b.client(tr).Health(ctx, deep)
 		if err == nil {
 			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil

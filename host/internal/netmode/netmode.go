@@ -7,12 +7,10 @@
 package netmode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -61,10 +59,11 @@ func Proven(mode config.NetworkMode) bool {
 	return mode == config.NetworkStrict || mode == config.NetworkNone
 }
 
-// Caller runs one agent verb with stdin, its data on stdout; a non-zero
-// exit status is an error with an ExitCode method. The box's one way to
-// call a verb is one.
-type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+// Prober is the agent's netprobe: its proof, whether the probes held or
+// not; *agent.Client is one.
+type Prober interface {
+	Netprobe(ctx context.Context, plan netproof.Plan) (netproof.Proof, error)
+}
 
 // Stopper stops a machine; *smolvm.Driver is one.
 type Stopper interface {
@@ -75,7 +74,7 @@ type Stopper interface {
 // stateDir, and stops machine when a probe contradicts the mode (or no
 // proof came back): the error then names the probe and says the box was
 // stopped. With a nil stop the caller stops it.
-func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
+func Prove(ctx context.Context, call Prober, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
 	proof, err := probe(ctx, call, plan)
 	if err == nil {
 		if cerr := proof.Covers(plan); cerr != nil {
@@ -99,24 +98,10 @@ func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine str
 	return proof, fmt.Errorf("%w; %s was stopped", err, machine)
 }
 
-func probe(ctx context.Context, call Caller, plan netproof.Plan) (netproof.Proof, error) {
-	doc, err := json.Marshal(plan)
+func probe(ctx context.Context, call Prober, plan netproof.Plan) (netproof.Proof, error) {
+	proof, err := call.Netprobe(ctx, plan)
 	if err != nil {
-		return netproof.Proof{}, err
-	}
-	var out bytes.Buffer
-	// netprobe exits 1 when a probe contradicts the mode; the proof is on
-	// stdout either way.
-	code := 0
-	var exit interface{ ExitCode() int }
-	if err := call(ctx, []string{"netprobe"}, bytes.NewReader(doc), &out); errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
 		return netproof.Proof{}, fmt.Errorf("proving network mode %s: %w", plan.Mode, err)
-	}
-	var proof netproof.Proof
-	if jerr := json.Unmarshal(out.Bytes(), &proof); jerr != nil || (code != 0 && code != 1) {
-		return netproof.Proof{}, fmt.Errorf("proving network mode %s: agent netprobe exited with status %d and no proof", plan.Mode, code)
 	}
 	if proof.Mode != plan.Mode {
 		return proof, fmt.Errorf("proving network mode %s: the agent proved %q", plan.Mode, proof.Mode)
