@@ -13,6 +13,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -183,11 +184,21 @@ func NormalizeKey(raw string) (string, error) {
 }
 
 // Client returns an MCP client authenticated with the stored key, once
-// Executor's port is known to listen on loopback only.
+// the box runs and Executor's port is known to listen on loopback only:
+// while the box is stopped, whatever holds the port is not its Executor,
+// and the key is never sent to it.
 func (e *Executor) Client(ctx context.Context) (*mcp.Client, error) {
 	key, err := e.APIKey()
 	if err != nil {
 		return nil, err
+	}
+	state, err := e.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if state != StateRunning {
+		return nil, userr.WithHint(fmt.Errorf("the box %s is %s: refusing to send the Executor API key to whatever holds port %d", e.Machine, state, e.Port),
+			"hermes-box start")
 	}
 	if err := e.CheckListener(ctx); err != nil {
 		return nil, err

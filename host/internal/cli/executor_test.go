@@ -394,6 +394,28 @@ func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 	}
 }
 
+// TestExecutorKeyOnlyToARunningBox: while the box is stopped, the MCP
+// commands refuse before the port is checked or spoken to: whatever holds
+// it then is not the box's Executor, and must not get the API key.
+func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
+	keyring.MockInit()
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) }))
+	defer srv.Close()
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{}),
+		State:         func(context.Context) (string, error) { return "stopped", nil },
+		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
+	if err := box.StoreKey("sk-stopped"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mcp-test"}, {"connections"}, {"tools"}} {
+		code, _, errs := runExecutor(t, box, "", args...)
+		if code == 0 || !strings.Contains(errs, "is stopped: refusing to send the Executor API key") || asked.Load() != 0 {
+			t.Errorf("%v: exit %d, %d requests: %s", args, code, asked.Load(), errs)
+		}
+	}
+}
+
 func TestExecutorStatusOfAStoppedBox(t *testing.T) {
 	keyring.MockInit()
 	agent := &fakeAgent{}
