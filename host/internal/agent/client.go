@@ -76,7 +76,10 @@ func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Read
 	cause := &agentCause{emit: (&eventBudget{emit: c.onEvent, steps: map[string]bool{}}).event}
 	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
 	code, err := tr.Run(ctx, req, stdin, out, func(ev protocol.Event) {
-		if meter.add(ev) {
+		if !meter.add(ev) {
+			return
+		}
+		if ev, ok := sanitise(ev); ok {
 			cause.event(ev)
 		}
 	})

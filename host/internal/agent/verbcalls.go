@@ -45,13 +45,32 @@ func (c *Client) Health(ctx context.Context, deep bool) (*health.Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return health.Decode(b)
+	r, err := health.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	// Shown by status one per line: names and states stay one line.
+	for i, s := range r.Services {
+		r.Services[i].Name, r.Services[i].State = service(s.Name, s.State)
+	}
+	return r, nil
 }
 
 // ServicesStatus is the state of the box's supervised services.
 func (c *Client) ServicesStatus(ctx context.Context) (protocol.ServicesStatus, error) {
 	var st protocol.ServicesStatus
-	return st, c.decode(ctx, ServicesStatus, nil, &st)
+	if err := c.decode(ctx, ServicesStatus, nil, &st); err != nil {
+		return st, err
+	}
+	for i, s := range st.Services {
+		st.Services[i].Name, st.Services[i].State = service(s.Name, s.State)
+	}
+	return st, nil
+}
+
+// service is a service's name and state, each one line.
+func service(name string, state health.ServiceState) (string, health.ServiceState) {
+	return Line(name, MaxStepName), health.ServiceState(Line(string(state), 32))
 }
 
 // StopService stops a supervised service ("all" stops every one).
@@ -115,8 +134,20 @@ func (c *Client) Netprobe(ctx context.Context, plan netproof.Plan) (netproof.Pro
 	if jerr := json.Unmarshal(b, &proof); jerr != nil || (code != 0 && code != 1) {
 		return netproof.Proof{}, fmt.Errorf("agent netprobe exited with status %d and no proof", code)
 	}
+	if len(proof.Probes) > maxProbes {
+		return netproof.Proof{}, fmt.Errorf("agent netprobe answered %d probes, more than the %d a plan can ask for", len(proof.Probes), maxProbes)
+	}
+	// Kept and shown by status: each field one line.
+	proof.Mode, proof.Time, proof.Unproven = Line(proof.Mode, 32), Line(proof.Time, 64), Line(proof.Unproven, maxFieldValue)
+	for i, p := range proof.Probes {
+		proof.Probes[i].Class = netproof.Class(Line(string(p.Class), 32))
+		proof.Probes[i].Target, proof.Probes[i].Detail = Line(p.Target, 256), Line(p.Detail, maxFieldValue)
+	}
 	return proof, nil
 }
+
+// maxProbes bounds the probes of a proof (a plan has about ten).
+const maxProbes = 256
 
 // ExecutorStatus is the Executor's metadata; sizes also walks its
 // directories for their disk use.

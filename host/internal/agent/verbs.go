@@ -69,7 +69,7 @@ var (
 	SecretsSet = &Verb{Argv: []string{"secrets", "set"}, Stdin: true, Result: "protocol.SecretsStored",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 3 * time.Minute}
 	Netprobe = &Verb{Argv: []string{"netprobe"}, Stdin: true, Result: "netproof.Proof",
-		Stdout: mib, Stderr: maxEvents, Deadline: 5 * time.Minute}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
 	ExecutorStatus = &Verb{Argv: []string{"executor", "status"}, Result: "protocol.ExecutorStatus",
 		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
 	ExecutorStatusSizes = &Verb{Argv: []string{"executor", "status", "--sizes"}, Result: "protocol.ExecutorStatus",
@@ -83,7 +83,7 @@ var (
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
 	Provision = &Verb{Argv: []string{"provision"}, Args: []string{"FLAGS…"}, Result: "none",
-		Stdout: mib, Stderr: 64 * mib, Deadline: 2 * time.Hour}
+		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
 )
 
 // Verbs is every verb the host calls.

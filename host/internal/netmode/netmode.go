@@ -16,10 +16,15 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
+
+// MaxProof bounds the proof file the host reads back: the agent client
+// takes at most 64 KiB of proof, which indented stays well within it.
+const MaxProof = 256 << 10
 
 // ProofFile is the last proof, in the host's state dir.
 const ProofFile = "network-proof.json"
@@ -123,10 +128,16 @@ func Save(stateDir string, p netproof.Proof) error {
 
 // Last returns the last recorded proof, or ok false when there is none.
 func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(stateDir, ProofFile))
+	f, err := os.Open(filepath.Join(stateDir, ProofFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return p, false, nil
 	}
+	if err != nil {
+		return p, false, err
+	}
+	defer f.Close()
+	// The proof is the box's answer: read back bounded, as it was taken.
+	b, err := bounded.ReadAll(f, MaxProof, filepath.Join(stateDir, ProofFile))
 	if err != nil {
 		return p, false, err
 	}
