@@ -17,6 +17,9 @@ import (
 const (
 	// MaxStepName bounds a step name the box gives, in bytes.
 	MaxStepName = 64
+	// maxText bounds a multi-line text of the box (an event's message),
+	// in bytes before it is made safe.
+	maxText = 64 << 10
 	// maxFieldValue bounds any other one-line field of an event.
 	maxFieldValue = 512
 	// Continuation starts every line of a box's text after its first.
@@ -69,6 +72,13 @@ func isFormat(r rune) bool { return unicode.Is(unicode.Cf, r) }
 // termsafe does (escapes shown, not obeyed) and every line after the first
 // indented with Continuation.
 func Text(s string) string {
+	if len(s) > maxText {
+		cut := maxText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
 	s = termsafe.Text(strings.TrimRight(s, "\n"))
 	return strings.ReplaceAll(s, "\n", "\n"+Continuation)
 }

@@ -157,7 +157,30 @@ func (c *Client) ExecutorStatus(ctx context.Context, sizes bool) (protocol.Execu
 		v = ExecutorStatusSizes
 	}
 	var st protocol.ExecutorStatus
-	return st, c.decode(ctx, v, nil, &st)
+	if err := c.decode(ctx, v, nil, &st); err != nil {
+		return st, err
+	}
+	if len(st.Releases) > maxReleases {
+		return st, fmt.Errorf("agent %s listed %d releases, more than %d", v.Name(), len(st.Releases), maxReleases)
+	}
+	if st.Current != nil {
+		r := release(*st.Current)
+		st.Current = &r
+	}
+	for i, r := range st.Releases {
+		st.Releases[i] = release(r)
+	}
+	return st, nil
+}
+
+// maxReleases bounds the Executor releases a status lists (the store keeps
+// a few).
+const maxReleases = 256
+
+// release is an Executor release with every field one line.
+func release(r protocol.ExecutorRelease) protocol.ExecutorRelease {
+	return protocol.ExecutorRelease{Name: Line(r.Name, 128), Dir: Line(r.Dir, maxFieldValue), ImageReference: Line(r.ImageReference, maxFieldValue),
+		RepositoryDigest: Line(r.RepositoryDigest, maxFieldValue), ManifestDigest: Line(r.ManifestDigest, 128), Layout: Line(r.Layout, 32)}
 }
 
 // RefreshDiscovery has the agent restart the Hermes gateway once per boot

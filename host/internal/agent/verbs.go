@@ -56,7 +56,7 @@ var (
 		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
 	ServicesStatus = &Verb{Argv: []string{"services", "status", "--json"}, Result: "protocol.ServicesStatus",
 		Stdout: mib, Stderr: maxEvents, Deadline: 30 * time.Second}
-	ServicesStop = &Verb{Argv: []string{"services", "stop"}, Args: []string{"SERVICE|all"}, Result: "none",
+	ServicesStop = &Verb{Argv: []string{"services", "stop"}, Args: []string{"SERVICE"}, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
 	ServicesStart = &Verb{Argv: []string{"services", "start"}, Args: []string{"SERVICE"}, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
