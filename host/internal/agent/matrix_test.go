@@ -71,10 +71,7 @@ type cell struct {
 // carries a byte a terminal would obey.
 func TestHostileMatrix(t *testing.T) {
 	sshd := sshdtest.New(t, sshdtest.Options{NoAgent: true})
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := matrixBinary(t)
 	var (
 		mu    sync.Mutex
 		cells []cell
@@ -96,6 +93,25 @@ func TestHostileMatrix(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { logMatrix(t, cells) })
+}
+
+// matrixBinary is this test binary, or under the race detector the same
+// tests built without it: the host process must be measured as it is built.
+func matrixBinary(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !raceEnabled {
+		return exe
+	}
+	out := filepath.Join(t.TempDir(), "agent.test")
+	cmd := exec.CommandContext(t.Context(), "go", "test", "-c", "-o", out, "./host/internal/agent")
+	cmd.Dir = sshdtest.ModuleRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the matrix's host without the race detector: %v\n%s", err, b)
+	}
+	return out
 }
 
 // runCell runs one cell and checks its bounds.
