@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -32,6 +31,7 @@ const (
 	envCommand  = "HBX_MATRIX_COMMAND"
 	envAnchor   = "HBX_MATRIX_ANCHOR"
 	envDeadline = "HBX_MATRIX_DEADLINE" // every verb's deadline in the matrix
+	envHWM      = "HBX_MATRIX_HWM"      // where the host writes its peak RSS (VmHWM, KiB)
 )
 
 // matrixDeadline is every verb's deadline in the matrix (the test hook's
@@ -125,11 +125,13 @@ func runCell(t *testing.T, sshd *sshdtest.Server, exe string, i int, v *agent.Ve
 		bound *= time.Duration(calls)
 	}
 	drip := matrixDeadline - time.Second
+	dir := t.TempDir()
+	hwm := filepath.Join(dir, "hwm")
 	command := strings.Join([]string{sshdtest.ShellQuote(exe), "hbx-matrix-agent", mode, drip.String()}, " ")
 	cmd := exec.CommandContext(t.Context(), exe, "hbx-matrix-host", strconv.Itoa(i), strconv.Itoa(calls))
 	cmd.Env = append(os.Environ(), envAddr+"="+sshd.Addr, envUser+"="+sshd.User, envKey+"="+sshd.KeyPath,
 		envHostKey+"="+string(ssh.MarshalAuthorizedKey(sshd.HostKey)), envCommand+"="+command,
-		envAnchor+"="+filepath.Join(t.TempDir(), "anchor"), envDeadline+"="+matrixDeadline.String())
+		envAnchor+"="+filepath.Join(dir, "anchor"), envDeadline+"="+matrixDeadline.String(), envHWM+"="+hwm)
 	var stdout, stderr safeSink
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -138,8 +140,8 @@ func runCell(t *testing.T, sshd *sshdtest.Server, exe string, i int, v *agent.Ve
 	if err != nil {
 		t.Errorf("host process: %v\nstderr: %s", err, stderr.head.String())
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		c.rssKiB = ru.Maxrss
+	if b, err := os.ReadFile(hwm); err == nil {
+		c.rssKiB, _ = strconv.ParseInt(string(b), 10, 64)
 	}
 	if c.rssKiB == 0 || c.rssKiB > matrixRSSKiB {
 		t.Errorf("peak RSS %d KiB, want at most %d", c.rssKiB, matrixRSSKiB)
