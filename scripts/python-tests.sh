@@ -1,10 +1,46 @@
 #!/usr/bin/env bash
 # Runs every Python unittest suite in the tree (files named test_*.py),
-# one discovery per directory. Prints nothing and succeeds when there are none.
+# one discovery per directory, with HERMES_BOX_HERMES_PYTHON (an interpreter
+# with Hermes' imports, httpx and requests) or python3. Prints nothing and
+# succeeds when there are none.
+#
+# With HERMES_BOX_HERMES_TREES (the real Hermes exports CI unpacks from
+# ../shared/hermes-trees), the gate's suites run on them: the plugin's on
+# v0.19.0 (HERMES_GATE_TREE_0190, set from it when unset), the source
+# patch's on a patched copy of v0.16.0 and of v0.17.0, driving each patched
+# tools.approval. In CI (CI=true) the trees are required.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python=${HERMES_BOX_HERMES_PYTHON:-python3}
+trees=${HERMES_BOX_HERMES_TREES:-}
+if [ -z "$trees" ] && [ "${CI:-}" = true ]; then
+  echo "$0: CI needs HERMES_BOX_HERMES_TREES (the real Hermes trees)" >&2
+  exit 1
+fi
+if [ -n "$trees" ]; then
+  export HERMES_GATE_TREE_0190=${HERMES_GATE_TREE_0190:-$trees/v0.19.0}
+fi
+patch_dir=guest-agent/internal/patch
 mapfile -t dirs < <(git ls-files -co --exclude-standard '*test_*.py' | xargs -r -n1 dirname | sort -u)
 for d in "${dirs[@]}"; do
-  echo "python3 -m unittest discover -s $d"
-  python3 -m unittest discover -s "$d" -p 'test_*.py'
+  if [ -n "$trees" ] && [ "$d" = "$patch_dir" ]; then
+    continue # run below, on the patched real trees
+  fi
+  echo "$python -m unittest discover -s $d"
+  "$python" -m unittest discover -s "$d" -p 'test_*.py'
+done
+[ -n "$trees" ] || exit 0
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/agent" ./guest-agent
+for v in 0.16.0 0.17.0; do
+  src=$work/v$v
+  cp -a "$trees/v$v" "$src"
+  commit=$(cat "$src/.commit")
+  echo "commit=$commit" >"$src/.hermes-box-source"
+  "$work/agent" patch hermes --no-seed --python "$python" --commit "$commit" "$src"
+  echo "$python -m unittest discover -s $patch_dir (on the patched Hermes $v)"
+  HERMES_GATE_SOURCE=$src HERMES_GATE_MODULE=$src/tools/gated_approval.py HERMES_GATE_INTEGRATION=1 \
+    HERMES_HOME=$work/home-$v "$python" -m unittest discover -s "$patch_dir" -p 'test_*.py'
 done

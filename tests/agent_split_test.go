@@ -55,23 +55,6 @@ func BenchmarkAgentSize(b *testing.B) {
 	}
 }
 
-// TestLeanAgentLinksNoImageLibraries keeps the image pull libraries out of
-// the agent that supervises the box and answers every relay call.
-func TestLeanAgentLinksNoImageLibraries(t *testing.T) {
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-deps", leanMain)
-	cmd.Dir = moduleRoot(t)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, forbidden := range []string{"go.podman.io/", "github.com/opencontainers/umoci", "github.com/google/go-containerregistry",
-		"github.com/hermes-box/hermes-box/guest-agent/internal/oci", "github.com/hermes-box/hermes-box/guest-agent/internal/ociverb"} {
-		if strings.Contains(string(out), forbidden) {
-			t.Errorf("the lean agent links %s", forbidden)
-		}
-	}
-}
-
 // TestLeanAgentHandsExecutorToItsHelper shows the lean agent's `executor`
 // verb is the helper's, output and exit status alike, and fails clearly
 // when the helper is not installed.

@@ -2,11 +2,13 @@ package tests
 
 import (
 	"bufio"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,52 +39,169 @@ type listed struct {
 	imports []string
 }
 
-// TestLayoutArrows checks the arrows DESIGN.md's layout forbids beyond the
-// fences above: the lifecycle (host/internal/box) does not know the command
-// line; the host's single-noun packages know neither; the command line
-// reaches smolvm, keys and backups only through box; and the agent's
-// packages do not reach up into its command line.
-func TestLayoutArrows(t *testing.T) {
-	h := mod + "/host/internal/"
-	lower := []string{"smolvm", "relay", "keys", "backup", "listener", "mcp"}
-	type arrow struct{ from, to string }
-	var forbidden []arrow
-	forbidden = append(forbidden, arrow{h + "box", h + "cli"})
-	for _, p := range lower {
-		forbidden = append(forbidden, arrow{h + p, h + "box"}, arrow{h + p, h + "cli"})
+// fence is one rule of DESIGN.md's layout: no package at or under from
+// (but those at or under except) imports a package at or under one of to.
+// Paths are relative to the module unless they hold a dot (a third-party
+// module); external forbids every import outside the standard library and
+// the module's shared/.
+type fence struct {
+	from     string
+	except   []string
+	to       []string
+	external bool
+	// direct checks direct imports only: the command line reaches smolvm,
+	// keys, backups and the relay through box, which is the point.
+	direct bool
+	why    string
+}
+
+// The agent's image libraries, which only its Executor helper links.
+var imageLibraries = []string{"go.podman.io/", "github.com/opencontainers/umoci", "github.com/google/go-containerregistry",
+	"guest-agent/internal/oci", "guest-agent/internal/ociverb"}
+
+// layout lists every rule of the layout: DESIGN.md's dependency direction
+// (host → shared ← guest-agent, shared on the standard library only,
+// neither binary in the other's internal/) and the package rules of its
+// tree. A rule's packages must exist, so a moved package fails here
+// instead of leaving a fence around nothing.
+var layout = []fence{
+	{from: "shared", to: []string{"host", "guest-agent"}, external: true,
+		why: "shared/ is used by both binaries and imports only the standard library"},
+	{from: "host", to: []string{"guest-agent"}, why: "neither binary imports the other's internal/"},
+	{from: "guest-agent", to: []string{"host"}, why: "neither binary imports the other's internal/"},
+	{from: "host/internal/box", to: []string{"host/internal/cli"}, why: "the lifecycle does not know the command line"},
+	{from: "host/internal", except: []string{"host/internal/box", "host/internal/cli"}, to: []string{"host/internal/box", "host/internal/cli"},
+		why: "the host's single-noun packages know neither the lifecycle nor the command line"},
+	{from: "host/internal/cli", to: []string{"host/internal/smolvm", "host/internal/keys", "host/internal/backup"}, direct: true,
+		why: "the command line calls a box.Box method; smolvm, keys and backups are the lifecycle's"},
+	{from: "guest-agent/internal", except: []string{"guest-agent/internal/cli"}, to: []string{"guest-agent/internal/cli"},
+		why: "the agent's packages serve its command line, not the reverse"},
+	{from: "guest-agent/internal/oci", to: []string{"guest-agent/internal/supervise"},
+		why: "oci verifies and activates images; the supervisor program that runs one is the executor's"},
+	{from: "guest-agent/internal/provision", to: []string{"guest-agent/internal/boot"},
+		why: "provisioning does not import the runtime; the names both use live in shared/boxlayout"},
+	{from: "guest-agent", to: []string{"github.com/spf13/cobra"}, why: "the agent's command line uses the flag package"},
+	{from: "guest-agent", except: []string{"guest-agent/cmd", "guest-agent/internal"}, to: imageLibraries,
+		why: "the lean agent that answers every relay call links no image library; its Executor helper does"},
+	{from: "", except: []string{"guest-agent/internal/oci/ocitest"},
+		to:  []string{"guest-agent/internal/oci/ocitest", "github.com/google/go-containerregistry/pkg/registry"},
+		why: "ocitest and its in-memory registry are imported by _test.go files only"},
+}
+
+// TestLayoutFences checks every rule of layout against `go list`.
+func TestLayoutFences(t *testing.T) {
+	transitive := deps(t, "./...")
+	direct := map[string][]string{}
+	for pkg, l := range imports(t, "./...") {
+		direct[pkg] = l.imports
 	}
-	for _, p := range []string{"smolvm", "keys", "backup"} {
-		forbidden = append(forbidden, arrow{h + "cli", h + p})
+	for _, problem := range fenceProblems(layout, transitive, direct) {
+		t.Error(problem)
 	}
-	// Transitive for the upward arrows, direct for cli's: cli reaches them
-	// through box, which is the point.
-	all := deps(t, "./...")
-	direct := imports(t, "./host/internal/cli/...")
-	for _, a := range forbidden {
-		for pkg, ds := range all {
-			if pkg != a.from && !strings.HasPrefix(pkg, a.from+"/") {
+}
+
+// fenceProblems checks fences against the module's packages, each with its
+// transitive and its direct imports: a rule naming a module package that
+// does not exist, and each forbidden arrow.
+func fenceProblems(fences []fence, transitive, direct map[string][]string) []string {
+	var problems []string
+	for _, f := range fences {
+		for _, p := range append(append([]string{f.from}, f.except...), f.to...) {
+			if !strings.Contains(p, ".") && !existsUnder(transitive, abs(p)) {
+				problems = append(problems, fmt.Sprintf("the rule %q names %s, which holds no package: fence what exists", f.why, p))
+			}
+		}
+		for pkg := range transitive {
+			if !under(pkg, abs(f.from)) || slices.ContainsFunc(f.except, func(e string) bool { return under(pkg, abs(e)) }) {
 				continue
 			}
-			if a.from == h+"cli" {
-				ds = direct[pkg].imports
+			ds := transitive[pkg]
+			if f.direct {
+				ds = direct[pkg]
 			}
 			for _, d := range ds {
-				if d == a.to || strings.HasPrefix(d, a.to+"/") {
-					t.Errorf("%s imports %s: DESIGN.md's layout forbids %s → %s", pkg, d, a.from, a.to)
+				if forbids(f, d) {
+					problems = append(problems, fmt.Sprintf("%s imports %s: %s", pkg, d, f.why))
 				}
 			}
 		}
 	}
-	agentCLI := mod + "/guest-agent/internal/cli"
-	for pkg, ds := range deps(t, "./guest-agent/internal/...") {
-		if pkg == agentCLI || strings.HasPrefix(pkg, agentCLI+"/") {
-			continue
+	slices.Sort(problems)
+	return problems
+}
+
+// forbids reports whether f forbids importing d.
+func forbids(f fence, d string) bool {
+	if f.external && !isStd(d) && !under(d, mod+"/shared") {
+		return true
+	}
+	return slices.ContainsFunc(f.to, func(to string) bool { return under(d, abs(to)) })
+}
+
+// abs is the import path of p, a path relative to the module or a
+// third-party prefix.
+func abs(p string) string {
+	switch {
+	case p == "":
+		return mod
+	case strings.Contains(p, "."):
+		return p
+	}
+	return mod + "/" + p
+}
+
+// under reports whether pkg is prefix or below it; a prefix ending in "/"
+// (a third-party host) matches any path it begins.
+func under(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, strings.TrimSuffix(prefix, "/")+"/")
+}
+
+// existsUnder reports whether some listed package is at or under prefix.
+func existsUnder(pkgs map[string][]string, prefix string) bool {
+	for pkg := range pkgs {
+		if under(pkg, prefix) {
+			return true
 		}
-		for _, d := range ds {
-			if d == agentCLI {
-				t.Errorf("%s imports %s: the agent's packages serve its command line, not the reverse", pkg, d)
+	}
+	return false
+}
+
+// TestFenceProblemsFindsArrows: the checker reports a forbidden arrow,
+// direct or transitive as the rule says, honours exceptions, and reports a
+// rule around a package that does not exist.
+func TestFenceProblemsFindsArrows(t *testing.T) {
+	a, b, c, cli := mod+"/guest-agent/internal/a", mod+"/guest-agent/internal/b", mod+"/guest-agent/internal/c", mod+"/guest-agent/internal/cli"
+	transitive := map[string][]string{
+		a:   {b, c, "example.com/lib", "fmt"},
+		b:   {c, "example.com/lib"},
+		c:   {"example.com/lib"},
+		cli: {a, b, c, "example.com/lib"},
+	}
+	direct := map[string][]string{a: {b}, b: {c}, cli: {a}}
+	tests := []struct {
+		name string
+		f    fence
+		want []string
+	}{
+		{"transitive", fence{from: "guest-agent/internal/a", to: []string{"guest-agent/internal/c"}, why: "w"},
+			[]string{a + " imports " + c + ": w"}},
+		{"direct", fence{from: "guest-agent/internal/a", to: []string{"guest-agent/internal/c"}, direct: true, why: "w"}, nil},
+		{"except", fence{from: "guest-agent/internal", except: []string{"guest-agent/internal/cli", "guest-agent/internal/a"}, to: []string{"guest-agent/internal/c"}, why: "w"},
+			[]string{b + " imports " + c + ": w"}},
+		{"external", fence{from: "guest-agent/internal/c", external: true, why: "w"},
+			[]string{c + " imports example.com/lib: w"}},
+		{"third-party prefix", fence{from: "guest-agent/internal/b", to: []string{"example.com/"}, why: "w"},
+			[]string{b + " imports example.com/lib: w"}},
+		{"no such package", fence{from: "guest-agent/internal/gone", to: []string{"guest-agent/internal/c"}, why: "w"},
+			[]string{`the rule "w" names guest-agent/internal/gone, which holds no package: fence what exists`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fenceProblems([]fence{tt.f}, transitive, direct)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
-		}
+		})
 	}
 }
 

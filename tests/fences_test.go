@@ -48,45 +48,6 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
-func TestSharedImportsOnlyTheStandardLibrary(t *testing.T) {
-	for pkg, ds := range deps(t, "./shared/...") {
-		for _, d := range ds {
-			if !isStd(d) && !strings.HasPrefix(d, mod+"/shared/") {
-				t.Errorf("%s imports %s: shared/... may import only the standard library", pkg, d)
-			}
-		}
-	}
-}
-
-func TestBinariesDoNotImportEachOther(t *testing.T) {
-	fences := []struct{ pattern, forbidden string }{
-		{"./host/...", mod + "/guest-agent"},
-		{"./guest-agent/...", mod + "/host"},
-	}
-	for _, f := range fences {
-		for pkg, ds := range deps(t, f.pattern) {
-			for _, d := range ds {
-				if strings.HasPrefix(d, f.forbidden) {
-					t.Errorf("%s imports %s", pkg, d)
-				}
-			}
-		}
-	}
-}
-
-func TestAgentStaysLean(t *testing.T) {
-	// The agent's command line uses the flag package, in the lean agent and
-	// in its Executor helper alike; the image libraries are fenced out of
-	// the lean agent by TestLeanAgentLinksNoImageLibraries.
-	for pkg, ds := range deps(t, "./guest-agent/...") {
-		for _, d := range ds {
-			if strings.HasPrefix(d, "github.com/spf13/cobra") {
-				t.Errorf("%s imports %s: the agent's CLI uses the flag package", pkg, d)
-			}
-		}
-	}
-}
-
 func TestEveryPackageHasADocComment(t *testing.T) {
 	root := moduleRoot(t)
 	docs := map[string]bool{}

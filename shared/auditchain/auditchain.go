@@ -21,12 +21,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
-
-// DefaultPath is where the box keeps the log (joined to the root).
-const DefaultPath = boxlayout.GateAuditLog
 
 // Genesis is the "prev" of the first entry.
 var Genesis = strings.Repeat("0", 64)

@@ -18,12 +18,29 @@ const (
 	RelayCommand = "sudo -n " + AgentPath + " relay"
 )
 
-// Accounts in the guest.
+// Accounts in the guest; each user's gid is its uid.
 const (
 	// AdminUser is the account the host logs in as over SSH.
 	AdminUser = "boxadmin"
+	AdminUID  = 1001
+	AdminHome = "/home/" + AdminUser
 	// ServiceUser runs Hermes and Executor.
 	ServiceUser = "hermes"
+	ServiceUID  = 1002
+	ServiceHome = "/home/" + ServiceUser
+)
+
+// Hermes in the guest, outside the workspace.
+const (
+	// HermesTree is the installed Hermes source tree.
+	HermesTree = "/usr/local/lib/hermes-agent"
+	// HermesVenv is Hermes' virtualenv, which the service user owns.
+	HermesVenv = HermesTree + "/venv"
+	// HermesSourceMarker records the commit of the installed tree; the
+	// approval-gate step writes it.
+	HermesSourceMarker = HermesTree + "/.hermes-box-source"
+	// HermesCLI is the hermes command.
+	HermesCLI = "/usr/local/bin/hermes"
 )
 
 // Ports inside the guest.
@@ -58,10 +75,62 @@ const (
 	GateAuditLog = LogDir + "/gate-audit.jsonl"
 )
 
-// RestoreReady is the marker a restore writes when the backup is applied;
-// a machine in restore mode starts its services only once it exists. It is
-// relative to the guest's root, as the paths of a snapshot's archive are.
-const RestoreReady = "var/lib/hermes-box/restore-ready"
+// The agent's state in the guest, outside the workspace.
+const (
+	// StateDir holds the agent's state, root only.
+	StateDir = "/var/lib/hermes-box"
+	// RestoreReady is the marker a restore writes when the backup is
+	// applied; a machine in restore mode starts its services only once it
+	// exists.
+	RestoreReady = StateDir + "/restore-ready"
+	// OwnershipMarker records that first boot repaired the image's
+	// ownership (the version suffix re-runs a changed repair).
+	OwnershipMarker = StateDir + "/runtime-ownership-v2"
+	// RestoredID names the seed or snapshot the workspace holds.
+	RestoredID = StateDir + "/workspace-restored.id"
+	// CodexPinFile records the Codex release first boot installs.
+	CodexPinFile = StateDir + "/codex-pin.json"
+	// DownloadCache holds verified downloads.
+	DownloadCache = "/var/cache/hermes-box/downloads"
+	// StartupLog is boot's log of its first-boot steps.
+	StartupLog = "/var/log/hermes-box-startup.log"
+	// SeedArchive is the tar of the builder's workspace the image carries
+	// (smolvm 1.0.4's pack does not keep the builder's /workspace disk);
+	// the first boot unpacks it.
+	SeedArchive = StateDir + "/workspace-seed.tar"
+	// SeedID names the seed SeedArchive holds.
+	SeedID = StateDir + "/workspace-seed.id"
+)
+
+// The agent's files on /run, gone at every boot.
+const (
+	// RunDir holds the running agent's files.
+	RunDir = "/run/hermes-box"
+	// BoxOptionsFile is where a running boot records its options, so verbs
+	// started outside the machine's environment (the relay's health) know
+	// what this boot runs.
+	BoxOptionsFile = RunDir + "/box-options.json"
+	// ControlSocket is the running boot's control socket.
+	ControlSocket = RunDir + "/agent.sock"
+	// SSHDLog is the supervised sshd's log.
+	SSHDLog = RunDir + "/sshd.log"
+	// SecretsDir is the root-only tmpfs file tree of the mapped secrets.
+	SecretsDir = "/run/hermes-box-secrets"
+	// ExecutorDiscoveryRefreshed marks that this boot refreshed Hermes'
+	// discovery of Executor's tools.
+	ExecutorDiscoveryRefreshed = "/run/hermes-box-executor-discovery-refreshed"
+)
+
+// InRoot is the guest path p (absolute, from this package) relative to the
+// guest's root, as the entries of a snapshot's archive name it.
+func InRoot(p string) string { return p[1:] }
+
+// The parts of a snapshot, in the order they travel: the root file system
+// (without the workspace) and the workspace.
+const (
+	PartRootfs    = "rootfs"
+	PartWorkspace = "workspace"
+)
 
 // The supervised services.
 const (

@@ -9,13 +9,15 @@ import (
 
 func TestPathsAreCleanAndAbsolute(t *testing.T) {
 	for _, p := range []string{AgentPath, OCIHelperPath, Workspace, HermesHome, LogDir, WorkDir, CodexHome,
-		ExecutorDir, ExecutorDataDir, ExecutorRuntimeDir, GateAuditLog, AuthorizedKeysUpload, TestPinsDir} {
+		ExecutorDir, ExecutorDataDir, ExecutorRuntimeDir, GateAuditLog, AuthorizedKeysUpload, TestPinsDir, StateDir, SeedArchive, SeedID,
+		AdminHome, ServiceHome, HermesTree, HermesVenv, HermesSourceMarker, HermesCLI, RestoreReady, OwnershipMarker, RestoredID,
+		CodexPinFile, DownloadCache, StartupLog, RunDir, BoxOptionsFile, ControlSocket, SSHDLog, SecretsDir, ExecutorDiscoveryRefreshed} {
 		if !path.IsAbs(p) || path.Clean(p) != p {
 			t.Errorf("%q is not a clean absolute path", p)
 		}
 	}
-	if path.IsAbs(RestoreReady) || path.Clean(RestoreReady) != RestoreReady {
-		t.Errorf("RestoreReady %q must be clean and relative to the root", RestoreReady)
+	if got := InRoot(RestoreReady); got != "var/lib/hermes-box/restore-ready" {
+		t.Errorf("InRoot(%q) = %q", RestoreReady, got)
 	}
 }
 

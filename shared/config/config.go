@@ -34,7 +34,8 @@ type Config struct {
 	// ProjectRoot is the absolute, clean project directory.
 	ProjectRoot string
 	// File is the configuration file consulted: <ProjectRoot>/hermes-box.conf,
-	// or $HERMES_BOX_CONFIG as given. It need not exist.
+	// or $HERMES_BOX_CONFIG as given. The first need not exist; a file
+	// HERMES_BOX_CONFIG names must.
 	File string
 	// Secrets are the mappings of <ProjectRoot>/secret-env.txt.
 	Secrets []SecretMapping
@@ -92,7 +93,9 @@ func Default(projectRoot string) *Config {
 // Load returns the configuration of the project at projectRoot: defaults,
 // overridden by the configuration file, overridden by environ (in the form of
 // os.Environ; later duplicates win). An empty value anywhere means the key's
-// default. A missing configuration file or secret-env.txt is fine.
+// default. A missing hermes-box.conf or secret-env.txt is fine; a missing
+// file named by HERMES_BOX_CONFIG, a setting set twice in the file and a
+// setting's name in the wrong case there are errors.
 //
 // In environ, a HERMES_BOX_* name must be a setting, HERMES_BOX_CONFIG,
 // HERMES_BOX_E2E, HERMES_BOX_PROJECT_ROOT, or a host variable named in
@@ -105,8 +108,9 @@ func Load(projectRoot string, environ []string) (*Config, error) {
 	}
 	c := Default(root)
 	env := hermesEnviron(environ)
-	if p := env[EnvConfig]; p != "" {
-		c.File = p
+	named := env[EnvConfig] != ""
+	if named {
+		c.File = env[EnvConfig]
 	}
 	secretsPath := filepath.Join(root, SecretsFileName)
 	if c.Secrets, err = LoadSecretMappings(secretsPath); err != nil {
@@ -118,7 +122,7 @@ func Load(projectRoot string, environ []string) (*Config, error) {
 	if c.NetworkHosts, err = LoadNetworkHosts(filepath.Join(root, NetworkHostsFileName)); err != nil {
 		return nil, err
 	}
-	errs, err := c.applyFile()
+	errs, err := c.applyFile(named)
 	if err != nil {
 		return nil, err
 	}
@@ -159,11 +163,17 @@ func checkSecretHosts(path string, ms []SecretMapping) error {
 }
 
 // applyFile applies the assignments of c.File. It returns the problems with
-// individual settings, and err when the file cannot be read or parsed.
-func (c *Config) applyFile() (problems []error, err error) {
+// individual settings, and err when the file cannot be read or parsed. A
+// missing file means the defaults, unless HERMES_BOX_CONFIG named it
+// (named): then it is an error, as a mistyped path must not silently run
+// with the defaults.
+func (c *Config) applyFile(named bool) (problems []error, err error) {
 	f, err := os.Open(c.File)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && !named {
 		return nil, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Key: EnvConfig, Msg: fmt.Sprintf("%s names %s, which does not exist", EnvConfig, c.File)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening configuration file: %w", err)
@@ -173,12 +183,22 @@ func (c *Config) applyFile() (problems []error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	seen := map[string]int{}
 	for _, a := range assignments {
-		if !strings.HasPrefix(a.Key, keyPrefix) {
+		upper := strings.ToUpper(a.Key)
+		if !strings.HasPrefix(upper, keyPrefix) {
 			continue
 		}
 		problem := &Error{File: c.File, Line: a.Line, Key: a.Key}
-		if s, ok := lookupSetting(a.Key); !ok {
+		first, twice := seen[a.Key]
+		if !twice {
+			seen[a.Key] = a.Line
+		}
+		if s, ok := lookupSetting(a.Key); !ok && a.Key != upper {
+			problem.Msg = fmt.Sprintf("%q is not a setting: settings are upper-case (%s)", a.Key, upper)
+		} else if twice {
+			problem.Msg = fmt.Sprintf("%s is set twice (lines %d and %d): keep one", a.Key, first, a.Line)
+		} else if !ok {
 			problem.Msg = fmt.Sprintf("unknown Hermes Box setting %q", a.Key)
 		} else if err := s.set(c, a.Value); err != nil {
 			problem.Msg = a.Key + " " + err.Error()

@@ -103,9 +103,8 @@ func TestLoad(t *testing.T) {
 				"HERMES_BOX_EXECUTOR_IMAGE=\nHERMES_BOX_DATA_DIR=\nHERMES_BOX_SSH_KEY=\nHERMES_BOX_UV_SHA256=\n",
 			want: func(*Config) {},
 		},
-		{name: "later file line wins", conf: "HERMES_BOX_CPUS=2\nHERMES_BOX_CPUS=3", want: func(c *Config) { c.CPUs = 3 }},
 		{name: "later env entry wins", env: []string{"HERMES_BOX_CPUS=2", "HERMES_BOX_CPUS=5"}, want: func(c *Config) { c.CPUs = 5 }},
-		{name: "other names in file ignored", conf: "EDITOR=vim\nHERMES_INSTALL_COMMIT=x\nhermes_box_cpus=9", want: func(*Config) {}},
+		{name: "other names in file ignored", conf: "EDITOR=vim\nHERMES_INSTALL_COMMIT=x", want: func(*Config) {}},
 		{name: "other names in env ignored", env: []string{"PATH=/bin", "HERMES_INSTALL_COMMIT=x", "HERMES_BOXX=1", "noequals"}, want: func(*Config) {}},
 		{
 			name: "control names allowed in env",
@@ -122,19 +121,19 @@ func TestLoad(t *testing.T) {
 		},
 		{
 			name: "shell syntax kept literally",
-			conf: "HERMES_BOX_MACHINE_NAME=$(touch x)\nHERMES_BOX_DATA_DIR=`pwd`/data",
-			want: func(c *Config) { c.MachineName, c.DataDirOverride = "$(touch x)", "`pwd`/data" },
+			conf: "HERMES_BOX_SSH_KEY=$(touch x)\nHERMES_BOX_DATA_DIR=`pwd`/data",
+			want: func(c *Config) { c.SSHKeyOverride, c.DataDirOverride = "$(touch x)", "`pwd`/data" },
 		},
 		{
 			name: "every key",
-			conf: "export HERMES_BOX_MACHINE_NAME = 'box two' # c\nHERMES_BOX_BUILDER_NAME=\"b\\u00e9\"\n" +
+			conf: "export HERMES_BOX_MACHINE_NAME = 'box_two' # c\nHERMES_BOX_BUILDER_NAME=\"b\\u005fx\"\n" +
 				"HERMES_BOX_SSH_PORT=65535\nHERMES_BOX_CPUS=1\nHERMES_BOX_MEMORY_MIB=1024\nHERMES_BOX_STORAGE_GB=20\n" +
 				"HERMES_BOX_OVERLAY_GB=1\nHERMES_BOX_NETWORK_MODE=strict\nHERMES_BOX_HERMES_COMMIT=" + strings.ToUpper(testCommit) + "\n" +
 				"HERMES_BOX_EXECUTOR_ENABLED=1\nHERMES_BOX_EXECUTOR_PORT=1\nHERMES_BOX_EXECUTOR_IMAGE=" + testImage + "\n" +
 				"HERMES_BOX_DATA_DIR=/data\nHERMES_BOX_SSH_KEY=keys/id\nHERMES_BOX_UV_SHA256=" + testDigest + "\n",
 			env: []string{"HERMES_BOX_CODEX_SHA256=" + testDigest, "HERMES_BOX_NETWORK_MODE=none"},
 			want: func(c *Config) {
-				c.MachineName, c.BuilderName, c.SSHPort, c.CPUs = "box two", "b\u00e9", 65535, 1
+				c.MachineName, c.BuilderName, c.SSHPort, c.CPUs = "box_two", "b_x", 65535, 1
 				c.MemoryMiB, c.StorageGB, c.OverlayGB, c.NetworkMode = 1024, 20, 1, NetworkNone
 				c.HermesCommit, c.ExecutorEnabled, c.ExecutorPort = strings.ToUpper(testCommit), true, 1
 				c.ExecutorImage, c.DataDirOverride, c.SSHKeyOverride = testImage, "/data", "keys/id"
@@ -171,7 +170,6 @@ func TestLoadConfigPath(t *testing.T) {
 		{"default path", nil, filepath.Join(root, FileName), 2},
 		{"HERMES_BOX_CONFIG replaces the file", []string{"HERMES_BOX_CONFIG=" + other}, other, 7},
 		{"empty HERMES_BOX_CONFIG means the default path", []string{"HERMES_BOX_CONFIG="}, filepath.Join(root, FileName), 2},
-		{"missing HERMES_BOX_CONFIG file means defaults", []string{"HERMES_BOX_CONFIG=" + other + ".missing"}, other + ".missing", 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,6 +213,11 @@ func TestLoadErrors(t *testing.T) {
 			secrets: "TOKEN=HERMES_BOX_TOKEN",
 			wantErr: `FILE:1: unknown Hermes Box setting "HERMES_BOX_TOKEN"`,
 		},
+		{name: "lower-case key in file", conf: "hermes_box_ssh_port=2300", wantErr: `FILE:1: "hermes_box_ssh_port" is not a setting: settings are upper-case (HERMES_BOX_SSH_PORT)`},
+		{name: "mixed-case key in file", conf: "Hermes_Box_Cpus=2", wantErr: `FILE:1: "Hermes_Box_Cpus" is not a setting: settings are upper-case (HERMES_BOX_CPUS)`},
+		{name: "key set twice", conf: "HERMES_BOX_CPUS=2\n# again\nHERMES_BOX_CPUS=3", wantErr: "FILE:3: HERMES_BOX_CPUS is set twice (lines 1 and 3): keep one"},
+		{name: "missing HERMES_BOX_CONFIG file", env: []string{"HERMES_BOX_CONFIG=/nonexistent/hermes-box.conf"},
+			wantErr: "HERMES_BOX_CONFIG names /nonexistent/hermes-box.conf, which does not exist"},
 		{name: "unknown key in env", env: []string{"HERMES_BOX_NOPE=1"}, wantErr: `unknown Hermes Box environment setting "HERMES_BOX_NOPE"`},
 		{name: "guest-only name in env", env: []string{"HERMES_BOX_RESTORE_MODE=1"}, wantErr: `unknown Hermes Box environment setting "HERMES_BOX_RESTORE_MODE"`},
 		{
@@ -367,6 +370,8 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"empty machine name", func(c *Config) { c.MachineName = "" }, "HERMES_BOX_MACHINE_NAME must not be empty"},
 		{"empty builder name", func(c *Config) { c.BuilderName = "" }, "HERMES_BOX_BUILDER_NAME must not be empty"},
+		{"dotted machine name", func(c *Config) { c.MachineName = "box.v2" }, `HERMES_BOX_MACHINE_NAME may hold only letters, digits, '-' and '_' (smolvm's rule), got "box.v2"`},
+		{"builder name ending in a hyphen", func(c *Config) { c.BuilderName = "builder-" }, `HERMES_BOX_BUILDER_NAME must not end with a hyphen, got "builder-"`},
 		{"ssh port", func(c *Config) { c.SSHPort = -5 }, "HERMES_BOX_SSH_PORT must be a port from 1 to 65535, got -5"},
 		{"empty network mode", func(c *Config) { c.NetworkMode = "" }, `HERMES_BOX_NETWORK_MODE must be one of full, strict or none, got ""`},
 		{"empty commit", func(c *Config) { c.HermesCommit = "" }, `HERMES_BOX_HERMES_COMMIT must be a 40-character hexadecimal commit id, got ""`},
@@ -468,8 +473,8 @@ func TestPaths(t *testing.T) {
 
 func TestAssignmentsRoundTrip(t *testing.T) {
 	c := Default(t.TempDir())
-	c.MachineName, c.SSHPort, c.NetworkMode = `odd "name" #1`, 2300, NetworkStrict
-	c.ExecutorEnabled, c.ExecutorImage, c.DataDirOverride = true, testImage, "data dir"
+	c.MachineName, c.SSHPort, c.NetworkMode = "box-2_b", 2300, NetworkStrict
+	c.ExecutorEnabled, c.ExecutorImage, c.DataDirOverride = true, testImage, `odd "data" dir #1`
 	c.SSHKeyOverride, c.CodexSHA256 = "/k", testDigest
 	var b strings.Builder
 	for _, a := range c.Assignments() {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,8 +55,8 @@ type setting struct {
 
 // settings lists every key in the order of hermes-box.conf.example.
 var settings = []setting{
-	{keyMachineName, "hermes-box", func(c *Config) any { return &c.MachineName }, checkNonEmpty},
-	{keyBuilderName, "hermes-builder", func(c *Config) any { return &c.BuilderName }, checkNonEmpty},
+	{keyMachineName, "hermes-box", func(c *Config) any { return &c.MachineName }, checkBoxName},
+	{keyBuilderName, "hermes-builder", func(c *Config) any { return &c.BuilderName }, checkBuilderName},
 	{keySSHPort, "2222", func(c *Config) any { return &c.SSHPort }, checkPort},
 	{keyCPUs, "4", func(c *Config) any { return &c.CPUs }, checkPositive},
 	{keyMemoryMiB, "8192", func(c *Config) any { return &c.MemoryMiB }, checkPositive},
@@ -143,13 +142,6 @@ func (s setting) format(c *Config) string {
 		return strconv.FormatBool(*p)
 	}
 	return ""
-}
-
-func checkNonEmpty(p any) error {
-	if *p.(*string) == "" {
-		return errors.New("must not be empty")
-	}
-	return nil
 }
 
 func checkPort(p any) error {

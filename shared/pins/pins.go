@@ -93,6 +93,11 @@ type HermesRelease struct {
 	// PythonVersion is the CPython the installer has uv provision (its
 	// PYTHON_VERSION); uv is the pinned UV below for every release.
 	PythonVersion string
+	// ManagedScope is true when Hermes reads the root-owned managed scope
+	// (/etc/hermes/config.yaml, from 0.17.0): its keys win over the user's
+	// config and `hermes config set` refuses them, so the gate's settings
+	// are written there, out of the agent's reach.
+	ManagedScope bool
 }
 
 // InstallerURL is the immutable address of the installer at this commit.
@@ -113,6 +118,7 @@ var HermesReleases = []HermesRelease{
 		AnchorSet:          "hermes-0.19.0",
 		ExternalSupervisor: true,
 		PythonVersion:      "3.11",
+		ManagedScope:       true,
 	},
 	{
 		Commit:          "81eaedd0f5c471c7ee748990066135a684f3c962",
@@ -129,6 +135,7 @@ var HermesReleases = []HermesRelease{
 		Mechanism:       GateSourcePatch,
 		AnchorSet:       "hermes-0.17.0",
 		PythonVersion:   "3.11",
+		ManagedScope:    true,
 	},
 }
 
@@ -139,12 +146,34 @@ type RefusedHermes struct {
 	Reason        string
 }
 
+// approvalSplit is what upstream did to the approval code after 0.19, and
+// unverified why no tree of those lines is gated.
+const (
+	approvalSplit = "tools/approval.py was split into approval_smart.py, approval_gateway_wait.py, approval_prompt.py " +
+		"and approval_context.py, so the smart-approval call, the gateway wait and the prompt the gate wraps moved or " +
+		"were renamed, and the reviewer call's service tier is built elsewhere"
+	unverified = "no byte-exact tree of this line has been verified against the gate's requirements, so nothing " +
+		"can say it is gated"
+)
+
 // RefusedHermesReleases are refused by name, with the reason, so a tree
-// whose anchors happen to match is still never gated.
+// whose anchors happen to match is still never gated. The error also names
+// what to pin instead (HermesInstead).
 var RefusedHermesReleases = []RefusedHermes{
 	{VersionPrefix: "0.18.", Reason: "from 0.18.0 Hermes normalises approvals.mode to manual, smart or off, so the patched " +
 		"\"gated\" mode silently becomes manual and the reviewer never runs; and 0.18's own smart mode approves a " +
 		"pattern for the whole session (one-command approvals arrived in 0.19.0)"},
+	{VersionPrefix: "0.20.", Reason: "the approval code was reorganised after 0.19 (by 0.21 " + approvalSplit + "); " + unverified},
+	{VersionPrefix: "0.21.", Reason: "from 0.21 " + approvalSplit + "; " + unverified},
+	{VersionPrefix: "0.22.", Reason: "as in 0.21, " + approvalSplit + "; " + unverified},
+}
+
+// HermesInstead is what a refused or unknown release should be replaced
+// with: the supported releases, the default first, as the
+// HERMES_BOX_HERMES_COMMIT setting takes them.
+func HermesInstead() string {
+	return "pin a supported release instead with HERMES_BOX_HERMES_COMMIT: " + strings.Join(hermesCommits(), ", ") +
+		" (the first is the default)"
 }
 
 // ErrRefusedRelease is returned for a Hermes version the table refuses.
@@ -155,7 +184,7 @@ var ErrRefusedRelease = errors.New("refused Hermes release")
 func HermesByVersion(v string) (HermesRelease, error) {
 	for _, r := range RefusedHermesReleases {
 		if strings.HasPrefix(v, r.VersionPrefix) {
-			return HermesRelease{}, fmt.Errorf("%w: Hermes %s: %s", ErrRefusedRelease, v, r.Reason)
+			return HermesRelease{}, fmt.Errorf("%w: Hermes %s: %s; %s", ErrRefusedRelease, v, r.Reason, HermesInstead())
 		}
 	}
 	for _, h := range HermesReleases {

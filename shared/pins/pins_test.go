@@ -106,7 +106,11 @@ func TestHermesByVersion(t *testing.T) {
 		{version: "0.17.0", want: GateSourcePatch},
 		{version: "0.18.2", err: ErrRefusedRelease, errText: `silently becomes manual`},
 		{version: "0.18.0", err: ErrRefusedRelease, errText: "Hermes 0.18.0"},
-		{version: "0.21.3", err: ErrUnsupportedCommit, errText: "0.19.0"},
+		{version: "0.20.1", err: ErrRefusedRelease, errText: "Hermes 0.20.1: the approval code was reorganised after 0.19"},
+		{version: "0.21.3", err: ErrRefusedRelease, errText: "Hermes 0.21.3: from 0.21 tools/approval.py was split into approval_smart.py"},
+		{version: "0.22.0", err: ErrRefusedRelease, errText: "no byte-exact tree of this line has been verified"},
+		{version: "0.23.0", err: ErrUnsupportedCommit, errText: "0.19.0"},
+		{version: "0.2.1", err: ErrUnsupportedCommit, errText: "0.19.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
@@ -114,6 +118,9 @@ func TestHermesByVersion(t *testing.T) {
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) || !strings.Contains(err.Error(), tt.errText) {
 					t.Fatalf("err = %v, want %v containing %q", err, tt.err, tt.errText)
+				}
+				if tt.err == ErrRefusedRelease && !strings.Contains(err.Error(), "pin a supported release instead with HERMES_BOX_HERMES_COMMIT: "+DefaultHermesCommit+" (0.19.0)") {
+					t.Fatalf("err = %v names nothing to pin instead", err)
 				}
 				return
 			}

@@ -21,12 +21,9 @@ import (
 // restore-ready only when all three matched.
 const ApplyMagic = "hermes-box-apply 1"
 
-// The part names of an apply stream, in stream order.
-const (
-	ApplyPartKey       = "authorized-key"
-	ApplyPartRootfs    = "rootfs"
-	ApplyPartWorkspace = "workspace"
-)
+// ApplyPartKey is the first part of an apply stream, before the snapshot's
+// parts (boxlayout.PartRootfs, then boxlayout.PartWorkspace).
+const ApplyPartKey = "authorized-key"
 
 // ApplyPart is one framed part.
 type ApplyPart struct {

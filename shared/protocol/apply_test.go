@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 const zeroSum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -12,7 +14,7 @@ func TestApplyStreamGolden(t *testing.T) {
 	var b bytes.Buffer
 	err := WriteApplyStream(&b, []ApplyPart{
 		{Name: ApplyPartKey, Size: 3, SHA256: zeroSum, Body: strings.NewReader("key")},
-		{Name: ApplyPartRootfs, Size: 0, SHA256: zeroSum, Body: strings.NewReader("")},
+		{Name: boxlayout.PartRootfs, Size: 0, SHA256: zeroSum, Body: strings.NewReader("")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +32,7 @@ func FuzzParseApplyHeader(f *testing.F) {
 	f.Add("part rootfs 12 " + zeroSum)
 	f.Add("part rootfs -1 " + zeroSum)
 	f.Fuzz(func(t *testing.T, line string) {
-		p, err := ParseApplyHeader(line, ApplyPartRootfs)
+		p, err := ParseApplyHeader(line, boxlayout.PartRootfs)
 		if err != nil {
 			return
 		}

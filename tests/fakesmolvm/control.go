@@ -112,7 +112,11 @@ func (f *fake) injected(in *smolvmcli.Invocation) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	fmt.Fprintln(os.Stderr, "Error: injected failure")
+	msg := os.Getenv("FAKESMOLVM_FAIL_MESSAGE")
+	if msg == "" {
+		msg = "injected failure"
+	}
+	fmt.Fprintln(os.Stderr, "Error: "+msg)
 	return r.code, true
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 )
 
@@ -18,6 +19,10 @@ func (f *fake) create(in *smolvmcli.Invocation) error {
 	r := &record{Name: nameOr(in), State: stateCreated, CPUs: 4, MemoryMiB: 8192, CreatedAt: now(),
 		Image: in.Value("image"), From: in.Value("from"), Ports: in.Values["port"], Env: in.Values["env"],
 		SecretEnv: in.Values["secret-env"], NetBackend: in.Value("net-backend")}
+	// validate_vm_name (src/data/mod.rs).
+	if err := config.CheckMachineName(r.Name, config.SmolvmNameMax); err != nil {
+		return fmt.Errorf("machine name %w", err)
+	}
 	if _, err := f.load(r.Name); err == nil {
 		return fmt.Errorf("machine '%s' already exists", r.Name)
 	}

@@ -50,8 +50,9 @@
 // Failures on demand: $FAKESMOLVM_FAIL or the file <state>/fail hold rules,
 // one per line or comma-separated, "SUBCOMMAND[@NAME][#N][=CODE]", for example
 // "machine start@hermes-builder#2" (the second start of that machine fails)
-// or "pack create=1". A failing call prints "Error: injected failure" and
-// exits with CODE (default 1) without changing anything. Hangs on demand:
+// or "pack create=1". A failing call prints "Error: injected failure" (or
+// "Error: $FAKESMOLVM_FAIL_MESSAGE") and exits with CODE (default 1)
+// without changing anything. Hangs on demand:
 // the rules of the file <state>/hang make a call sleep for an hour before
 // it does anything, after appending its command to <state>/hang.reached.
 package main

@@ -4,9 +4,6 @@ package audit
 
 import "github.com/hermes-box/hermes-box/shared/auditchain"
 
-// DefaultPath is where the box keeps the log, relative to the root.
-const DefaultPath = auditchain.DefaultPath
-
 // The chain's types and its verifier.
 type (
 	Entry      = auditchain.Entry

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // account is one login the box needs on every boot.
@@ -35,8 +36,8 @@ type account struct {
 // account files itself, so the boot process runs nothing outside the
 // supervisor.
 var Accounts = []account{
-	{name: BoxAdmin, id: BoxAdminID, home: "/home/" + BoxAdmin, shell: "/bin/bash", password: ""},
-	{name: ServiceUser, id: ServiceUserID, home: "/home/" + ServiceUser, shell: "/bin/bash", password: "locked"},
+	{name: boxlayout.AdminUser, id: boxlayout.AdminUID, home: "/home/" + boxlayout.AdminUser, shell: "/bin/bash", password: ""},
+	{name: boxlayout.ServiceUser, id: boxlayout.ServiceUID, home: "/home/" + boxlayout.ServiceUser, shell: "/bin/bash", password: "locked"},
 	{name: "sshd", id: -1, home: "/run/sshd", shell: "/usr/sbin/nologin", system: true, password: "any"},
 }
 

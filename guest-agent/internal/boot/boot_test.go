@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 func needRoot(t *testing.T) {
@@ -68,15 +69,15 @@ func tarball(t *testing.T, gz bool, entries ...tartest.Entry) string {
 
 func startupLog(t *testing.T, root string) []string {
 	t.Helper()
-	b, _ := os.ReadFile(filepath.Join(root, StartupLog))
+	b, _ := os.ReadFile(filepath.Join(root, boxlayout.StartupLog))
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
 func TestPrepareIsIdempotent(t *testing.T) {
 	root := t.TempDir()
 	accounts(t, root)
-	write(t, root, SeedID, "seed-7\n", 0o644)
-	write(t, root, SeedArchive, tarball(t, true,
+	write(t, root, boxlayout.SeedID, "seed-7\n", 0o644)
+	write(t, root, boxlayout.SeedArchive, tarball(t, true,
 		tartest.Entry{Name: "work/", Type: tar.TypeDir, Mode: 0o750},
 		tartest.Entry{Name: "work/bin/run", Type: tar.TypeReg, Body: "#!/bin/sh\n", Mode: 0o755},
 		tartest.Entry{Name: "work/link", Type: tar.TypeSymlink, Link: "bin/run"},
@@ -112,7 +113,7 @@ func TestPrepareIsIdempotent(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "workspace/work/hard")); string(b) != "#!/bin/sh\n" {
 		t.Errorf("hard link content %q", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "seed-7\n" {
+	if b, _ := os.ReadFile(filepath.Join(root, boxlayout.RestoredID)); string(b) != "seed-7\n" {
 		t.Errorf("restored id %q", b)
 	}
 	keys1, _ := os.ReadFile(filepath.Join(root, "etc/ssh/ssh_host_ed25519_key.pub"))
@@ -158,7 +159,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			write(t, root, SeedID, tt.id, 0o644)
+			write(t, root, boxlayout.SeedID, tt.id, 0o644)
 			var entries []tartest.Entry
 			switch tt.archive {
 			case "link/evil":
@@ -170,7 +171,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 			default:
 				entries = []tartest.Entry{{Name: "ok", Type: tar.TypeReg, Body: "x"}, {Name: tt.archive, Type: tar.TypeReg, Body: "x"}}
 			}
-			write(t, root, SeedArchive, tarball(t, false, entries...), 0o600)
+			write(t, root, boxlayout.SeedArchive, tarball(t, false, entries...), 0o600)
 			if tt.before != nil {
 				tt.before(root)
 			}
@@ -180,7 +181,7 @@ func TestWorkspaceSeedRefusals(t *testing.T) {
 				if err == nil || errorsAsSkip(err, &skip) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("got %q, %v; want a failure containing %q", msg, err, tt.want)
 				}
-				if _, err := os.Stat(filepath.Join(root, RestoredID)); err == nil {
+				if _, err := os.Stat(filepath.Join(root, boxlayout.RestoredID)); err == nil {
 					t.Error("restored id written after a failed seed")
 				}
 				if ents, _ := os.ReadDir(filepath.Join(root, "workspace")); len(ents) != 0 {
@@ -205,10 +206,10 @@ func errorsAsSkip(err error, s *skipped) bool {
 
 func TestRestoreWait(t *testing.T) {
 	root := t.TempDir()
-	env := func(k string) string { return map[string]string{EnvRestoreMode: "true"}[k] }
+	env := func(k string) string { return map[string]string{boxlayout.EnvRestoreMode: "true"}[k] }
 	go func() {
 		time.Sleep(100 * time.Millisecond)
-		write(t, root, RestoreReady, "", 0o600)
+		write(t, root, boxlayout.RestoreReady, "", 0o600)
 	}()
 	o := &Options{Root: root, Getenv: env, Poll: 10 * time.Millisecond}
 	o.defaults()
@@ -300,8 +301,8 @@ func fixedHost() (string, error) { return "box", nil }
 func TestWorkspaceSeedByID(t *testing.T) {
 	root := t.TempDir()
 	seed := func(id, body string) {
-		write(t, root, SeedID, id+"\n", 0o644)
-		write(t, root, SeedArchive, tarball(t, true,
+		write(t, root, boxlayout.SeedID, id+"\n", 0o644)
+		write(t, root, boxlayout.SeedArchive, tarball(t, true,
 			tartest.Entry{Name: "hermes-home/config.yaml", Type: tar.TypeReg, Body: body},
 			tartest.Entry{Name: "work/seeded", Type: tar.TypeReg, Body: body},
 		), 0o600)
@@ -341,11 +342,11 @@ func TestWorkspaceSeedByID(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, "workspace/stale")); err == nil {
 		t.Error("a top-level entry outside work/ survived the reseed")
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, RestoredID)); string(b) != "s2\n" {
+	if b, _ := os.ReadFile(filepath.Join(root, boxlayout.RestoredID)); string(b) != "s2\n" {
 		t.Errorf("restored id %q", b)
 	}
 	// A used workspace that never recorded a seed is seeded, work/ kept.
-	os.Remove(filepath.Join(root, RestoredID))
+	os.Remove(filepath.Join(root, boxlayout.RestoredID))
 	seed("s3", "three")
 	if msg, err := run(); err != nil || !strings.Contains(msg, "work/ kept") || read("work/mine") != "user data" || read("hermes-home/config.yaml") != "three" {
 		t.Fatalf("unrecorded workspace: %q, %v", msg, err)

@@ -19,40 +19,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// Paths in the box (relative to the root when used with Options.Root).
-const (
-	Workspace   = boxlayout.Workspace
-	HermesHome  = boxlayout.HermesHome
-	LogDir      = boxlayout.LogDir
-	WorkDir     = boxlayout.WorkDir
-	ExecutorDir = boxlayout.ExecutorDir
-	// ExecutorGuestPort is the Executor's fixed port inside the box.
-	ExecutorGuestPort = boxlayout.ExecutorPort
-	// GatewayProgram is the supervised Hermes gateway, which gets the
-	// mapped secrets.
-	GatewayProgram = boxlayout.HermesService
-	// ServiceUser runs Hermes and Executor.
-	ServiceUser = boxlayout.ServiceUser
-	// ServiceUserID is its uid and gid.
-	ServiceUserID = 1002
-	// BoxAdmin is the relay's SSH login; BoxAdminID its uid and gid.
-	BoxAdmin   = "boxadmin"
-	BoxAdminID = 1001
-	// HermesVenv is Hermes' virtualenv, which Hermes owns.
-	HermesVenv = "/usr/local/lib/hermes-agent/venv"
-	// AgentPath is this agent in the box; the Executor launcher is one of
-	// its verbs.
-	AgentPath = boxlayout.AgentPath
-)
-
-// Environment variables boot reads (set on the machine by the host).
-const (
-	EnvRestoreMode      = boxlayout.EnvRestoreMode
-	EnvExecutorEnabled  = boxlayout.EnvExecutorEnabled
-	EnvExecutorHostPort = boxlayout.EnvExecutorHostPort
-	EnvExecutorImage    = boxlayout.EnvExecutorImage
-)
-
 // BoxOptions select the optional parts of the box's table.
 type BoxOptions struct {
 	ExecutorEnabled bool `json:"executorEnabled"`
@@ -68,15 +34,11 @@ type BoxOptions struct {
 	GatewayExternalSupervisor bool `json:"gatewayExternalSupervisor,omitempty"`
 }
 
-// HermesSourceMarker records the commit of the installed Hermes tree; the
-// approval-gate step writes it (guest-agent/internal/patch.SourceMarker).
-const HermesSourceMarker = "/usr/local/lib/hermes-agent/.hermes-box-source"
-
 // GatewayOptions sets o.GatewayExternalSupervisor from the pins row of the
 // Hermes commit recorded under root; an unknown or missing record leaves it
 // off (the flag is refused by releases that lack it).
 func GatewayOptions(root string, o BoxOptions) BoxOptions {
-	b, err := os.ReadFile(filepath.Join(root, HermesSourceMarker))
+	b, err := os.ReadFile(filepath.Join(root, boxlayout.HermesSourceMarker))
 	if err != nil {
 		return o
 	}
@@ -90,11 +52,6 @@ func GatewayOptions(root string, o BoxOptions) BoxOptions {
 	return o
 }
 
-// BoxOptionsFile is where a running boot records its options (relative to
-// the root, on /run), so verbs started outside the machine's environment
-// (the relay's health) know what this boot runs.
-const BoxOptionsFile = "run/hermes-box/box-options.json"
-
 // WriteBoxOptions records o for this boot, the image resolved.
 func WriteBoxOptions(root string, o BoxOptions) error {
 	if o.ExecutorEnabled && o.ExecutorImage == "" {
@@ -104,7 +61,7 @@ func WriteBoxOptions(root string, o BoxOptions) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(root, BoxOptionsFile)
+	p := filepath.Join(root, boxlayout.BoxOptionsFile)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
@@ -114,12 +71,12 @@ func WriteBoxOptions(root string, o BoxOptions) error {
 // ReadBoxOptions reads what the running boot recorded.
 func ReadBoxOptions(root string) (BoxOptions, error) {
 	var o BoxOptions
-	b, err := os.ReadFile(filepath.Join(root, BoxOptionsFile))
+	b, err := os.ReadFile(filepath.Join(root, boxlayout.BoxOptionsFile))
 	if err != nil {
 		return o, err
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
-		return o, fmt.Errorf("/%s: %w", BoxOptionsFile, err)
+		return o, fmt.Errorf("%s: %w", boxlayout.BoxOptionsFile, err)
 	}
 	return o, nil
 }
@@ -140,12 +97,12 @@ func BoxTable(o BoxOptions) Table {
 		// part archives: a log line written mid-stream cannot fail it.
 		Log: supervise.Log{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
 	}, {
-		Name: GatewayProgram, Command: gateway,
-		User: ServiceUser, Dir: WorkDir, SecretsFile: "/" + secrets.RootFile,
-		Env:      []string{"HERMES_HOME=" + HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
+		Name: boxlayout.HermesService, Command: gateway,
+		User: boxlayout.ServiceUser, Dir: boxlayout.WorkDir, SecretsFile: "/" + secrets.RootFile,
+		Env:      []string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
 		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
 		StartTime: 3 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 30 * time.Second,
-		Log: supervise.Log{Path: LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
+		Log: supervise.Log{Path: boxlayout.LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},
 	}}}
 	t.Checks = []probe.CheckSpec{
 		{Code: health.CheckSSHD, TCP: "127.0.0.1:22"},
@@ -156,7 +113,7 @@ func BoxTable(o BoxOptions) Table {
 	}
 	hostPort := o.ExecutorHostPort
 	if hostPort == 0 {
-		hostPort = ExecutorGuestPort
+		hostPort = boxlayout.ExecutorPort
 	}
 	image := o.ExecutorImage
 	if image == "" {
@@ -166,16 +123,16 @@ func BoxTable(o BoxOptions) Table {
 	// relay's `executor pull`; it drops to ServiceUser when it replaces
 	// itself with bun (see `executor run`), so Executor runs as hermes.
 	t.Programs = append(t.Programs, supervise.Program{
-		Name: boxlayout.ExecutorService, Command: []string{AgentPath, "executor", "run"},
+		Name: boxlayout.ExecutorService, Command: []string{boxlayout.AgentPath, "executor", "run"},
 		Env: []string{
-			EnvExecutorHostPort + "=" + strconv.Itoa(hostPort), EnvExecutorImage + "=" + image,
+			boxlayout.EnvExecutorHostPort + "=" + strconv.Itoa(hostPort), boxlayout.EnvExecutorImage + "=" + image,
 			"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin",
 		},
 		Priority: 30, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
 		StartTime: 5 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 45 * time.Second,
-		Log: supervise.Log{Path: ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
+		Log: supervise.Log{Path: boxlayout.ExecutorDir + "/executor.log", MaxBytes: 25 << 20, Backups: 5},
 	})
-	t.Checks = append(t.Checks, probe.CheckSpec{Code: health.CheckExecutor, HTTP: "http://127.0.0.1:" + strconv.Itoa(ExecutorGuestPort) + "/api/health"})
+	t.Checks = append(t.Checks, probe.CheckSpec{Code: health.CheckExecutor, HTTP: "http://127.0.0.1:" + strconv.Itoa(boxlayout.ExecutorPort) + "/api/health"})
 	return t
 }
 
@@ -183,22 +140,22 @@ func BoxTable(o BoxOptions) Table {
 // machine.
 func BoxOptionsFromEnv(getenv func(string) string) (BoxOptions, error) {
 	var o BoxOptions
-	if v := getenv(EnvExecutorEnabled); v != "" {
+	if v := getenv(boxlayout.EnvExecutorEnabled); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return o, fmt.Errorf("%s: want true or false, got %q", EnvExecutorEnabled, v)
+			return o, fmt.Errorf("%s: want true or false, got %q", boxlayout.EnvExecutorEnabled, v)
 		}
 		o.ExecutorEnabled = b
 	}
-	if v := getenv(EnvExecutorHostPort); v != "" && o.ExecutorEnabled {
+	if v := getenv(boxlayout.EnvExecutorHostPort); v != "" && o.ExecutorEnabled {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 1 || p > 65535 {
-			return o, fmt.Errorf("%s: want a port 1-65535, got %q", EnvExecutorHostPort, v)
+			return o, fmt.Errorf("%s: want a port 1-65535, got %q", boxlayout.EnvExecutorHostPort, v)
 		}
 		o.ExecutorHostPort = p
 	}
 	if o.ExecutorEnabled {
-		o.ExecutorImage = getenv(EnvExecutorImage)
+		o.ExecutorImage = getenv(boxlayout.EnvExecutorImage)
 	}
 	return o, nil
 }

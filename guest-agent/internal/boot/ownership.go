@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // skipTop are top-level directories the ownership repair never walks:
@@ -23,13 +24,13 @@ var skipTop = map[string]bool{"proc": true, "sys": true, "dev": true, "run": tru
 // back to root:root (setuid bits kept). It fails if any remain, and runs
 // once per packed image (a marker; restore removes it).
 func ownershipRepair(_ context.Context, o *Options) (string, error) {
-	marker := o.path(OwnershipMarker)
+	marker := o.path(boxlayout.OwnershipMarker)
 	if _, err := lstat(marker); err == nil {
-		return "", skipped("already repaired (/" + OwnershipMarker + ")")
+		return "", skipped("already repaired (" + boxlayout.OwnershipMarker + ")")
 	}
 	witness, err := lstat(o.path(OwnershipWitness))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", skipped("/" + OwnershipWitness + " is missing; nothing to compare with")
+		return "", skipped(OwnershipWitness + " is missing; nothing to compare with")
 	}
 	if err != nil {
 		return "", err

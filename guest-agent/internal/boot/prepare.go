@@ -17,16 +17,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// Files boot uses, relative to the root.
-const (
-	StartupLog       = "var/log/hermes-box-startup.log"
-	RestoreReady     = boxlayout.RestoreReady
-	OwnershipMarker  = "var/lib/hermes-box/runtime-ownership-v2"
-	OwnershipWitness = "usr/bin/sudo"
-	SeedArchive      = "var/lib/hermes-box/workspace-seed.tar"
-	SeedID           = "var/lib/hermes-box/workspace-seed.id"
-	RestoredID       = "var/lib/hermes-box/workspace-restored.id"
-)
+// OwnershipWitness is the file whose owner shows whether the image's
+// ownership needs repair.
+const OwnershipWitness = "/usr/bin/sudo"
 
 // Options is the per-boot preparation's environment.
 type Options struct {
@@ -116,7 +109,7 @@ func Steps() []Step {
 // stops at the first failure.
 func Prepare(ctx context.Context, o Options) error {
 	o.defaults()
-	logPath := o.path(StartupLog)
+	logPath := o.path(boxlayout.StartupLog)
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return fmt.Errorf("creating the startup log's directory: %w", err)
 	}
@@ -151,11 +144,11 @@ func logLine(w io.Writer, t time.Time, stage, outcome, msg string) {
 // restoreWait blocks a machine created in restore mode until the restore
 // has put its marker down: services must not start on a half-restored box.
 func restoreWait(ctx context.Context, o *Options) (string, error) {
-	if o.Getenv(EnvRestoreMode) != "true" {
+	if o.Getenv(boxlayout.EnvRestoreMode) != "true" {
 		return "", skipped("not in restore mode")
 	}
 	begin := o.Now()
-	marker := o.path(RestoreReady)
+	marker := o.path(boxlayout.RestoreReady)
 	t := time.NewTicker(o.Poll)
 	defer t.Stop()
 	for {
@@ -164,7 +157,7 @@ func restoreWait(ctx context.Context, o *Options) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for /%s: %w", RestoreReady, ctx.Err())
+			return "", fmt.Errorf("waiting for %s: %w", boxlayout.RestoreReady, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -217,14 +210,14 @@ func runDirs(_ context.Context, o *Options) (string, error) {
 // whose top is already the user's is left alone; one that is not (a fresh
 // seed, a remapped restore) is chowned throughout.
 func workspaceOwnership(_ context.Context, o *Options) (string, error) {
-	u, err := passwd.Lookup(o.Root, ServiceUser)
+	u, err := passwd.Lookup(o.Root, boxlayout.ServiceUser)
 	if err != nil {
 		return "", err
 	}
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
-	}{{HermesHome, 0o700}, {WorkDir, 0o755}} {
+	}{{boxlayout.HermesHome, 0o700}, {boxlayout.WorkDir, 0o755}} {
 		if err := os.MkdirAll(o.path(d.path), d.mode); err != nil {
 			return "", fmt.Errorf("creating %s: %w", d.path, err)
 		}
@@ -232,14 +225,14 @@ func workspaceOwnership(_ context.Context, o *Options) (string, error) {
 	var fixed []string
 	// The workspace's top is hermes' 0750 (a remapped pack leaves it the
 	// host's, which locks hermes out of everything below).
-	changed, err := ensureOwnerMode(o.path(Workspace), u.UID, u.GID, 0o750)
+	changed, err := ensureOwnerMode(o.path(boxlayout.Workspace), u.UID, u.GID, 0o750)
 	if err != nil {
 		return "", err
 	}
 	if changed {
-		fixed = append(fixed, Workspace)
+		fixed = append(fixed, boxlayout.Workspace)
 	}
-	for _, tree := range []string{HermesHome, WorkDir, ExecutorDir, boxlayout.CodexHome} {
+	for _, tree := range []string{boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.ExecutorDir, boxlayout.CodexHome} {
 		n, err := chownTree(o.path(tree), u.UID, u.GID)
 		if err != nil {
 			return "", err

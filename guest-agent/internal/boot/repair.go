@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // The per-boot repairs of what smolvm's pack does to a root file system:
@@ -170,9 +171,9 @@ type treeOwner struct {
 // boxadmin) and Hermes' virtualenv, which Hermes installs optional
 // dependencies into.
 var OwnedTrees = []treeOwner{
-	{"/home/" + BoxAdmin, BoxAdmin},
-	{"/home/" + ServiceUser, ServiceUser},
-	{HermesVenv, ServiceUser},
+	{"/home/" + boxlayout.AdminUser, boxlayout.AdminUser},
+	{"/home/" + boxlayout.ServiceUser, boxlayout.ServiceUser},
+	{boxlayout.HermesVenv, boxlayout.ServiceUser},
 }
 
 // homeOwnership gives each owned tree back to its account, wherever any
@@ -205,11 +206,11 @@ func homeOwnership(_ context.Context, o *Options) (string, error) {
 // boxadmin's: sshd refuses keys in a directory or file others can write,
 // and cannot read a root-owned 0600 file as boxadmin.
 func sshModes(_ context.Context, o *Options) (string, error) {
-	dir := "/home/" + BoxAdmin + "/.ssh"
+	dir := "/home/" + boxlayout.AdminUser + "/.ssh"
 	if _, err := os.Lstat(o.path(dir)); errors.Is(err, fs.ErrNotExist) {
 		return "", skipped(dir + " does not exist (no key installed yet)")
 	}
-	u, err := passwd.Lookup(o.Root, BoxAdmin)
+	u, err := passwd.Lookup(o.Root, boxlayout.AdminUser)
 	if err != nil {
 		return "", err
 	}
@@ -244,28 +245,28 @@ func sshModes(_ context.Context, o *Options) (string, error) {
 
 // hermesHomeLink points /home/hermes/.hermes at the workspace's Hermes home.
 func hermesHomeLink(_ context.Context, o *Options) (string, error) {
-	home := "/home/" + ServiceUser
+	home := "/home/" + boxlayout.ServiceUser
 	if _, err := os.Lstat(o.path(home)); errors.Is(err, fs.ErrNotExist) {
 		return "", skipped(home + " does not exist")
 	}
 	link := o.path(home + "/.hermes")
-	if cur, err := os.Readlink(link); err == nil && cur == HermesHome {
-		return "", skipped(home + "/.hermes already points at " + HermesHome)
+	if cur, err := os.Readlink(link); err == nil && cur == boxlayout.HermesHome {
+		return "", skipped(home + "/.hermes already points at " + boxlayout.HermesHome)
 	}
 	if err := os.RemoveAll(link); err != nil {
 		return "", err
 	}
-	if err := os.Symlink(HermesHome, link); err != nil {
+	if err := os.Symlink(boxlayout.HermesHome, link); err != nil {
 		return "", err
 	}
-	u, err := passwd.Lookup(o.Root, ServiceUser)
+	u, err := passwd.Lookup(o.Root, boxlayout.ServiceUser)
 	if err != nil {
 		return "", err
 	}
 	if err := os.Lchown(link, int(u.UID), int(u.GID)); err != nil {
 		return "", err
 	}
-	return home + "/.hermes -> " + HermesHome, nil
+	return home + "/.hermes -> " + boxlayout.HermesHome, nil
 }
 
 // hostsEntry makes the machine's hostname resolve (sudo looks it up).

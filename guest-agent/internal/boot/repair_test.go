@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Smolvm's host user, as a Mac's first account maps through the pack.
@@ -188,7 +190,7 @@ func TestRepairSteps(t *testing.T) {
 		}, func(t *testing.T, root string) { mustOwnerMode(t, root, repaired[4:6]...) }},
 		{"hermes-home-link", func(root string) { write(t, root, "home/hermes/.hermes", "stale", 0o644) },
 			func(t *testing.T, root string) {
-				if l, err := os.Readlink(filepath.Join(root, "home/hermes/.hermes")); err != nil || l != HermesHome {
+				if l, err := os.Readlink(filepath.Join(root, "home/hermes/.hermes")); err != nil || l != boxlayout.HermesHome {
 					t.Errorf(".hermes -> %q, %v", l, err)
 				}
 			}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 var seedIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -31,7 +32,7 @@ const seedStaging = ".hermes-box-seed-"
 // touched once it exists; the same id is a no-op. The id is recorded last,
 // so an interrupted seed is redone on the next boot.
 func workspaceSeed(ctx context.Context, o *Options) (string, error) {
-	idBytes, err := os.ReadFile(o.path(SeedID))
+	idBytes, err := os.ReadFile(o.path(boxlayout.SeedID))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", skipped("no workspace seed in the image")
 	}
@@ -40,24 +41,24 @@ func workspaceSeed(ctx context.Context, o *Options) (string, error) {
 	}
 	id, err := parseSeedID(idBytes)
 	if err != nil {
-		return "", fmt.Errorf("/%s: %w", SeedID, err)
+		return "", fmt.Errorf("%s: %w", boxlayout.SeedID, err)
 	}
 	prev := ""
-	if cur, err := os.ReadFile(o.path(RestoredID)); err == nil {
+	if cur, err := os.ReadFile(o.path(boxlayout.RestoredID)); err == nil {
 		prev = strings.TrimSpace(string(cur))
 		if prev == id {
 			return "", skipped("workspace already seeded from " + id)
 		}
 	}
-	ws := o.path(Workspace)
+	ws := o.path(boxlayout.Workspace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", err
 	}
-	n, kept, err := extractSeed(ctx, o.path(SeedArchive), ws)
+	n, kept, err := extractSeed(ctx, o.path(boxlayout.SeedArchive), ws)
 	if err != nil {
-		return "", fmt.Errorf("seeding the workspace from /%s: %w", SeedArchive, err)
+		return "", fmt.Errorf("seeding the workspace from %s: %w", boxlayout.SeedArchive, err)
 	}
-	if err := atomicfile.Write(o.path(RestoredID), []byte(id+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(o.path(boxlayout.RestoredID), []byte(id+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	msg := fmt.Sprintf("workspace seeded from %s (%d entries)", id, n)

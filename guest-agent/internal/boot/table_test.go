@@ -13,6 +13,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -84,11 +85,11 @@ func TestBoxOptionsFromEnv(t *testing.T) {
 		err  string
 	}{
 		{map[string]string{}, BoxOptions{}, ""},
-		{map[string]string{EnvExecutorEnabled: "true", EnvExecutorHostPort: "4800", EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 4800, ExecutorImage: "r/x:t@sha256:0"}, ""},
-		{map[string]string{EnvExecutorEnabled: "false", EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{}, ""},
-		{map[string]string{EnvExecutorEnabled: "false", EnvExecutorHostPort: "bad"}, BoxOptions{}, ""},
-		{map[string]string{EnvExecutorEnabled: "yes"}, BoxOptions{}, EnvExecutorEnabled},
-		{map[string]string{EnvExecutorEnabled: "1", EnvExecutorHostPort: "70000"}, BoxOptions{}, EnvExecutorHostPort},
+		{map[string]string{boxlayout.EnvExecutorEnabled: "true", boxlayout.EnvExecutorHostPort: "4800", boxlayout.EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{ExecutorEnabled: true, ExecutorHostPort: 4800, ExecutorImage: "r/x:t@sha256:0"}, ""},
+		{map[string]string{boxlayout.EnvExecutorEnabled: "false", boxlayout.EnvExecutorImage: "r/x:t@sha256:0"}, BoxOptions{}, ""},
+		{map[string]string{boxlayout.EnvExecutorEnabled: "false", boxlayout.EnvExecutorHostPort: "bad"}, BoxOptions{}, ""},
+		{map[string]string{boxlayout.EnvExecutorEnabled: "yes"}, BoxOptions{}, boxlayout.EnvExecutorEnabled},
+		{map[string]string{boxlayout.EnvExecutorEnabled: "1", boxlayout.EnvExecutorHostPort: "70000"}, BoxOptions{}, boxlayout.EnvExecutorHostPort},
 	}
 	for _, tt := range tests {
 		got, err := BoxOptionsFromEnv(func(k string) string { return tt.env[k] })
@@ -143,15 +144,15 @@ func FuzzParseTable(f *testing.F) {
 func TestBoxTableDefaultExecutorImage(t *testing.T) {
 	tbl := BoxTable(BoxOptions{ExecutorEnabled: true})
 	for _, p := range tbl.Programs {
-		if p.Name == "executor" && (!slices.Contains(p.Env, EnvExecutorImage+"="+pins.DefaultExecutorImage) || !slices.Contains(p.Env, EnvExecutorHostPort+"=4788")) {
+		if p.Name == "executor" && (!slices.Contains(p.Env, boxlayout.EnvExecutorImage+"="+pins.DefaultExecutorImage) || !slices.Contains(p.Env, boxlayout.EnvExecutorHostPort+"=4788")) {
 			t.Fatalf("executor environment %v, want the pinned image and port 4788", p.Env)
 		}
 	}
 }
 
 func TestGatewayExternalSupervisorFromTheInstalledRelease(t *testing.T) {
-	if HermesSourceMarker != "/usr/local/lib/hermes-agent/"+patch.SourceMarker {
-		t.Fatalf("HermesSourceMarker %q is not the gate step's %q", HermesSourceMarker, patch.SourceMarker)
+	if boxlayout.HermesSourceMarker != "/usr/local/lib/hermes-agent/"+patch.SourceMarker {
+		t.Fatalf("boxlayout.HermesSourceMarker %q is not the gate step's %q", boxlayout.HermesSourceMarker, patch.SourceMarker)
 	}
 	gateway := func(o BoxOptions) string {
 		for _, p := range BoxTable(o).Programs {
@@ -172,7 +173,7 @@ func TestGatewayExternalSupervisorFromTheInstalledRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			if tt.record != "" {
-				write(t, root, strings.TrimPrefix(HermesSourceMarker, "/"), tt.record, 0o644)
+				write(t, root, strings.TrimPrefix(boxlayout.HermesSourceMarker, "/"), tt.record, 0o644)
 			}
 			if got := gateway(GatewayOptions(root, BoxOptions{})); got != tt.want {
 				t.Fatalf("gateway %q, want %q", got, tt.want)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/audit"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
@@ -40,12 +41,12 @@ func runAudit(_ context.Context, e *env, args []string) error {
 	}
 	fs := newFlags(e, "audit "+sub, "[--json] [--file PATH]")
 	asJSON := fs.Bool("json", false, "print JSON")
-	file := fs.String("file", "", "audit log (default <root>"+audit.DefaultPath+")")
+	file := fs.String("file", "", "audit log (default <root>"+boxlayout.GateAuditLog+")")
 	if err := parseFlags(fs, args[1:], 0); err != nil {
 		return err
 	}
 	if *file == "" {
-		*file = filepath.Join(e.root, audit.DefaultPath)
+		*file = filepath.Join(e.root, boxlayout.GateAuditLog)
 	}
 	res, err := verifyLog(*file)
 	if err != nil {
@@ -117,12 +118,12 @@ func printAudit(e *env, sub string, res auditResult, asJSON bool) error {
 // recorded last time.
 func rawAudit(e *env, args []string) error {
 	flags := newFlags(e, "audit raw", "[--file PATH]")
-	file := flags.String("file", "", "audit log (default <root>/"+audit.DefaultPath+")")
+	file := flags.String("file", "", "audit log (default <root>"+boxlayout.GateAuditLog+")")
 	if err := parseFlags(flags, args, 0); err != nil {
 		return err
 	}
 	if *file == "" {
-		*file = filepath.Join(e.root, audit.DefaultPath)
+		*file = filepath.Join(e.root, boxlayout.GateAuditLog)
 	}
 	f, err := os.Open(*file)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -32,8 +33,8 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 	files := map[string]string{
 		"etc/passwd":                   fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nhermes:x:%d:%d::/home/hermes:/bin/sh\n", uid, gid),
 		"etc/group":                    fmt.Sprintf("root:x:0:\nhermes:x:%d:\n", gid),
-		boot.SeedID:                    "seed-1\n",
-		boot.SeedArchive:               seedTar(t),
+		boxlayout.SeedID:               "seed-1\n",
+		boxlayout.SeedArchive:          seedTar(t),
 		"usr/sbin/placeholder-for-dir": "",
 	}
 	for name, body := range files {
@@ -56,11 +57,11 @@ func bootRoot(t *testing.T, addr string) (root, table string) {
 		Programs: []supervise.Program{{
 			Name: "sshd", Command: []string{"/usr/sbin/test-sshd", addr}, Priority: 10, AutoStart: true,
 			Env: []string{helperEnv + "=listen"}, StartRetries: supervise.DefaultStartRetries, StopWait: supervise.DefaultStopWait,
-			Log: supervise.Log{Path: boot.LogDir + "/sshd.log", MaxBytes: 1 << 20, Backups: 1},
+			Log: supervise.Log{Path: boxlayout.LogDir + "/sshd.log", MaxBytes: 1 << 20, Backups: 1},
 		}, {
-			Name: "hermes", Command: []string{"sleep", "1000"}, User: "hermes", Dir: boot.WorkDir,
+			Name: "hermes", Command: []string{"sleep", "1000"}, User: "hermes", Dir: boxlayout.WorkDir,
 			Priority: 40, AutoStart: true, StopWait: supervise.DefaultStopWait,
-			Log: supervise.Log{Path: boot.LogDir + "/hermes-gateway.log", MaxBytes: 1 << 20, Backups: 1},
+			Log: supervise.Log{Path: boxlayout.LogDir + "/hermes-gateway.log", MaxBytes: 1 << 20, Backups: 1},
 		}},
 		Checks: []probe.CheckSpec{{Code: health.CheckSSHD, TCP: addr}, {Code: health.CheckHermesGateway, Service: "hermes"}},
 	}
@@ -176,7 +177,7 @@ func TestBootPreparesAndSupervises(t *testing.T) {
 	root, table := bootRoot(t, addr)
 	cmd, stderr := startBoot(t, root, table)
 	svcs := waitServices(t, root, "both programs RUNNING", bothRunning)
-	sshdLog := filepath.Join(root, boot.LogDir, "sshd.log")
+	sshdLog := filepath.Join(root, boxlayout.LogDir, "sshd.log")
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if b, _ := os.ReadFile(sshdLog); strings.Contains(string(b), "listening on") {
 			break
@@ -187,7 +188,7 @@ func TestBootPreparesAndSupervises(t *testing.T) {
 	}
 
 	// Preparation: one startup-log line per step, in order; seed and keys.
-	log, err := os.ReadFile(filepath.Join(root, boot.StartupLog))
+	log, err := os.ReadFile(filepath.Join(root, boxlayout.StartupLog))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestBootPreparesAndSupervises(t *testing.T) {
 			t.Errorf("line %d %q, want stage %s", i, lines[i], s.Name)
 		}
 	}
-	for _, p := range []string{"workspace/work/README", "workspace/hermes-home/config.yaml", boot.RestoredID, "etc/ssh/ssh_host_ed25519_key"} {
+	for _, p := range []string{"workspace/work/README", "workspace/hermes-home/config.yaml", boxlayout.RestoredID, "etc/ssh/ssh_host_ed25519_key"} {
 		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
 			t.Errorf("after boot: %v", err)
 		}

@@ -17,9 +17,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -117,7 +117,7 @@ func startExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, image stri
 			t.Fatal(err)
 		}
 	}
-	agent := filepath.Join(root, boot.AgentPath)
+	agent := filepath.Join(root, boxlayout.AgentPath)
 	if err := os.MkdirAll(filepath.Dir(agent), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func launchExecutorBox(t *testing.T, ns *netns, reg *ocitest.Registry, root, ima
 	b.cmd = exec.CommandContext(t.Context(), exe, "--root", root, "boot")
 	b.cmd.Env = append(os.Environ(), agentMainEnv+"=1", helperEnv+"=standin",
 		"HBX_TEST_AGENT="+exe, "HBX_TEST_ROOT="+root, "SSL_CERT_FILE="+reg.CAFile(),
-		boot.EnvExecutorEnabled+"=true", boot.EnvExecutorImage+"="+image, boot.EnvExecutorHostPort+"=14788")
+		boxlayout.EnvExecutorEnabled+"=true", boxlayout.EnvExecutorImage+"="+image, boxlayout.EnvExecutorHostPort+"=14788")
 	b.cmd.Stderr = b.stderr
 	stopGently(b.cmd)
 	ns.do(func() { err = b.cmd.Start() })
@@ -233,7 +233,7 @@ type standinRecord struct {
 // exactly the program's environment.
 func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layout) (*oci.Release, standinRecord) {
 	t.Helper()
-	data := filepath.Join(b.root, oci.DefaultDataDir)
+	data := filepath.Join(b.root, boxlayout.ExecutorDataDir)
 	var got standinRecord
 	svcs := waitServices(t, b.root, "every program RUNNING with a fresh stand-in record", func(m map[string]health.Service) bool {
 		if len(m) != 3 || m["sshd"].State != health.ServiceRunning || m["hermes"].State != health.ServiceRunning || m["executor"].State != health.ServiceRunning {
@@ -260,7 +260,7 @@ func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layo
 	if c := r.Checks[health.CheckExecutorImage]; c.Status != health.StatusHealthy || !strings.Contains(c.Message, ref) {
 		t.Errorf("executor-image check: %+v (image %s)", c, ref)
 	}
-	cur, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Current()
+	cur, err := (&oci.Store{Root: filepath.Join(b.root, boxlayout.ExecutorRuntimeDir)}).Current()
 	if err != nil || cur == nil || cur.ImageReference != ref || cur.Layout != layout {
 		t.Fatalf("current release %+v (%v), want %s in the %s layout", cur, err, ref, layout)
 	}
@@ -319,7 +319,7 @@ func TestBootSwitchesExecutorLayout(t *testing.T) {
 	if second.Name == first.Name {
 		t.Fatal("the packaged image did not get a release of its own")
 	}
-	rs, err := (&oci.Store{Root: filepath.Join(b.root, oci.DefaultRuntimeRoot)}).Releases()
+	rs, err := (&oci.Store{Root: filepath.Join(b.root, boxlayout.ExecutorRuntimeDir)}).Releases()
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("releases after the switch: %+v %v; want both (the previous one kept for a rollback)", rs, err)
 	}
@@ -352,7 +352,7 @@ func TestBootExecutorBadDigest(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "executor run: pulling ") || !strings.Contains(strings.ToLower(out), "unknown manifest") {
 		t.Fatalf("the executor log does not say why: %q", out)
 	}
-	if _, err := os.Lstat(filepath.Join(b.root, oci.DefaultRuntimeRoot, "current")); err == nil {
+	if _, err := os.Lstat(filepath.Join(b.root, boxlayout.ExecutorRuntimeDir, "current")); err == nil {
 		t.Fatal("a release was activated")
 	}
 }

@@ -14,19 +14,18 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// OCIHelperName is the Executor helper installed beside the agent. The
-// image pull (go-containerregistry) is kept out of the agent that answers
-// every relay call and supervises the box, so the lean agent hands
-// `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci), whose
-// main sets ExecutorInProcess.
-const OCIHelperName = boxlayout.OCIHelperName
+// The Executor helper (boxlayout.OCIHelperName) is installed beside the
+// agent. The image pull (go-containerregistry) is kept out of the agent
+// that answers every relay call and supervises the box, so the lean agent
+// hands `executor` to the helper (guest-agent/cmd/hermes-box-agent-oci),
+// whose main sets ExecutorInProcess.
 
 // ExecutorInProcess runs the image subcommands of the executor verb in this
 // process when set (by the helper's main, and by tests); nil hands them to
 // the helper.
 var ExecutorInProcess verbenv.Func
 
-const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + OCIHelperName + "); connect-hermes, refresh-discovery"
+const executorDelegateSummary = "pull, activate, run or inspect the Executor (through " + boxlayout.OCIHelperName + "); connect-hermes, refresh-discovery"
 
 // runExecutorDelegate runs connect-hermes and refresh-discovery itself and
 // hands anything else to the helper with the same arguments: `run`
@@ -76,7 +75,7 @@ func ociHelperPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding the agent's own path: %w", err)
 	}
-	helper := filepath.Join(filepath.Dir(self), OCIHelperName)
+	helper := filepath.Join(filepath.Dir(self), boxlayout.OCIHelperName)
 	if _, err := os.Stat(helper); errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("the Executor needs %s beside the agent; this box was built without the Executor (set HERMES_BOX_EXECUTOR_ENABLED=true and run init)", helper)
 	} else if err != nil {

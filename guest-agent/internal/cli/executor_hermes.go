@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor/hermeslink"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -26,13 +26,13 @@ var executorHermesSubs = map[string]func(context.Context, *env, []string) error{
 }
 
 // executorHealthURL is Executor's health endpoint inside the box.
-var executorHealthURL = "http://127.0.0.1:" + strconv.Itoa(boot.ExecutorGuestPort) + "/api/health"
+var executorHealthURL = "http://127.0.0.1:" + strconv.Itoa(boxlayout.ExecutorPort) + "/api/health"
 
 // executorConnectHermes reads the API key from stdin (never argv) and
 // hands it to hermeslink.Connector.
 func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "executor connect-hermes", "[--mcp-url URL] (API key on stdin)")
-	mcpURL := fs.String("mcp-url", hermesconfig.ExecutorURL, "Executor's MCP endpoint as Hermes reaches it (loopback http only)")
+	mcpURL := fs.String("mcp-url", boxlayout.ExecutorURL, "Executor's MCP endpoint as Hermes reaches it (loopback http only)")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // execCall is one recorded executor.Exec.
@@ -41,9 +41,9 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	ref := reg.Push(t, "executor/selfhost:v1", ocitest.ExecutorImage(t, runtime.GOARCH, readStandinBun(t)), nil)
 	root := accountsRoot(t)
 	calls := stubExec(t)
-	t.Setenv(boot.EnvExecutorHostPort, "14788")
+	t.Setenv(boxlayout.EnvExecutorHostPort, "14788")
 	runIt := func(image string) (int, string) {
-		t.Setenv(boot.EnvExecutorImage, image)
+		t.Setenv(boxlayout.EnvExecutorImage, image)
 		code, _, errs := run(t, "", "--root", root, "executor", "run", "--registry-ca-dir", reg.CADir())
 		return code, errs
 	}
@@ -51,11 +51,11 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	if code, errs := runIt(ref); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	cur, err := (&oci.Store{Root: filepath.Join(root, oci.DefaultRuntimeRoot)}).Current()
+	cur, err := (&oci.Store{Root: filepath.Join(root, boxlayout.ExecutorRuntimeDir)}).Current()
 	if err != nil || cur == nil || cur.ImageReference != ref {
 		t.Fatalf("current %+v (%v), want %s", cur, err, ref)
 	}
-	data := filepath.Join(root, oci.DefaultDataDir)
+	data := filepath.Join(root, boxlayout.ExecutorDataDir)
 	want := execCall{
 		argv: []string{filepath.Join(cur.Dir, "usr/local/bin/bun"), "run", "src/serve.ts"},
 		dir:  filepath.Join(cur.Dir, "app/apps/host-selfhost"),
@@ -92,7 +92,7 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "executor run: ") || len(*calls) != 3 {
 		t.Fatalf("bad digest: exit %d, %d execs: %s", code, len(*calls), errs)
 	}
-	if after, _ := (&oci.Store{Root: filepath.Join(root, oci.DefaultRuntimeRoot)}).Current(); after == nil || after.Name != cur.Name {
+	if after, _ := (&oci.Store{Root: filepath.Join(root, boxlayout.ExecutorRuntimeDir)}).Current(); after == nil || after.Name != cur.Name {
 		t.Fatalf("current changed to %+v after a failed pull", after)
 	}
 }
@@ -113,8 +113,8 @@ func TestExecutorRunRefusals(t *testing.T) {
 		{"r.example/x:v1@sha256:" + d, "70000", "HERMES_BOX_EXECUTOR_HOST_PORT: want a port"},
 	}
 	for _, tt := range tests {
-		t.Setenv(boot.EnvExecutorImage, tt.image)
-		t.Setenv(boot.EnvExecutorHostPort, tt.port)
+		t.Setenv(boxlayout.EnvExecutorImage, tt.image)
+		t.Setenv(boxlayout.EnvExecutorHostPort, tt.port)
 		root := t.TempDir()
 		code, _, errs := run(t, "", "--root", root, "executor", "run")
 		if code != 2 || !strings.Contains(errs, tt.want) {
@@ -128,12 +128,6 @@ func TestExecutorRunRefusals(t *testing.T) {
 	code, _, errs := run(t, request("executor", "run"), "--root", t.TempDir(), "relay")
 	if code != 2 || !strings.Contains(errs, "does not run through the relay") || len(*calls) != 0 {
 		t.Fatalf("relayed executor run: exit %d: %s", code, errs)
-	}
-}
-
-func TestExecutorPortsAgree(t *testing.T) {
-	if boot.ExecutorGuestPort != oci.GuestPort || boot.ExecutorDir+"/data" != oci.DefaultDataDir || boot.ServiceUser != oci.RuntimeUser {
-		t.Fatal("boot's Executor constants disagree with package oci's")
 	}
 }
 

@@ -62,7 +62,8 @@ func printHealth(e *env, r *health.Report) error {
 func addGateHealth(ctx context.Context, e *env, r *health.Report) {
 	src := filepath.Join(e.root, hermesSourceDir)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
-		Home: filepath.Dir(filepath.Join(e.root, hermesconfig.DefaultPath)), Runner: command.ExecRunner{}}
+		Home: filepath.Dir(filepath.Join(e.root, hermesconfig.DefaultPath)), Managed: filepath.Join(e.root, hermesconfig.ManagedDir),
+		Runner: command.ExecRunner{}}
 	if e.root == "/" {
 		t.User = "hermes"
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/toolcheck"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // hermesEnv is the environment Hermes' own commands run with.
-var hermesEnv = []string{"HOME=/home/hermes", "HERMES_HOME=" + boot.HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+var hermesEnv = []string{"HOME=/home/hermes", "HERMES_HOME=" + boxlayout.HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 const codexHome = "/workspace/codex-home"
 
@@ -27,18 +28,18 @@ const codexHome = "/workspace/codex-home"
 func toolChecks() []toolcheck.ToolCheck {
 	return []toolcheck.ToolCheck{
 		{Code: health.CheckHermesVersion, Files: []string{"/usr/local/bin/hermes"},
-			Commands: [][]string{{"/usr/local/bin/hermes", "--version"}}, User: boot.ServiceUser, Env: hermesEnv},
-		{Code: health.CheckHermesExtras, Files: []string{boot.HermesVenv + "/bin/python"},
-			Commands: [][]string{{boot.HermesVenv + "/bin/python", "-c", "import discord"}}, User: boot.ServiceUser, Env: hermesEnv},
+			Commands: [][]string{{"/usr/local/bin/hermes", "--version"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
+		{Code: health.CheckHermesExtras, Files: []string{boxlayout.HermesVenv + "/bin/python"},
+			Commands: [][]string{{boxlayout.HermesVenv + "/bin/python", "-c", "import discord"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
 		{Code: health.CheckNodeNPM, Files: []string{"/usr/local/bin/node", "/usr/local/bin/npm"},
-			Commands: [][]string{{"/usr/local/bin/node", "--version"}, {"/usr/local/bin/npm", "--version"}}, User: boot.ServiceUser, Env: hermesEnv},
+			Commands: [][]string{{"/usr/local/bin/node", "--version"}, {"/usr/local/bin/npm", "--version"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
 		{Code: health.CheckTmuxTerminfo,
 			Files: []string{"/usr/bin/tmux", "/usr/share/terminfo/t/tmux-256color|/lib/terminfo/t/tmux-256color",
 				"/usr/share/terminfo/x/xterm-256color|/lib/terminfo/x/xterm-256color"},
 			Commands: [][]string{{"/usr/bin/tmux", "-V"}, {"/usr/bin/infocmp", "tmux-256color"}, {"/usr/bin/infocmp", "xterm-256color"}},
 			Env:      []string{"PATH=/usr/bin:/bin", "TERM=dumb"}},
 		{Code: health.CheckCodexVersion, Files: []string{codexHome + "/bin/codex", codexHome + "/config.toml"},
-			Commands: [][]string{{codexHome + "/bin/codex", "--version"}}, User: boot.ServiceUser,
+			Commands: [][]string{{codexHome + "/bin/codex", "--version"}}, User: boxlayout.ServiceUser,
 			Env: append([]string{"CODEX_HOME=" + codexHome}, hermesEnv...)},
 	}
 }
@@ -51,7 +52,7 @@ func executorCheck(root string) (toolcheck.ToolCheck, bool) {
 	if err != nil || !o.ExecutorEnabled {
 		return toolcheck.ToolCheck{}, false
 	}
-	return toolcheck.ToolCheck{Code: health.CheckExecutorImage, Files: []string{boot.ExecutorDir},
+	return toolcheck.ToolCheck{Code: health.CheckExecutorImage, Files: []string{boxlayout.ExecutorDir},
 		Cheap: func(root string) (string, error) { return activeImage(root, o.ExecutorImage) }}, true
 }
 

@@ -52,7 +52,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		if *config == "" {
 			*config = filepath.Join(e.root, hermesconfig.DefaultPath)
 		}
-		if err := seedGate(*commit, *config); err != nil {
+		if err := seedGate(*commit, *config, filepath.Join(e.root, hermesconfig.ManagedDir)); err != nil {
 			return err
 		}
 	}
@@ -68,8 +68,9 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 }
 
 // seedGate installs the release's plugin, if its mechanism has one, beside
-// config and seeds config for the mechanism.
-func seedGate(commit, config string) error {
+// config, seeds config for the mechanism and pins it in the managed scope
+// where the release has one.
+func seedGate(commit, config, managed string) error {
 	rel, err := pins.Hermes(commit)
 	if err != nil {
 		return err
@@ -79,8 +80,10 @@ func seedGate(commit, config string) error {
 			return err
 		}
 	}
-	_, err = hermesconfig.SeedFileWith(config, hermesconfig.SettingsFor(rel.Mechanism))
-	return err
+	if _, err := hermesconfig.SeedFileWith(config, hermesconfig.SettingsFor(rel.Mechanism)); err != nil {
+		return err
+	}
+	return gate.WriteManaged(managed, rel)
 }
 
 func runPatchCheck(e *env, dir string, asJSON bool) error {

@@ -18,12 +18,14 @@ func gateTarget(root string) provision.GateTarget {
 }
 
 func TestGatePatcherPendingOnFreshRoot(t *testing.T) {
-	pending, err := newGatePatcher().Pending(context.Background(), gateTarget(t.TempDir()))
+	root := t.TempDir()
+	pending, err := newGatePatcher().Pending(context.Background(), gateTarget(root))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 3 || !strings.Contains(pending[0], "edit the Hermes 0.19.0 source") ||
-		!strings.Contains(pending[1], "gate plugin") || !strings.Contains(pending[2], "seed") {
+	if len(pending) != 4 || !strings.Contains(pending[0], "edit the Hermes 0.19.0 source") ||
+		!strings.Contains(pending[1], "gate plugin") || !strings.Contains(pending[2], "seed") ||
+		!strings.Contains(pending[3], "managed scope "+filepath.Join(root, "etc/hermes/config.yaml")) {
 		t.Fatalf("pending %q", pending)
 	}
 }

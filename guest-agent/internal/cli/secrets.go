@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -33,7 +33,7 @@ func runSecrets(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("secrets set: %w", err)
 	}
-	owner, err := passwd.Lookup(e.root, boot.ServiceUser)
+	owner, err := passwd.Lookup(e.root, boxlayout.ServiceUser)
 	if err != nil {
 		return fmt.Errorf("secrets set: %w", err)
 	}
@@ -44,7 +44,7 @@ func runSecrets(ctx context.Context, e *env, args []string) error {
 	// A running supervisor restarts the gateway so it starts with them;
 	// without one (boot not running) the next start reads the file.
 	if _, err := os.Stat(control.Socket(e.root)); err == nil {
-		if _, err := control.Call(ctx, control.Socket(e.root), control.Request{Op: control.OpRestart, Name: boot.GatewayProgram}); err != nil {
+		if _, err := control.Call(ctx, control.Socket(e.root), control.Request{Op: control.OpRestart, Name: boxlayout.HermesService}); err != nil {
 			return fmt.Errorf("secrets set: restarting the gateway: %w", err)
 		}
 		res.GatewayRestarted = true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/secrets"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -64,7 +65,7 @@ func TestSecretsVerbThroughTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range progs {
-		if p.Name != boot.GatewayProgram {
+		if p.Name != boxlayout.HermesService {
 			if p.EnvFrom != nil {
 				t.Errorf("%s gets the secrets", p.Name)
 			}

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Paths are the box paths the executor verb works on, under a root.
@@ -27,9 +27,9 @@ type Paths struct {
 // PathsFor returns the paths under root ("/" in the box).
 func PathsFor(root string) Paths {
 	return Paths{
-		Runtime:    filepath.Join(root, oci.DefaultRuntimeRoot),
-		Data:       filepath.Join(root, oci.DefaultDataDir),
-		HermesHome: filepath.Join(root, boot.HermesHome),
+		Runtime:    filepath.Join(root, boxlayout.ExecutorRuntimeDir),
+		Data:       filepath.Join(root, boxlayout.ExecutorDataDir),
+		HermesHome: filepath.Join(root, boxlayout.HermesHome),
 	}
 }
 
@@ -69,7 +69,7 @@ func RuntimeCredential(root string) *syscall.Credential {
 	if root != "/" || os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := user.Lookup(oci.RuntimeUser)
+	u, err := user.Lookup(boxlayout.ServiceUser)
 	if err != nil {
 		return nil
 	}

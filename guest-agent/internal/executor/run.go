@@ -9,16 +9,16 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Run is the supervisor's `executor` program. Under the launcher lock it
 // makes sure ref is pulled, verified and active (the active release is
 // kept as is when it already holds the image: no network), creates the
 // data dir, then replaces itself with the release's own bun running the
-// layout's entry (oci.Program), as that program's user, in its directory
+// layout's entry (Program), as that program's user, in its directory
 // and with its environment plus HOME and PATH. Any failure returns, so the
 // supervisor's backoff applies and health shows it.
 func Run(ctx context.Context, root string, ref oci.Reference, hostPort int, o StoreOptions, log *slog.Logger) error {
@@ -30,7 +30,7 @@ func Run(ctx context.Context, root string, ref oci.Reference, hostPort int, o St
 		return err
 	}
 	p := PathsFor(root)
-	spec, err := oci.Program(p.Runtime, p.Data, hostPort)
+	spec, err := Program(p, hostPort)
 	if err != nil {
 		return err
 	}
@@ -52,17 +52,17 @@ func Run(ctx context.Context, root string, ref oci.Reference, hostPort int, o St
 // RunInputs reads the image and the host port that boot passes in the
 // program's environment.
 func RunInputs(getenv func(string) string) (oci.Reference, int, error) {
-	image := getenv(boot.EnvExecutorImage)
+	image := getenv(boxlayout.EnvExecutorImage)
 	if image == "" {
-		return oci.Reference{}, 0, fmt.Errorf("$%s is not set", boot.EnvExecutorImage)
+		return oci.Reference{}, 0, fmt.Errorf("$%s is not set", boxlayout.EnvExecutorImage)
 	}
 	ref, err := oci.ParseReference(image)
 	if err != nil {
-		return oci.Reference{}, 0, fmt.Errorf("$%s: %w", boot.EnvExecutorImage, err)
+		return oci.Reference{}, 0, fmt.Errorf("$%s: %w", boxlayout.EnvExecutorImage, err)
 	}
-	port, err := strconv.Atoi(getenv(boot.EnvExecutorHostPort))
+	port, err := strconv.Atoi(getenv(boxlayout.EnvExecutorHostPort))
 	if err != nil || port < 1 || port > 65535 {
-		return oci.Reference{}, 0, fmt.Errorf("$%s: want a port 1-65535, got %q", boot.EnvExecutorHostPort, getenv(boot.EnvExecutorHostPort))
+		return oci.Reference{}, 0, fmt.Errorf("$%s: want a port 1-65535, got %q", boxlayout.EnvExecutorHostPort, getenv(boxlayout.EnvExecutorHostPort))
 	}
 	return ref, port, nil
 }

@@ -45,7 +45,7 @@ func TestCheckRefuses018WithTheReason(t *testing.T) {
 
 func TestCheckRefusesUnknownVersionsAndBadTrees(t *testing.T) {
 	dir := fixture(t, "0.19.0")
-	write(t, dir, "pyproject.toml", "[project]\nversion = \"0.21.3\"\n")
+	write(t, dir, "pyproject.toml", "[project]\nversion = \"0.23.0\"\n")
 	rep, err := Check(dir)
 	if err != nil || rep.Accepted || !strings.Contains(rep.Reason, "supported releases are") {
 		t.Fatalf("%+v %v", rep, err)
@@ -55,6 +55,30 @@ func TestCheckRefusesUnknownVersionsAndBadTrees(t *testing.T) {
 	}
 	if _, err := Check(dir + "/nope"); err == nil {
 		t.Fatal("a missing dir was checked")
+	}
+}
+
+// TestCheckRefusesNewerLinesWithTheReason: 0.20.x to 0.22.x are refused by
+// name (the approval code was split; no tree verified), with what to pin
+// instead, even when the tree otherwise looks like 0.19.0.
+func TestCheckRefusesNewerLinesWithTheReason(t *testing.T) {
+	for _, version := range []string{"0.20.0", "0.21.3", "0.22.1"} {
+		t.Run(version, func(t *testing.T) {
+			dir := fixture(t, "0.19.0")
+			write(t, dir, "pyproject.toml", "[project]\nversion = \""+version+"\"\n")
+			rep, err := Check(dir)
+			if err != nil || rep.Accepted || len(rep.Found) != 0 {
+				t.Fatalf("%+v %v", rep, err)
+			}
+			for _, want := range []string{"refused Hermes release: Hermes " + version + ": ", "approval_smart.py",
+				"no byte-exact tree of this line has been verified",
+				"pin a supported release instead with HERMES_BOX_HERMES_COMMIT: " + pins.DefaultHermesCommit + " (0.19.0)"} {
+				if !strings.Contains(rep.Reason, want) {
+					t.Errorf("reason lacks %q:\n%s", want, rep.Reason)
+				}
+			}
+			t.Logf("Hermes %s: %s", version, rep.Reason)
+		})
 	}
 }
 

@@ -1,8 +1,6 @@
 package gate
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,23 +37,9 @@ func release(t testing.TB, version string) pins.HermesRelease {
 	return h
 }
 
-// realTrees is the directory named by HermesTreesEnv, holding git-archive
-// exports v0.16.0, v0.17.0, v0.18.2 and v0.19.0 (scripts/export-hermes-trees.sh);
-// tests that need them skip with the reason when it is unset (CI cannot
-// fetch Hermes).
-const HermesTreesEnv = "HERMES_BOX_HERMES_TREES"
-
 func realTree(t *testing.T, version string) string {
 	t.Helper()
-	root := os.Getenv(HermesTreesEnv)
-	if root == "" {
-		t.Skipf("%s is unset: no exported Hermes trees (export them with scripts/export-hermes-trees.sh)", HermesTreesEnv)
-	}
-	dir := filepath.Join(root, "v"+version)
-	if _, err := os.Stat(filepath.Join(dir, "pyproject.toml")); err != nil {
-		t.Fatalf("%s names %s, which holds no Hermes %s tree: %v", HermesTreesEnv, root, version, err)
-	}
-	return dir
+	return hermestest.RealTree(t, version)
 }
 
 // alter changes one byte of the first occurrence of text in file.

@@ -16,7 +16,8 @@ import (
 
 // Installer puts the gate of the target's release into an installed Hermes:
 // its source edits (verified, marked), its plugin where the mechanism has
-// one, its config settings; then asks Hermes itself whether the gate is
+// one, its config settings, also pinned in Hermes' managed scope where the
+// release has one (out of the agent's reach); then asks Hermes itself whether the gate is
 // active as intended.
 type Installer struct {
 	// Integration also drives the patched tools.approval in the source
@@ -62,6 +63,11 @@ func (in Installer) Pending(ctx context.Context, t Target) ([]string, error) {
 	if string(seeded) != string(data) {
 		pending = append(pending, fmt.Sprintf("seed %s for approvals.mode %s", t.config(), rel.Mechanism.IntendedMode()))
 	}
+	managed, err := managedPending(t, rel)
+	if err != nil {
+		return nil, err
+	}
+	pending = append(pending, managed...)
 	if len(pending) > 0 {
 		return pending, nil
 	}
@@ -91,6 +97,9 @@ func (in Installer) Apply(ctx context.Context, t Target) error {
 		}
 	}
 	if _, err := hermesconfig.SeedFileWith(t.config(), hermesconfig.SettingsFor(rel.Mechanism)); err != nil {
+		return err
+	}
+	if err := WriteManaged(t.Managed, rel); err != nil {
 		return err
 	}
 	problems, err := in.verify(ctx, t, rel)

@@ -41,6 +41,7 @@ func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, 
 func intended(m pins.GateMechanism) Effective {
 	var e Effective
 	e.Mode, e.CronMode = m.IntendedMode(), "deny"
+	e.ManagedKeys = hermesconfig.ManagedKeys(hermesconfig.SettingsFor(m))
 	e.Reviewer.Provider, e.Reviewer.Model, e.Reviewer.ReasoningEffort, e.Reviewer.ServiceTier, e.Reviewer.Timeout = "openai-codex", "gpt-5.5", "low", "priority", 30
 	if m == pins.GateSmartPlugin {
 		e.Timeout = 300
@@ -82,6 +83,9 @@ func TestVerify(t *testing.T) {
 		{"cron approves", smart, func(e *Effective) { e.CronMode = "approve" }, "cron_mode"},
 		{"no gateway_timeout", gated, func(e *Effective) { e.GatewayTimeout = nil }, "gateway_timeout"},
 		{"gate disabled", gated, func(e *Effective) { off := false; e.Reviewer.Enabled = &off }, "disabled"},
+		{"mode not managed", smart, func(e *Effective) { e.ManagedKeys = e.ManagedKeys[1:] }, "managed scope (/etc/hermes/config.yaml), so the agent could change them: approvals.mode"},
+		{"nothing managed on 0.17", release(t, "0.17.0"), func(e *Effective) { e.ManagedKeys = nil }, "approvals.gate.model"},
+		{"0.16 has no managed scope", gated, func(e *Effective) { e.ManagedKeys = nil }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +104,7 @@ func fixtureTarget(t *testing.T, version string, run command.Runner) Target {
 	src := fixture(t, version)
 	rel := release(t, version)
 	write(t, src, ".git/HEAD", rel.Commit+"\n")
-	return Target{Source: src, Python: "python3", Home: t.TempDir(), Commit: rel.Commit, Runner: run}
+	return Target{Source: src, Python: "python3", Home: t.TempDir(), Managed: filepath.Join(t.TempDir(), "etc-hermes"), Commit: rel.Commit, Runner: run}
 }
 
 func answer(t *testing.T, e Effective) string {
@@ -117,7 +121,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 	write(t, tgt.Home, "config.yaml", "# mine\nmodel:\n  default: x # keep\n")
 	ctx := context.Background()
 	pending, err := Installer{}.Pending(ctx, tgt)
-	if err != nil || len(pending) != 3 {
+	if err != nil || len(pending) != 4 || !strings.Contains(pending[3], "managed scope") {
 		t.Fatalf("pending %q %v", pending, err)
 	}
 	if err := (Installer{}).Apply(ctx, tgt); err != nil {
@@ -143,9 +147,36 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 	if pending, err := (Installer{}).Pending(ctx, tgt); err != nil || len(pending) != 0 {
 		t.Fatalf("after apply: pending %q %v", pending, err)
 	}
+	checkManaged(t, tgt, pins.GateSmartPlugin)
 	c, g := Health(ctx, tgt, time.Unix(0, 0))
 	if c.Status != health.StatusHealthy || g == nil || g.Mechanism != "smart-plugin" || g.EffectiveMode != "smart" {
 		t.Fatalf("health %+v %+v", c, g)
+	}
+}
+
+// checkManaged: the managed scope holds exactly the mechanism's settings,
+// writable by its owner alone; a file others may write is pending.
+func checkManaged(t *testing.T, tgt Target, m pins.GateMechanism) {
+	t.Helper()
+	want, err := hermesconfig.Managed(hermesconfig.SettingsFor(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, tgt.Managed, "config.yaml"); got != string(want) {
+		t.Fatalf("managed config:\n%s\nwant:\n%s", got, want)
+	}
+	for path, mode := range map[string]os.FileMode{tgt.Managed: 0o755 | os.ModeDir, tgt.managedConfig(): 0o644} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode() != mode {
+			t.Errorf("%s: %v %v, want %v", path, fi.Mode(), err, mode)
+		}
+	}
+	if err := os.Chmod(tgt.managedConfig(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(tgt.managedConfig(), 0o644)
+	pending, err := Installer{}.Pending(context.Background(), tgt)
+	if err != nil || len(pending) != 1 || !strings.Contains(pending[0], "writable by others than its owner") {
+		t.Fatalf("pending %q %v", pending, err)
 	}
 }
 
@@ -207,11 +238,15 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 
 // TestInstallRealTrees installs the gate into copies of the real 0.16.0,
 // 0.17.0 and 0.19.0 trees (HERMES_BOX_HERMES_TREES) with this machine's
-// python3 (or HERMES_BOX_HERMES_PYTHON) as Hermes' interpreter, asks each
-// Hermes for its effective mode, and shows 0.18.2 with the source-patch
-// config seeded resolving to manual.
+// python3 (or HERMES_BOX_HERMES_PYTHON) as Hermes' interpreter and asks each
+// Hermes for its effective mode. On 0.17.0 and 0.19.0 the settings are
+// pinned in the managed scope: Hermes reports every gate key managed, its
+// own `hermes config set approvals.mode off` is refused, and neither that
+// nor the mode edited in the user's config changes the effective mode; on
+// 0.16.0 (no managed scope) the edited config does. It also shows 0.18.2
+// with the source-patch config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
-	python := hermesPython(t)
+	python := hermestest.Python(t)
 	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
 		t.Run(version, func(t *testing.T) {
 			rel := release(t, version)
@@ -219,7 +254,8 @@ func TestInstallRealTrees(t *testing.T) {
 			if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
 				t.Fatal(err)
 			}
-			tgt := Target{Source: src, Python: python, Home: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+			tgt := Target{Source: src, Python: python, Home: t.TempDir(), Managed: filepath.Join(t.TempDir(), "etc-hermes"),
+				Commit: rel.Commit, Runner: command.ExecRunner{}}
 			ctx := context.Background()
 			if err := (Installer{Integration: true}).Apply(ctx, tgt); err != nil {
 				t.Fatal(err)
@@ -227,19 +263,27 @@ func TestInstallRealTrees(t *testing.T) {
 			if pending, err := (Installer{}).Pending(ctx, tgt); err != nil || len(pending) != 0 {
 				t.Fatalf("pending after apply: %q %v", pending, err)
 			}
+			intended := rel.Mechanism.IntendedMode()
 			c, g := Health(ctx, tgt, time.Now())
-			if c.Status != health.StatusHealthy || g.EffectiveMode != rel.Mechanism.IntendedMode() {
+			if c.Status != health.StatusHealthy || g.EffectiveMode != intended {
 				t.Fatalf("%+v %+v", c, g)
 			}
 			eff, err := Probe(ctx, tgt, rel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("Hermes %s: %s; reviewer %+v resolved by %q", version, c.Message, eff.Reviewer, eff.ResolvedBy)
-			cfg := filepath.Join(tgt.Home, "config.yaml")
-			b, _ := os.ReadFile(cfg)
-			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+rel.Mechanism.IntendedMode(), "mode: manual", 1))
-			if c, g := Health(ctx, tgt, time.Now()); c.Status != health.StatusUnhealthy || g.EffectiveMode != "manual" {
+			t.Logf("Hermes %s: %s; reviewer %+v resolved by %q; managed keys %q", version, c.Message, eff.Reviewer, eff.ResolvedBy, eff.ManagedKeys)
+			if rel.ManagedScope {
+				stderr := hermesConfigSet(t, tgt, "approvals.mode", "off")
+				t.Logf("Hermes %s refused `hermes config set approvals.mode off`: %s", version, stderr)
+			}
+			b, _ := os.ReadFile(filepath.Join(tgt.Home, "config.yaml"))
+			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: manual", 1))
+			c, g = Health(ctx, tgt, time.Now())
+			if rel.ManagedScope && (c.Status != health.StatusHealthy || g.EffectiveMode != intended) {
+				t.Fatalf("mode manual in the user's config overrode the managed scope: %+v %+v", c, g)
+			}
+			if !rel.ManagedScope && (c.Status != health.StatusUnhealthy || g.EffectiveMode != "manual") {
 				t.Fatalf("mode manual: %+v %+v", c, g)
 			}
 		})
@@ -268,20 +312,6 @@ func TestInstallRealTrees(t *testing.T) {
 	})
 }
 
-// hermesPython is the interpreter the real-tree tests run Hermes with:
-// HERMES_BOX_HERMES_PYTHON, or python3.
-func hermesPython(t *testing.T) string {
-	t.Helper()
-	if python := os.Getenv("HERMES_BOX_HERMES_PYTHON"); python != "" {
-		return python
-	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed")
-	}
-	return python
-}
-
 // TestReviewerCodexRequestRealTree installs the gate into a copy of the real
 // 0.19.0 tree (the service-tier source edit, the plugin, the seeded config)
 // and runs testdata/codex_request.py there: the plugin's reviewer call goes
@@ -291,13 +321,14 @@ func hermesPython(t *testing.T) string {
 // reasoning; the unedited tree sends no service_tier.
 func TestReviewerCodexRequestRealTree(t *testing.T) {
 	tree := realTree(t, "0.19.0")
-	python := hermesPython(t)
+	python := hermestest.Python(t)
 	rel := release(t, "0.19.0")
 	src := hermestest.CopyTree(t, tree)
 	if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
 		t.Fatal(err)
 	}
-	tgt := Target{Source: src, Python: python, Home: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+	tgt := Target{Source: src, Python: python, Home: t.TempDir(), Managed: filepath.Join(t.TempDir(), "etc-hermes"), Commit: rel.Commit,
+		Runner: command.ExecRunner{}}
 	if err := (Installer{}).Apply(context.Background(), tgt); err != nil {
 		t.Fatal(err)
 	}
@@ -358,4 +389,28 @@ func codexRequest(t *testing.T, tgt Target) codexCapture {
 		t.Fatalf("unreadable capture %q: %v", out, err)
 	}
 	return c
+}
+
+// hermesConfigSet runs the tree's own `hermes config set KEY VALUE` (its
+// hermes_cli.main, as the launcher does) and wants it refused because the
+// managed scope pins KEY; it returns what Hermes printed on stderr. The
+// user's config must be unchanged.
+func hermesConfigSet(t *testing.T, tgt Target, key, value string) string {
+	t.Helper()
+	before := read(t, tgt.Home, "config.yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tgt.Python, "-m", "hermes_cli.main", "config", "set", key, value)
+	cmd.Dir = tgt.Source
+	cmd.Env = append(os.Environ(), "HERMES_HOME="+tgt.Home, "HERMES_MANAGED_DIR="+tgt.Managed, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil || !strings.Contains(stderr.String(), "Cannot set '"+key+"': it is managed by your administrator ("+tgt.managedConfig()+")") {
+		t.Fatalf("hermes config set %s %s: %v, stderr:\n%s", key, value, err, stderr.String())
+	}
+	if after := read(t, tgt.Home, "config.yaml"); after != before {
+		t.Fatalf("hermes config set %s changed the user's config:\n%s", key, after)
+	}
+	return strings.TrimSpace(stderr.String())
 }

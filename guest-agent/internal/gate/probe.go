@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
@@ -29,7 +30,10 @@ type Target struct {
 	Source string
 	Python string
 	Home   string
-	Commit string
+	// Managed is Hermes' managed-scope directory (hermesconfig.ManagedDir
+	// under the root), where releases that have one get the gate's settings.
+	Managed string
+	Commit  string
 	// User, when set, runs the probe as that account (runuser), so Hermes
 	// writes nothing as root into its home.
 	User   string
@@ -55,7 +59,10 @@ type Effective struct {
 		MinConfidence   *float64 `json:"minConfidence,omitempty"`
 		MaxRisk         string   `json:"maxRisk,omitempty"`
 	} `json:"reviewer"`
-	Plugin *struct {
+	// ManagedKeys are the dotted keys Hermes' managed scope pins, as
+	// hermes_cli.managed_scope reads them (absent before 0.17.0).
+	ManagedKeys []string `json:"managedKeys,omitempty"`
+	Plugin      *struct {
 		Found   bool     `json:"found"`
 		Enabled bool     `json:"enabled"`
 		Error   string   `json:"error"`
@@ -81,6 +88,9 @@ func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, er
 	}
 	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: ProbeTimeout,
 		Env: []string{"HERMES_HOME=" + t.Home, "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}}
+	if t.Managed != "" {
+		c.Env = append(c.Env, "HERMES_MANAGED_DIR="+t.Managed)
+	}
 	if t.User != "" {
 		if err := os.Chmod(f.Name(), 0o644); err != nil {
 			return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
@@ -136,6 +146,18 @@ func Verify(rel pins.HermesRelease, eff Effective) []string {
 	case pins.GateSmartPlugin:
 		p.wantNum("approvals.timeout (gateway wait)", eff.Timeout, 300)
 		p.plugin(eff)
+	}
+	if rel.ManagedScope {
+		var loose []string
+		for _, key := range hermesconfig.ManagedKeys(hermesconfig.SettingsFor(rel.Mechanism)) {
+			if !slices.Contains(eff.ManagedKeys, key) {
+				loose = append(loose, key)
+			}
+		}
+		if len(loose) > 0 {
+			p.add(fmt.Sprintf("not pinned in Hermes' managed scope (%s/config.yaml), so the agent could change them: %s",
+				hermesconfig.ManagedDir, strings.Join(loose, ", ")))
+		}
 	}
 	return p.list
 }

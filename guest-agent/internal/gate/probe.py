@@ -7,7 +7,8 @@ the approval mode as tools.approval normalises it, the timeouts and cron mode
 as tools.approval reads them, the reviewer settings (auxiliary.approval on
 Hermes 0.19, approvals.gate for the patched 0.16/0.17), and, where Hermes has
 plugins, whether the hermes-box-gate plugin is enabled, registered its hooks
-and has its wraps in place.  It changes nothing on disk.
+and has its wraps in place; and which keys Hermes' managed scope pins
+(HERMES_MANAGED_DIR, from 0.17.0).  It changes nothing on disk.
 """
 
 import json
@@ -62,6 +63,15 @@ def reviewer_aux(out):
                        "serviceTier": str(extra.get("service_tier") or ""), "timeout": float(timeout)}
 
 
+def managed(out):
+    """The keys Hermes' managed scope pins (0.17.0 and later)."""
+    try:
+        from hermes_cli import managed_scope
+    except ImportError:
+        return
+    out["managedKeys"] = sorted(managed_scope.managed_config_keys())
+
+
 def plugin(out, approval):
     from hermes_cli import plugins
     plugins.discover_plugins()
@@ -80,6 +90,7 @@ def main():
     mechanism = sys.argv[1] if len(sys.argv) > 1 else ""
     out = {"python": sys.version.split()[0], "mechanism": mechanism}
     approval, config = approvals(out)
+    managed(out)
     if mechanism == "smart-plugin":
         reviewer_aux(out)
         plugin(out, approval)

@@ -30,6 +30,7 @@ const (
 	approvalPy = "tools/approval.py"
 	pluginsPy  = "hermes_cli/plugins.py"
 	configPy   = "hermes_cli/config.py"
+	managedPy  = "hermes_cli/managed_scope.py"
 	auxPy      = "agent/auxiliary_client.py"
 	gatewayCLI = "hermes_cli/subcommands/gateway.py"
 	installSh  = "scripts/install.sh"
@@ -121,6 +122,19 @@ var smartPluginNeeds = slices.Concat(
 		need{"gateway run --external-supervisor", "        \"--external-supervisor\",\n"}),
 )
 
+// managedScopeNeeds is what pinning the gate in Hermes' managed scope
+// relies on (verified on 2bd1977d and 3ef6bbd2, Hermes 0.17.0 and 0.19.0):
+// the root-owned directory, the variable the probe and the tests name it
+// by, its keys winning when the config loads, and `hermes config set`
+// refusing them.
+var managedScopeNeeds = slices.Concat(
+	in(KindConfig, managedPy,
+		need{"managed scope in /etc/hermes", "_DEFAULT_MANAGED_DIR = Path(\"/etc/hermes\")\n"},
+		need{"HERMES_MANAGED_DIR names it", "    override = os.environ.get(\"HERMES_MANAGED_DIR\", \"\").strip()\n"}),
+	in(KindConfig, configPy,
+		need{"managed keys win when the config loads", "        managed_config = managed_scope.load_managed_config()\n"},
+		need{"config set refuses a managed key", "    # Managed scope guard (D2): a key pinned by the managed layer cannot be set by\n"}))
+
 // Requirements lists everything the release's mechanism relies on: the
 // anchors of its source edits first, then the rest.
 func Requirements(rel pins.HermesRelease) ([]Requirement, error) {
@@ -140,6 +154,9 @@ func Requirements(rel pins.HermesRelease) ([]Requirement, error) {
 		out = append(out, smartPluginNeeds...)
 	default:
 		return nil, fmt.Errorf("hermes release %s: unknown gate mechanism %q", rel.Version, rel.Mechanism)
+	}
+	if rel.ManagedScope {
+		out = append(out, managedScopeNeeds...)
 	}
 	if !rel.ExternalSupervisor {
 		return out, nil

@@ -16,9 +16,6 @@ import (
 // ExecutorKeyVar is the .env variable holding Executor's API key.
 const ExecutorKeyVar = "MCP_EXECUTOR_API_KEY"
 
-// ExecutorURL is Executor's MCP endpoint as Hermes reaches it in the box.
-const ExecutorURL = boxlayout.ExecutorURL
-
 // ValidateSecret refuses values that a dotenv line cannot carry verbatim.
 // The value itself never appears in the error.
 func ValidateSecret(v string) error {
@@ -74,7 +71,7 @@ func SetEnv(path, name, value string) error {
 
 // ExecutorServer is the mcp_servers.executor entry; the key stays in .env
 // and Hermes expands ${MCP_EXECUTOR_API_KEY} when it loads the config.
-func ExecutorServer() *yaml.Node { return ExecutorServerAt(ExecutorURL) }
+func ExecutorServer() *yaml.Node { return ExecutorServerAt(boxlayout.ExecutorURL) }
 
 // ExecutorServerAt is ExecutorServer for Executor's MCP endpoint at url.
 func ExecutorServerAt(url string) *yaml.Node {

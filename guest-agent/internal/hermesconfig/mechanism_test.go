@@ -2,19 +2,16 @@ package hermesconfig
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
-
-// HermesTreesEnv names a directory of git-archive exports of the real Hermes
-// commits (see guest-agent/internal/gate); tests that need one skip with the
-// reason when it is unset.
-const HermesTreesEnv = "HERMES_BOX_HERMES_TREES"
 
 // leaves flattens a decoded YAML mapping into path → value.
 func leaves(prefix string, v any, out map[string]any) {
@@ -131,11 +128,7 @@ func TestSeedSmartPluginKeepsEveryUserKeyAndComment(t *testing.T) {
 // TestSeedRealDefaultConfig019 seeds Hermes 0.19.0's own default config
 // (cli-config.yaml.example, which its installer copies to config.yaml).
 func TestSeedRealDefaultConfig019(t *testing.T) {
-	root := os.Getenv(HermesTreesEnv)
-	if root == "" {
-		t.Skipf("%s is unset: no exported Hermes trees", HermesTreesEnv)
-	}
-	in, err := os.ReadFile(root + "/v0.19.0/cli-config.yaml.example")
+	in, err := os.ReadFile(filepath.Join(hermestest.RealTree(t, "0.19.0"), "cli-config.yaml.example"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,58 @@ package hermestest
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
+
+// TreesEnv names a directory of exports of the real Hermes commits the gate
+// supports or refuses, v0.16.0, v0.17.0, v0.18.2 and v0.19.0, as
+// scripts/export-hermes-trees.sh lays them out (CI unpacks them from
+// ../shared/hermes-trees). PythonEnv names an interpreter with the modules
+// Hermes' own code imports there (httpx, requests); python3 otherwise.
+const (
+	TreesEnv  = "HERMES_BOX_HERMES_TREES"
+	PythonEnv = "HERMES_BOX_HERMES_PYTHON"
+)
+
+// RealTree is the export of Hermes version under TreesEnv. Without it the
+// test skips, except in CI (CI=true), where a missing tree fails it.
+func RealTree(t testing.TB, version string) string {
+	t.Helper()
+	root := os.Getenv(TreesEnv)
+	if root == "" {
+		missing(t, TreesEnv+" is unset: no exported Hermes trees (export them with scripts/export-hermes-trees.sh)")
+	}
+	dir := filepath.Join(root, "v"+version)
+	if _, err := os.Stat(filepath.Join(dir, "pyproject.toml")); err != nil {
+		t.Fatalf("%s names %s, which holds no Hermes %s tree: %v", TreesEnv, root, version, err)
+	}
+	return dir
+}
+
+// Python is the interpreter the real-tree tests run Hermes with: PythonEnv,
+// or python3 from PATH (skipping without one, failing in CI).
+func Python(t testing.TB) string {
+	t.Helper()
+	if python := os.Getenv(PythonEnv); python != "" {
+		return python
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		missing(t, "python3 not installed")
+	}
+	return python
+}
+
+// missing skips the test for a missing prerequisite, or fails it in CI.
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI needs it: " + why)
+	}
+	t.Skip(why)
+}
 
 // PatchTree is the patch package's fixture tree.
 var PatchTree = filepath.Join("..", "patch", "testdata", "tree")

@@ -12,12 +12,8 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// DefaultRuntimeRoot is where releases live inside the box.
-const DefaultRuntimeRoot = boxlayout.ExecutorRuntimeDir
 
 // Release metadata files, written into each release directory.
 const (
@@ -31,7 +27,7 @@ const DefaultLockTimeout = 55 * time.Minute
 
 // Store manages the releases under one runtime root.
 type Store struct {
-	// Root is the runtime root (DefaultRuntimeRoot in the box).
+	// Root is the runtime root (boxlayout.ExecutorRuntimeDir in the box).
 	Root string
 	// PullOptions tune image pulls.
 	PullOptions PullOptions

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci/ocitest"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/supervise"
 )
 
 // TestValidationFailureInstallsNothing: in either layout, a release whose
@@ -66,36 +65,28 @@ func TestLockReapsStaleTemporaries(t *testing.T) {
 	}
 }
 
-func TestProgramSpec(t *testing.T) {
+func TestActiveEntry(t *testing.T) {
 	reg := ocitest.NewRegistry(t, nil)
 	idx, imgs := ocitest.TwoArchIndex(t, readTestdata(t, "fake-bun.sh"))
 	ref := push(t, reg, "executor/selfhost:v1", nil, idx)
 	s, _ := newStore(t, reg, "arm64")
-	if _, err := Program(s.Root, DefaultDataDir, 4788); err == nil {
-		t.Fatal("a program without a release")
+	if _, err := ActiveEntry(s.Root); err == nil {
+		t.Fatal("an entry without a release")
 	}
 	if _, err := s.Install(t.Context(), ref); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Program(s.Root, DefaultDataDir, 14788)
+	got, err := ActiveEntry(s.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rel := filepath.Join(s.Root, "releases", strings.TrimPrefix(ocitest.ImageDigest(t, imgs["arm64"]), "sha256:"))
-	want := supervise.Program{
-		Name:    "executor",
+	want := Entry{
 		Command: []string{rel + "/usr/local/bin/bun", "run", "src/serve.ts"},
-		Env: []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788",
-			"EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false", "EXECUTOR_DATA_DIR=/workspace/executor/data",
-			"EXECUTOR_WEB_BASE_URL=http://localhost:14788"},
-		User: "hermes",
-		Dir:  rel + "/app/apps/host-selfhost",
+		Dir:     rel + "/app/apps/host-selfhost",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
-	}
-	if _, err := Program(s.Root, DefaultDataDir, 0); err == nil {
-		t.Fatal("port 0 accepted")
 	}
 }
 

@@ -14,10 +14,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/oci"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/verbenv"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -77,7 +77,7 @@ func executorRun(ctx context.Context, e verbenv.Env, args []string) error {
 	if e.Relayed {
 		return verbenv.Usagef("executor run is the supervisor's program and does not run through the relay")
 	}
-	fs := newFlags(e, "executor run", "(image and host port from $"+boot.EnvExecutorImage+" and $"+boot.EnvExecutorHostPort+")")
+	fs := newFlags(e, "executor run", "(image and host port from $"+boxlayout.EnvExecutorImage+" and $"+boxlayout.EnvExecutorHostPort+")")
 	stall := fs.Duration("stall-timeout", oci.DefaultStallTimeout, "stop a pull after this long without receiving a byte")
 	certDir := fs.String("registry-ca-dir", "", "extra CA certificates (*.crt) for the registry")
 	if err := parseFlags(fs, args); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -70,8 +71,8 @@ func TestProvisionEndToEnd(t *testing.T) {
 				t.Errorf("%s survived the cleanup", gone)
 			}
 		}
-		f.wantFile("/workspace/hermes-home/installer-stages.log", nil, 0o644, hermesID, hermesID)
-		f.wantFile("/usr/local/lib/hermes-agent/venv/bin/python", nil, 0o755, hermesID, hermesID)
+		f.wantFile("/workspace/hermes-home/installer-stages.log", nil, 0o644, boxlayout.ServiceUID, boxlayout.ServiceUID)
+		f.wantFile("/usr/local/lib/hermes-agent/venv/bin/python", nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	})
 	t.Run("workspace seed", func(t *testing.T) { checkSeedArchive(t, f) })
 	t.Run("events", func(t *testing.T) { checkEvents(t, f, len(rep.Steps)) })
@@ -167,7 +168,7 @@ func checkCommands(t *testing.T, f *fixture) {
 	for _, c := range f.runner.commands() {
 		if strings.HasSuffix(c.Path, "/uv") && len(c.Args) > 0 && c.Args[0] == "sync" {
 			env := strings.Join(c.Env, " ")
-			if c.Dir != filepath.Join(f.root, hermesSource) || !strings.Contains(env, "UV_PROJECT_ENVIRONMENT="+filepath.Join(f.root, hermesVenv)) || c.Timeout != 20*time.Minute {
+			if c.Dir != filepath.Join(f.root, boxlayout.HermesTree) || !strings.Contains(env, "UV_PROJECT_ENVIRONMENT="+filepath.Join(f.root, boxlayout.HermesVenv)) || c.Timeout != 20*time.Minute {
 				t.Errorf("uv sync in %s with %s (%s)", c.Dir, env, c.Timeout)
 			}
 		}
@@ -209,10 +210,10 @@ func checkSeedArchive(t *testing.T, f *fixture) {
 		uid  int
 		link string
 	}{
-		{"./", 0o750, hermesID, ""},
-		{"./hermes-home/", 0o700, hermesID, ""},
-		{"./hermes-home/bin/uv", 0o755, hermesID, ""},
-		{"./codex-home/", 0o700, hermesID, ""},
+		{"./", 0o750, boxlayout.ServiceUID, ""},
+		{"./hermes-home/", 0o700, boxlayout.ServiceUID, ""},
+		{"./hermes-home/bin/uv", 0o755, boxlayout.ServiceUID, ""},
+		{"./codex-home/", 0o700, boxlayout.ServiceUID, ""},
 		{"./.hermes-box-snapshot-id", 0o600, 0, ""},
 	}
 	for name := range got {
@@ -350,7 +351,7 @@ func TestFirstBootCodex(t *testing.T) {
 	}
 	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
 	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
-	f.wantFile("/workspace/codex-home/config.toml", nil, 0o600, hermesID, hermesID)
+	f.wantFile("/workspace/codex-home/config.toml", nil, 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	// The user's configuration survives later boots.
 	if err := os.WriteFile(filepath.Join(f.root, "workspace/codex-home/config.toml"), []byte("model = \"mine\"\n"), 0o600); err != nil {
 		t.Fatal(err)

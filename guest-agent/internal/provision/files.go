@@ -37,12 +37,8 @@ func (SystemOwner) Owner(path string) (int, int, error) {
 	return int(st.Uid), int(st.Gid), nil
 }
 
-// The fixed accounts of the box.
-const (
-	rootID     = 0
-	boxadminID = 1001
-	hermesID   = 1002
-)
+// rootID is root's uid and gid; the box's own accounts are boxlayout's.
+const rootID = 0
 
 // file is a file the provisioner owns completely.
 type file struct {

@@ -13,16 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
-
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-)
-
-// Where the Hermes installer puts things when it runs as root.
-const (
-	hermesSource = "/usr/local/lib/hermes-agent"
-	hermesVenv   = hermesSource + "/venv"
-	hermesCLI    = "/usr/local/bin/hermes"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // HermesStages are the installer stages the box runs, in order; the
@@ -33,11 +25,11 @@ var HermesStages = []string{"repository", "venv", "python-deps", "path", "config
 const hermesStageTimeout = 20 * time.Minute
 
 func (p *Provisioner) hermesEnv() []string {
-	return []string{"HERMES_HOME=" + p.path(hermesHome)}
+	return []string{"HERMES_HOME=" + p.path(boxlayout.HermesHome)}
 }
 
 func (p *Provisioner) hermesMarker() file {
-	return file{Path: hermesSource + "/.hermes-box-install", Data: []byte("commit=" + p.cfg.Pins.HermesCommit + "\n"), Mode: 0o644}
+	return file{Path: boxlayout.HermesTree + "/.hermes-box-install", Data: []byte("commit=" + p.cfg.Pins.HermesCommit + "\n"), Mode: 0o644}
 }
 
 func checkHermes(_ context.Context, p *Provisioner) (Status, error) {
@@ -45,7 +37,7 @@ func checkHermes(_ context.Context, p *Provisioner) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	if len(s) == 0 && exists(p.path(hermesCLI)) {
+	if len(s) == 0 && exists(p.path(boxlayout.HermesCLI)) {
 		return Status{}, nil
 	}
 	return Status{Pending: []string{fmt.Sprintf("install Hermes %s with its installer (stages %s)", p.cfg.Pins.HermesCommit, strings.Join(HermesStages, ", "))}}, nil
@@ -61,7 +53,7 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 	for _, stage := range HermesStages {
 		_, err := p.run(ctx, "hermes", Command{
 			Path: "/bin/bash",
-			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(hermesHome),
+			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(boxlayout.HermesHome),
 				"--commit", p.cfg.Pins.HermesCommit, "--stage", stage},
 			Env:     p.hermesEnv(),
 			Timeout: hermesStageTimeout,
@@ -71,7 +63,7 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 		}
 		p.info("hermes", "installer stage "+stage+" done")
 	}
-	for _, want := range []string{hermesVenv + "/bin/python", hermesCLI} {
+	for _, want := range []string{boxlayout.HermesVenv + "/bin/python", boxlayout.HermesCLI} {
 		if !exists(p.path(want)) {
 			return fmt.Errorf("the installer finished but %s is missing: %w", want, errNotInstalled)
 		}
@@ -104,8 +96,8 @@ type GatePatcher interface {
 func (p *Provisioner) gateTarget() GateTarget {
 	// Hermes is asked as root here: its home still belongs to root until the
 	// cleanup step hands it (and anything the probe wrote) to hermes.
-	return GateTarget{Root: p.cfg.Root, Source: hermesSource, Python: hermesVenv + "/bin/python",
-		Config: hermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
+	return GateTarget{Root: p.cfg.Root, Source: boxlayout.HermesTree, Python: boxlayout.HermesVenv + "/bin/python",
+		Config: boxlayout.HermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
 }
 
 // GateMissing is the reason the gated-approval step gives while no
@@ -127,7 +119,7 @@ func applyGate(ctx context.Context, p *Provisioner) error {
 // --- uv sync ---------------------------------------------------------------
 
 func (p *Provisioner) uvSyncMarker() file {
-	return file{Path: hermesSource + "/.hermes-box-uv-sync", Mode: 0o644,
+	return file{Path: boxlayout.HermesTree + "/.hermes-box-uv-sync", Mode: 0o644,
 		Data: fmt.Appendf(nil, "commit=%s extras=all,messaging uv=%s\n", p.cfg.Pins.HermesCommit, p.cfg.Pins.UVVersion)}
 }
 
@@ -136,7 +128,7 @@ func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
 	if err != nil || len(s) == 0 {
 		return Status{}, err
 	}
-	return Status{Pending: []string{"uv sync --extra all --extra messaging --locked in " + hermesSource}}, nil
+	return Status{Pending: []string{"uv sync --extra all --extra messaging --locked in " + boxlayout.HermesTree}}, nil
 }
 
 // applyUVSync adds the messaging extras from the lockfile, hash-checked.
@@ -144,8 +136,8 @@ func applyUVSync(ctx context.Context, p *Provisioner) error {
 	_, err := p.run(ctx, "uv-sync", Command{
 		Path:    p.path(uvBin + "/uv"),
 		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
-		Dir:     p.path(hermesSource),
-		Env:     append(p.hermesEnv(), "VIRTUAL_ENV="+p.path(hermesVenv), "UV_PROJECT_ENVIRONMENT="+p.path(hermesVenv)),
+		Dir:     p.path(boxlayout.HermesTree),
+		Env:     append(p.hermesEnv(), "VIRTUAL_ENV="+p.path(boxlayout.HermesVenv), "UV_PROJECT_ENVIRONMENT="+p.path(boxlayout.HermesVenv)),
 		Timeout: hermesStageTimeout,
 	})
 	if err != nil {
@@ -158,7 +150,7 @@ func applyUVSync(ctx context.Context, p *Provisioner) error {
 
 const staleTimeoutLine = "HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120"
 
-const hermesDotEnv = hermesHome + "/.env"
+const hermesDotEnv = boxlayout.HermesHome + "/.env"
 
 func (p *Provisioner) dotEnv() (file, bool, error) {
 	b, err := readOptional(p.path(hermesDotEnv))
@@ -177,7 +169,7 @@ func (p *Provisioner) dotEnv() (file, bool, error) {
 		}
 		b = append(b, staleTimeoutLine+"\n"...)
 	}
-	return file{Path: hermesDotEnv, Data: b, Mode: 0o600, UID: hermesID, GID: hermesID}, has, nil
+	return file{Path: hermesDotEnv, Data: b, Mode: 0o600, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}, has, nil
 }
 
 func checkHermesEnv(_ context.Context, p *Provisioner) (Status, error) {
@@ -204,11 +196,11 @@ func applyHermesEnv(_ context.Context, p *Provisioner) error {
 // cleanupPaths are build leftovers the image does not need.
 var cleanupPaths = []string{
 	"/root/.cache", "/root/.npm", "/var/cache/hermes-box",
-	hermesSource + "/.git", hermesSource + "/apps", hermesSource + "/tests", hermesSource + "/website",
+	boxlayout.HermesTree + "/.git", boxlayout.HermesTree + "/apps", boxlayout.HermesTree + "/tests", boxlayout.HermesTree + "/website",
 }
 
 // hermesTrees must belong to hermes throughout.
-var hermesTrees = []string{hermesVenv, "/home/hermes", hermesHome, workDir, codexHome}
+var hermesTrees = []string{boxlayout.HermesVenv, "/home/hermes", boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
 
 func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 	var pending []string
@@ -240,7 +232,7 @@ func (p *Provisioner) firstForeign(tree string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if u, g, err := p.cfg.Owner.Owner(path); err != nil || u != hermesID || g != hermesID {
+		if u, g, err := p.cfg.Owner.Owner(path); err != nil || u != boxlayout.ServiceUID || g != boxlayout.ServiceUID {
 			found = path
 			return filepath.SkipAll
 		}
@@ -266,7 +258,7 @@ func applyCleanup(_ context.Context, p *Provisioner) error {
 			if err != nil {
 				return err
 			}
-			return p.cfg.Owner.Lchown(path, hermesID, hermesID)
+			return p.cfg.Owner.Lchown(path, boxlayout.ServiceUID, boxlayout.ServiceUID)
 		})
 		if err != nil {
 			return fmt.Errorf("handing %s to hermes: %w", t, err)
@@ -299,8 +291,8 @@ func (p *Provisioner) smokeCommands() []Command {
 		sshdTest = append(sshdTest, "-f", p.path("/etc/ssh/sshd_config"))
 	}
 	return []Command{
-		asHermes(p.path(hermesCLI), "--version"),
-		asHermes(p.path(hermesVenv+"/bin/python"), "-c", "import discord"),
+		asHermes(p.path(boxlayout.HermesCLI), "--version"),
+		asHermes(p.path(boxlayout.HermesVenv+"/bin/python"), "-c", "import discord"),
 		{Path: p.path("/usr/local/bin/node"), Args: []string{"--version"}, Timeout: time.Minute},
 		{Path: p.path("/usr/local/bin/npm"), Args: []string{"--version"}, Timeout: 2 * time.Minute},
 		{Path: "tmux", Args: []string{"-V"}, Timeout: time.Minute},
@@ -326,23 +318,20 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 
 // --- workspace seed --------------------------------------------------------
 
-// The seed: smolvm 1.0.4's pack does not keep the builder's /workspace disk,
-// so the image carries a tar of it that first boot unpacks.
-const (
-	seedTar = "/" + boot.SeedArchive
-	seedID  = "/" + boot.SeedID
-	wsID    = workspace + "/.hermes-box-snapshot-id"
-)
+// The seed (boxlayout.SeedArchive): smolvm 1.0.4's pack does not keep the
+// builder's /workspace disk, so the image carries a tar of it that first
+// boot unpacks. wsID marks the workspace the seed was made from.
+const wsID = boxlayout.Workspace + "/.hermes-box-snapshot-id"
 
-var seedDir = dir{Path: "/var/lib/hermes-box", Mode: 0o700}
+var seedDir = dir{Path: boxlayout.StateDir, Mode: 0o700}
 
 func checkSeed(_ context.Context, p *Provisioner) (Status, error) {
-	a, errA := os.ReadFile(p.path(seedID))
+	a, errA := os.ReadFile(p.path(boxlayout.SeedID))
 	b, errB := os.ReadFile(p.path(wsID))
-	if errA == nil && errB == nil && bytes.Equal(a, b) && exists(p.path(seedTar)) {
+	if errA == nil && errB == nil && bytes.Equal(a, b) && exists(p.path(boxlayout.SeedArchive)) {
 		return Status{}, nil
 	}
-	return Status{Pending: []string{"archive " + workspace + " into " + seedTar}}, nil
+	return Status{Pending: []string{"archive " + boxlayout.Workspace + " into " + boxlayout.SeedArchive}}, nil
 }
 
 func applySeed(_ context.Context, p *Provisioner) error {
@@ -359,13 +348,13 @@ func applySeed(_ context.Context, p *Provisioner) error {
 	if err := p.writeFile(file{Path: wsID, Data: []byte(id), Mode: 0o600}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFrom(p.path(seedTar), func(w io.Writer) error { return p.tarTree(w, p.path(workspace)) }, 0o600); err != nil {
+	if err := atomicfile.WriteFrom(p.path(boxlayout.SeedArchive), func(w io.Writer) error { return p.tarTree(w, p.path(boxlayout.Workspace)) }, 0o600); err != nil {
 		return fmt.Errorf("archiving the workspace: %w", err)
 	}
-	if err := p.setAttrs(seedTar, 0o600, rootID, rootID); err != nil {
+	if err := p.setAttrs(boxlayout.SeedArchive, 0o600, rootID, rootID); err != nil {
 		return err
 	}
-	return p.writeFile(file{Path: seedID, Data: []byte(id), Mode: 0o600})
+	return p.writeFile(file{Path: boxlayout.SeedID, Data: []byte(id), Mode: 0o600})
 }
 
 // tarTree writes src as a tar of "./…" entries keeping modes and owners.

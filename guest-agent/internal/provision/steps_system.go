@@ -221,7 +221,7 @@ type account struct {
 
 // accounts are boxadmin, whose only way in is its SSH key (no password, so
 // sshd does not treat it as locked), and hermes, locked, with sudo.
-var accounts = []account{{boxlayout.AdminUser, boxadminID, false}, {boxlayout.ServiceUser, hermesID, true}}
+var accounts = []account{{boxlayout.AdminUser, boxlayout.AdminUID, false}, {boxlayout.ServiceUser, boxlayout.ServiceUID, true}}
 
 // dbEntry is one line of /etc/passwd, /etc/group or /etc/shadow.
 type dbEntry struct{ fields []string }
@@ -490,10 +490,10 @@ func (p *Provisioner) authorizedKeys() (file, error) {
 	if n == 0 {
 		return file{}, errors.New("authorized keys hold no key")
 	}
-	return file{Path: "/home/boxadmin/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxadminID, GID: boxadminID}, nil
+	return file{Path: "/home/boxadmin/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}, nil
 }
 
-var boxadminSSHDir = dir{Path: "/home/boxadmin/.ssh", Mode: 0o700, UID: boxadminID, GID: boxadminID}
+var boxadminSSHDir = dir{Path: "/home/boxadmin/.ssh", Mode: 0o700, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}
 
 func checkAuthorizedKeys(_ context.Context, p *Provisioner) (Status, error) {
 	if len(p.cfg.AuthorizedKeys) == 0 {
@@ -517,7 +517,7 @@ func applyAuthorizedKeys(_ context.Context, p *Provisioner) error {
 
 var loginShellFiles = []file{
 	{Path: "/usr/local/share/hermes-box/boxadmin.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644},
-	{Path: "/home/boxadmin/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxadminID, GID: boxadminID},
+	{Path: "/home/boxadmin/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
 	{Path: "/usr/local/bin/tm", Data: asset("tm"), Mode: 0o755},
 	{Path: "/etc/tmux.conf", Data: asset("tmux.conf"), Mode: 0o644},
 }
@@ -535,24 +535,16 @@ func applyLoginShell(_ context.Context, p *Provisioner) error {
 	return p.put(nil, loginShellFiles, inBoxLinks)
 }
 
-// The workspace layout.
-const (
-	workspace  = boxlayout.Workspace
-	hermesHome = boxlayout.HermesHome
-	codexHome  = boxlayout.CodexHome
-	workDir    = boxlayout.WorkDir
-)
-
 var workspaceDirs = []dir{
-	{Path: workspace, Mode: 0o750, UID: hermesID, GID: hermesID},
-	{Path: hermesHome, Mode: 0o700, UID: hermesID, GID: hermesID},
-	{Path: hermesHome + "/logs", Mode: 0o750, UID: hermesID, GID: hermesID},
-	{Path: codexHome, Mode: 0o700, UID: hermesID, GID: hermesID},
-	{Path: codexHome + "/bin", Mode: 0o750, UID: hermesID, GID: hermesID},
-	{Path: workDir, Mode: 0o750, UID: hermesID, GID: hermesID},
+	{Path: boxlayout.Workspace, Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+	{Path: boxlayout.HermesHome, Mode: 0o700, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+	{Path: boxlayout.HermesHome + "/logs", Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+	{Path: boxlayout.CodexHome, Mode: 0o700, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+	{Path: boxlayout.CodexHome + "/bin", Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+	{Path: boxlayout.WorkDir, Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 }
 
-var workspaceLinks = []link{{Path: "/home/hermes/.hermes", Target: hermesHome, UID: hermesID, GID: hermesID}}
+var workspaceLinks = []link{{Path: "/home/hermes/.hermes", Target: boxlayout.HermesHome, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}
 
 func checkWorkspace(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect(workspaceDirs, nil, workspaceLinks)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -24,10 +25,10 @@ func TestFileSteps(t *testing.T) {
 		{"login-shell", []file{
 			{Path: "/usr/local/bin/tm", Data: []byte("exec tmux attach-session -t \"=$session\""), Mode: 0o755},
 			{Path: "/etc/tmux.conf", Data: []byte("set -g default-terminal \"tmux-256color\""), Mode: 0o644},
-			{Path: "/home/boxadmin/.bash_profile", Data: []byte("sudo -iu hermes env"), Mode: 0o644, UID: boxadminID, GID: boxadminID},
+			{Path: "/home/boxadmin/.bash_profile", Data: []byte("sudo -iu hermes env"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
 			{Path: "/usr/local/share/hermes-box/boxadmin.bash_profile", Data: []byte("SSH_CONNECTION"), Mode: 0o644},
 		}},
-		{"codex-config", []file{{Path: "/workspace/codex-home/config.toml", Data: []byte("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""), Mode: 0o600, UID: hermesID, GID: hermesID}}},
+		{"codex-config", []file{{Path: "/workspace/codex-home/config.toml", Data: []byte("approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""), Mode: 0o600, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step, func(t *testing.T) {
@@ -295,8 +296,8 @@ func TestAuthorizedKeysStep(t *testing.T) {
 	}
 	cfg.AuthorizedKeys = []byte(key)
 	f.runTwice(f.provisioner(cfg, "authorized-keys"))
-	f.wantFile("/home/boxadmin/.ssh/authorized_keys", []byte(key), 0o600, boxadminID, boxadminID)
-	f.wantFile("/home/boxadmin/.ssh", nil, 0o700, boxadminID, boxadminID)
+	f.wantFile("/home/boxadmin/.ssh/authorized_keys", []byte(key), 0o600, boxlayout.AdminUID, boxlayout.AdminUID)
+	f.wantFile("/home/boxadmin/.ssh", nil, 0o700, boxlayout.AdminUID, boxlayout.AdminUID)
 
 	cfg.AuthorizedKeys = []byte("# comment\nnot a key\n")
 	if _, err := f.provisioner(cfg, "authorized-keys").Run(t.Context()); err == nil || !strings.Contains(err.Error(), "authorized keys line 2") {
@@ -312,7 +313,7 @@ func TestWorkspaceStep(t *testing.T) {
 		mode os.FileMode
 	}{{"/workspace", 0o750}, {"/workspace/hermes-home", 0o700}, {"/workspace/hermes-home/logs", 0o750},
 		{"/workspace/codex-home", 0o700}, {"/workspace/codex-home/bin", 0o750}, {"/workspace/work", 0o750}} {
-		f.wantFile(d.path, nil, d.mode, hermesID, hermesID)
+		f.wantFile(d.path, nil, d.mode, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	}
 	f.wantLink("/home/hermes/.hermes", "/workspace/hermes-home")
 }
@@ -351,8 +352,8 @@ func TestNodeStepRefusesAMismatchedTarball(t *testing.T) {
 func TestUVStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "uv"))
-	f.wantFile("/workspace/hermes-home/bin/uv", []byte("#!/bin/sh\necho uv\n"), 0o755, hermesID, hermesID)
-	f.wantFile("/workspace/hermes-home/bin/uvx", nil, 0o755, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/bin/uv", []byte("#!/bin/sh\necho uv\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	f.wantFile("/workspace/hermes-home/bin/uvx", nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	cmds := f.runner.commands()
 	if len(cmds) != 1 || cmds[0].Path != filepath.Join(f.root, "workspace/hermes-home/bin/uv") || cmds[0].Args[0] != "--version" {
 		t.Fatalf("commands %v; want uv --version", f.runner.lines())
@@ -398,8 +399,8 @@ func TestCodexStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "workspace", "codex"))
 	rel := "/workspace/codex-home/packages/standalone/releases/0.141.0-aarch64-unknown-linux-musl"
-	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.141.0\n"), 0o755, hermesID, hermesID)
-	f.wantFile(rel, nil, 0o755, hermesID, hermesID)
+	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.141.0\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	f.wantFile(rel, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
 	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
 	if b, err := os.ReadFile(filepath.Join(f.root, "workspace/codex-home/bin/codex")); err != nil || !strings.Contains(string(b), "codex-cli") {
@@ -440,7 +441,7 @@ func TestHermesEnvStep(t *testing.T) {
 	f := newFixture(t)
 	f.writeRoot("/workspace/hermes-home/.env", "OPENAI_API_KEY=sk-secret", 0o644)
 	f.runTwice(f.provisioner(f.config(), "hermes-env"))
-	f.wantFile("/workspace/hermes-home/.env", []byte("OPENAI_API_KEY=sk-secret\nHERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120\n"), 0o600, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/.env", []byte("OPENAI_API_KEY=sk-secret\nHERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=120\n"), 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	for _, ev := range f.events.all() {
 		if strings.Contains(ev.Message, "sk-secret") || strings.Contains(strings.Join(mapValues(ev.Fields), " "), "sk-secret") {
 			t.Errorf("an event carries the secret: %+v", ev)
@@ -451,7 +452,7 @@ func TestHermesEnvStep(t *testing.T) {
 	if _, err := f.provisioner(f.config(), "hermes-env").Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	f.wantFile("/workspace/hermes-home/.env", []byte("HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=300\n"), 0o600, hermesID, hermesID)
+	f.wantFile("/workspace/hermes-home/.env", []byte("HERMES_CODEX_EVENT_STALE_TIMEOUT_SECONDS=300\n"), 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 }
 
 func mapValues(m map[string]string) []string {
@@ -479,7 +480,7 @@ func TestGateStepIsAHook(t *testing.T) {
 	cfg := f.config()
 	cfg.Gate = gate
 	f.runTwice(f.provisioner(cfg, "gated-approval"))
-	if gate.applied != 1 || gate.target.Source != hermesSource || gate.target.Root != f.root || gate.target.Commit != f.pins.HermesCommit {
+	if gate.applied != 1 || gate.target.Source != boxlayout.HermesTree || gate.target.Root != f.root || gate.target.Commit != f.pins.HermesCommit {
 		t.Errorf("patcher applied %d times with %+v", gate.applied, gate.target)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -27,15 +28,15 @@ func (p *Provisioner) nodeDir() string {
 
 func (p *Provisioner) nodeLayout() ([]dir, []link) {
 	dirs := []dir{
-		{Path: "/home/hermes/.local", Mode: 0o755, UID: hermesID, GID: hermesID},
-		{Path: "/home/hermes/.local/bin", Mode: 0o755, UID: hermesID, GID: hermesID},
+		{Path: "/home/hermes/.local", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: "/home/hermes/.local/bin", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 	}
 	var links []link
 	for _, t := range nodeTools {
 		target := p.nodeDir() + "/bin/" + t
 		links = append(links,
 			link{Path: "/usr/local/bin/" + t, Target: target},
-			link{Path: "/home/hermes/.local/bin/" + t, Target: target, UID: hermesID, GID: hermesID})
+			link{Path: "/home/hermes/.local/bin/" + t, Target: target, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID})
 	}
 	return dirs, links
 }
@@ -141,14 +142,14 @@ func PickNode(sums []byte, major int, arch pins.Arch) (string, string, error) {
 
 // --- uv ------------------------------------------------------------------
 
-const uvBin = hermesHome + "/bin"
+const uvBin = boxlayout.HermesHome + "/bin"
 
 func (p *Provisioner) uvMarker() file {
 	return file{Path: uvBin + "/.hermes-box-uv", Data: fmt.Appendf(nil, "uv %s sha256=%s\n", p.cfg.Pins.UVVersion, p.cfg.Pins.UV.SHA256),
-		Mode: 0o644, UID: hermesID, GID: hermesID}
+		Mode: 0o644, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}
 }
 
-var uvBinDir = dir{Path: uvBin, Mode: 0o755, UID: hermesID, GID: hermesID}
+var uvBinDir = dir{Path: uvBin, Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}
 
 func checkUV(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect([]dir{uvBinDir}, []file{p.uvMarker()}, nil)
@@ -181,7 +182,7 @@ func applyUV(ctx context.Context, p *Provisioner) error {
 		return fmt.Errorf("creating a directory to unpack uv: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := p.extractTarGz(archive, tmp, extractOpts{strip: 1, uid: hermesID, gid: hermesID}); err != nil {
+	if err := p.extractTarGz(archive, tmp, extractOpts{strip: 1, uid: boxlayout.ServiceUID, gid: boxlayout.ServiceUID}); err != nil {
 		return err
 	}
 	for _, b := range []string{"uv", "uvx"} {
@@ -209,7 +210,7 @@ func applyUV(ctx context.Context, p *Provisioner) error {
 // --- Codex ---------------------------------------------------------------
 
 const (
-	codexStandalone = codexHome + "/packages/standalone"
+	codexStandalone = boxlayout.CodexHome + "/packages/standalone"
 	codexReleases   = codexStandalone + "/releases"
 )
 
@@ -253,13 +254,13 @@ func (p *Provisioner) readCodexManifest(pkgDir string) (codexManifest, error) {
 
 func (p *Provisioner) codexLayout(entrypoint string) ([]dir, []link) {
 	dirs := []dir{
-		{Path: codexHome + "/packages", Mode: 0o755, UID: hermesID, GID: hermesID},
-		{Path: codexStandalone, Mode: 0o755, UID: hermesID, GID: hermesID},
-		{Path: codexReleases, Mode: 0o755, UID: hermesID, GID: hermesID},
+		{Path: boxlayout.CodexHome + "/packages", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: codexStandalone, Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: codexReleases, Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 	}
 	links := []link{
-		{Path: codexStandalone + "/current", Target: "releases/" + p.codexRelease(), UID: hermesID, GID: hermesID},
-		{Path: codexHome + "/bin/codex", Target: "../packages/standalone/current/" + entrypoint, UID: hermesID, GID: hermesID},
+		{Path: codexStandalone + "/current", Target: "releases/" + p.codexRelease(), UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: boxlayout.CodexHome + "/bin/codex", Target: "../packages/standalone/current/" + entrypoint, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 	}
 	return dirs, links
 }
@@ -305,7 +306,7 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 		return codexManifest{}, err
 	}
 	defer os.RemoveAll(staged)
-	if err := p.extractTarGz(archive, staged, extractOpts{uid: hermesID, gid: hermesID}); err != nil {
+	if err := p.extractTarGz(archive, staged, extractOpts{uid: boxlayout.ServiceUID, gid: boxlayout.ServiceUID}); err != nil {
 		return codexManifest{}, err
 	}
 	m, err := p.readCodexManifest(staged)
@@ -315,7 +316,7 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 	if err := os.Chmod(staged, 0o755); err != nil {
 		return m, err
 	}
-	if err := p.cfg.Owner.Lchown(staged, hermesID, hermesID); err != nil {
+	if err := p.cfg.Owner.Lchown(staged, boxlayout.ServiceUID, boxlayout.ServiceUID); err != nil {
 		return m, err
 	}
 	if err := swapIn(staged, final); err != nil {
@@ -325,7 +326,7 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 	return m, nil
 }
 
-var codexConfig = file{Path: codexHome + "/config.toml", Data: asset("codex-config.toml"), Mode: 0o600, UID: hermesID, GID: hermesID}
+var codexConfig = file{Path: boxlayout.CodexHome + "/config.toml", Data: asset("codex-config.toml"), Mode: 0o600, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}
 
 // errNotInstalled marks a post-condition an installer did not meet.
 var errNotInstalled = errors.New("not installed")

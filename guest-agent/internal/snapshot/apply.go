@@ -33,13 +33,19 @@ const (
 // protectedTop are top-level names that apply never removes or replaces
 // from the root archive.
 var protectedTop = map[string]bool{
-	"workspace": true, "proc": true, "sys": true, "dev": true, "run": true,
+	workspaceInRoot: true, "proc": true, "sys": true, "dev": true, "run": true,
 	"tmp": true, "storage": true, "packed_layers": true,
 }
 
-// AgentPath is the agent binary below the root. Apply keeps the running
-// agent rather than the archived one, so a restore never downgrades it.
-var AgentPath = strings.TrimPrefix(boxlayout.AgentPath, "/")
+// Below the root, as the archive names them: the agent binary, which apply
+// keeps (the running agent rather than the archived one, so a restore never
+// downgrades it), the restore-ready marker, which a machine created in
+// restore mode waits for before starting services, and the workspace.
+var (
+	agentInRoot     = boxlayout.InRoot(boxlayout.AgentPath)
+	readyInRoot     = boxlayout.InRoot(boxlayout.RestoreReady)
+	workspaceInRoot = boxlayout.InRoot(boxlayout.Workspace)
+)
 
 // ApplyOptions configure Apply.
 type ApplyOptions struct {
@@ -72,14 +78,14 @@ func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 		return err
 	}
 	var pruneRoot func() error
-	if err := readPart(br, PartRootfs, opts.Progress, func(pr io.Reader) error {
+	if err := readPart(br, boxlayout.PartRootfs, opts.Progress, func(pr io.Reader) error {
 		var err error
 		pruneRoot, err = applyRoot(ctx, pr, opts)
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := readPart(br, PartWorkspace, opts.Progress, func(pr io.Reader) error { return applyWorkspace(ctx, pr, opts) }); err != nil {
+	if err := readPart(br, boxlayout.PartWorkspace, opts.Progress, func(pr io.Reader) error { return applyWorkspace(ctx, pr, opts) }); err != nil {
 		return err
 	}
 	if line, err := readHeader(br); err != nil || line != "end" {
@@ -171,7 +177,7 @@ func readKey(r io.Reader) ([]byte, error) {
 func applyRoot(ctx context.Context, r io.Reader, opts ApplyOptions) (removeUnlisted func() error, err error) {
 	skip := func(rel string) bool {
 		top, _, _ := strings.Cut(rel, "/")
-		return protectedTop[top] || rel == AgentPath || rel == ReadyMarker
+		return protectedTop[top] || rel == agentInRoot || rel == readyInRoot
 	}
 	listed, err := extract(ctx, r, opts.Root, extractOptions{skip: skip, chown: opts.Chown})
 	if err != nil {
@@ -230,7 +236,7 @@ func prune(root, rel string, dev uint64, keep func(string) bool) error {
 
 // applyWorkspace empties the workspace and extracts the archive into it.
 func applyWorkspace(ctx context.Context, r io.Reader, opts ApplyOptions) error {
-	ws := filepath.Join(opts.Root, WorkspaceDir)
+	ws := filepath.Join(opts.Root, boxlayout.Workspace)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
@@ -314,7 +320,7 @@ func markReady(root string) error {
 			return err
 		}
 	}
-	if err := atomicfile.Write(filepath.Join(root, filepath.FromSlash(ReadyMarker)), nil, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(root, boxlayout.RestoreReady), nil, 0o644); err != nil {
 		return err
 	}
 	unix.Sync()

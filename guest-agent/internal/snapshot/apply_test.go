@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -61,7 +62,7 @@ func TestApplyPrunesAfterTheStream(t *testing.T) {
 	var stream bytes.Buffer
 	err := protocol.WriteApplyStream(&stream, []protocol.ApplyPart{
 		part(protocol.ApplyPartKey, []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA test\n")),
-		part(PartRootfs, rootfs), part(PartWorkspace, workspace)})
+		part(boxlayout.PartRootfs, rootfs), part(boxlayout.PartWorkspace, workspace)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 func TestExtractRejectsUnsafeEntries(t *testing.T) {
@@ -56,7 +57,7 @@ func TestPartSpec(t *testing.T) {
 	if _, err := PartSpec("/", "etc"); err == nil {
 		t.Fatal("unknown part accepted")
 	}
-	s, err := PartSpec("/r", PartWorkspace)
+	s, err := PartSpec("/r", boxlayout.PartWorkspace)
 	if err != nil || s.Dir != "/r/workspace" {
 		t.Fatalf("%+v %v", s, err)
 	}

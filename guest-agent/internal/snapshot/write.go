@@ -24,22 +24,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// The parts of a backup.
-const (
-	PartRootfs    = "rootfs"
-	PartWorkspace = "workspace"
-)
-
-// WorkspaceDir is the workspace below the root.
-const WorkspaceDir = "workspace"
-
-// ReadyMarker is the restore-ready marker below the root: a machine created
-// in restore mode waits for it before starting services.
-const ReadyMarker = boxlayout.RestoreReady
-
 // rootExcludes are never archived from the root (relative slash paths).
 var rootExcludes = []string{
-	"workspace", "proc", "sys", "dev", "run", "storage", "packed_layers", "tmp", ReadyMarker,
+	workspaceInRoot, "proc", "sys", "dev", "run", "storage", "packed_layers", "tmp", readyInRoot,
 }
 
 // workspaceExcludes are never archived from the workspace: the repullable
@@ -57,12 +44,12 @@ type Spec struct {
 // PartSpec returns the spec of a part for the box whose root is root.
 func PartSpec(root, part string) (Spec, error) {
 	switch part {
-	case PartRootfs:
+	case boxlayout.PartRootfs:
 		return Spec{Dir: root, Exclude: rootExcludes}, nil
-	case PartWorkspace:
-		return Spec{Dir: filepath.Join(root, WorkspaceDir), Exclude: workspaceExcludes}, nil
+	case boxlayout.PartWorkspace:
+		return Spec{Dir: filepath.Join(root, boxlayout.Workspace), Exclude: workspaceExcludes}, nil
 	}
-	return Spec{}, fmt.Errorf("unknown snapshot part %q: want %s or %s", part, PartRootfs, PartWorkspace)
+	return Spec{}, fmt.Errorf("unknown snapshot part %q: want %s or %s", part, boxlayout.PartRootfs, boxlayout.PartWorkspace)
 }
 
 // Write archives spec.Dir as a gzip tar on w. Any entry that cannot be read

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -23,7 +24,7 @@ func WriteApply(dir string, authorizedKey []byte, w io.Writer) error {
 	keySum := sha256.Sum256(authorizedKey)
 	parts := []protocol.ApplyPart{{Name: protocol.ApplyPartKey, Size: int64(len(authorizedKey)),
 		SHA256: hex.EncodeToString(keySum[:]), Body: bytes.NewReader(authorizedKey)}}
-	for _, p := range []struct{ name, file string }{{protocol.ApplyPartRootfs, FileRootfs}, {protocol.ApplyPartWorkspace, FileWorkspace}} {
+	for _, p := range []struct{ name, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
 		f, fi, err := openRegular(filepath.Join(dir, p.file))
 		if err != nil {
 			return err

@@ -47,7 +47,7 @@ func crashHelper(op string) int {
 		_, err = w.snapshot(ctx, "box", "manual")
 	case "restore":
 		var s *Staged
-		if s, err = Stage(ctx, os.Getenv(envBackup), w.state); err == nil {
+		if s, err = Stage(ctx, os.Getenv(envBackup), w.state, testTrust); err == nil {
 			r := &Restore{Ops: w.m, Machine: "box", Port: 2222, StateDir: w.state, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 			err = r.Run(ctx, s.Dir)
 			_ = s.Remove()
@@ -63,7 +63,7 @@ func crashHelper(op string) int {
 func worldAt(base, bin string) *world {
 	return &world{state: filepath.Join(base, "state"), m: &dirMachines{
 		base: filepath.Join(base, "machines"), template: filepath.Join(base, "image"), bin: bin,
-		backups: filepath.Join(base, "backups"), key: testKey, finger: "SHA256:test",
+		backups: filepath.Join(base, "backups"), key: testKey, signer: testSigner,
 	}}
 }
 
@@ -96,7 +96,7 @@ func published(t *testing.T, dir string) (ok []string) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if _, err := Verify(t.Context(), p); err != nil {
+		if _, err := Verify(t.Context(), p, testTrust); err != nil {
 			t.Errorf("published backup %s does not verify: %v", e.Name(), err)
 			continue
 		}
@@ -214,7 +214,7 @@ func checkRestoreInvariant(t *testing.T, w *world, before map[string]entry, src 
 	if exists {
 		must(t, w.m.Delete(t.Context(), "box"))
 	}
-	s, err := Stage(t.Context(), journal, w.state)
+	s, err := Stage(t.Context(), journal, w.state, testTrust)
 	if err != nil {
 		t.Fatal(err)
 	}

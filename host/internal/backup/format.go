@@ -4,9 +4,11 @@
 // and the portable package.
 //
 // A backup is a directory <machine>-<YYYYMMDD-HHMMSS>-<label>[-N].hermesbox
-// (0700) holding exactly six files (0600): rootfs.tar.gz, rootfs-files.txt,
+// (0700) holding six files (0600): rootfs.tar.gz, rootfs-files.txt,
 // workspace.tar.gz, snapshot-warnings.log (empty), manifest.txt and
-// SHA256SUMS, the layout the reference implementation reads and writes.
+// SHA256SUMS, the layout the reference implementation reads and writes,
+// and a seventh, SHA256SUMS.sig, the project key's SSH signature of
+// SHA256SUMS (sign.go).
 package backup
 
 import (
@@ -17,6 +19,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Format is the manifest's format value.
@@ -27,9 +31,9 @@ const Suffix = ".hermesbox"
 
 // The files of a backup.
 const (
-	FileRootfs    = "rootfs.tar.gz"
+	FileRootfs    = boxlayout.PartRootfs + ".tar.gz"
 	FileListing   = "rootfs-files.txt"
-	FileWorkspace = "workspace.tar.gz"
+	FileWorkspace = boxlayout.PartWorkspace + ".tar.gz"
 	FileWarnings  = "snapshot-warnings.log"
 	FileManifest  = "manifest.txt"
 	FileSums      = "SHA256SUMS"

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -130,7 +131,7 @@ type dirMachines struct {
 	bin      string
 	backups  string
 	key      string // authorized key line for apply
-	finger   string
+	signer   ssh.Signer
 }
 
 func (d *dirMachines) dir(name string) string  { return filepath.Join(d.base, name) }
@@ -179,7 +180,7 @@ func (d *dirMachines) FreePort(ctx context.Context) (int, error) {
 
 func (d *dirMachines) SafetySnapshot(ctx context.Context, name string) (string, error) {
 	s := &Snapshot{Ops: d, BackupsDir: d.backups, LeaveStopped: true,
-		Meta: Meta{Machine: name, Label: "pre-restore", Smolvm: "1.0.4", GOOS: "linux", Fingerprint: d.finger, Now: time.Now()}}
+		Meta: Meta{Machine: name, Label: "pre-restore", Smolvm: "1.0.4", GOOS: "linux", Signer: d.signer, Now: time.Now()}}
 	return s.Run(ctx)
 }
 

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // ReservedLabels are words a snapshot label may not be: they are (or may
@@ -46,6 +48,9 @@ type Entry struct {
 	Verified string `json:"verified"`
 	Problem  string `json:"problem,omitempty"`
 	Legacy   bool   `json:"legacy,omitempty"`
+	// Unsigned is a backup without SHA256SUMS.sig (made before backups
+	// were signed): restore needs --legacy-backup.
+	Unsigned bool `json:"unsigned,omitempty"`
 }
 
 // The verified states of an entry.
@@ -53,16 +58,19 @@ const (
 	StateVerified = "verified"
 	StateComplete = "complete"
 	StateInvalid  = "invalid"
+	// StateUnsigned is an unsigned backup whose checksums all hold.
+	StateUnsigned = "unsigned"
 )
 
 // Good reports an entry a restore can use.
 func (e Entry) Good() bool { return e.Verified != StateInvalid }
 
 // Inventory lists the backups in dir, oldest first. With deep, each is
-// fully verified (every checksum read); otherwise its sums, sizes and
-// manifest are checked. Directories that are not backups are skipped;
-// temp directories of an unfinished snapshot never end in .hermesbox.
-func Inventory(ctx context.Context, dir string, deep bool) ([]Entry, error) {
+// fully verified (its signature against key first, then every checksum);
+// otherwise its sums, sizes and manifest are checked. Directories that are
+// not backups are skipped; temp directories of an unfinished snapshot never
+// end in .hermesbox.
+func Inventory(ctx context.Context, dir string, deep bool, key ssh.PublicKey) ([]Entry, error) {
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Entry{}, nil
@@ -78,7 +86,7 @@ func Inventory(ctx context.Context, dir string, deep bool) ([]Entry, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, inspect(ctx, filepath.Join(dir, de.Name()), deep))
+		out = append(out, inspect(ctx, filepath.Join(dir, de.Name()), deep, key))
 	}
 	slices.SortStableFunc(out, func(a, b Entry) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
@@ -90,20 +98,24 @@ func Inventory(ctx context.Context, dir string, deep bool) ([]Entry, error) {
 }
 
 // inspect describes one backup directory.
-func inspect(ctx context.Context, path string, deep bool) Entry {
+func inspect(ctx context.Context, path string, deep bool, key ssh.PublicKey) Entry {
 	name := filepath.Base(path)
-	e := Entry{Name: name, Path: path, Verified: StateComplete}
+	e := Entry{Name: name, Path: path, Verified: StateComplete, Unsigned: true}
 	e.Machine, e.Label, e.Created = parseName(name)
-	for _, f := range append(slices.Clone(Files), FileSums) {
+	for _, f := range append(slices.Clone(Files), FileSums, FileSignature) {
 		if fi, err := os.Lstat(filepath.Join(path, f)); err == nil && fi.Mode().IsRegular() {
 			e.Size += fi.Size()
+			e.Unsigned = e.Unsigned && f != FileSignature
 		}
 	}
 	var problem error
 	if deep {
-		v, err := Verify(ctx, path)
+		v, err := Verify(ctx, path, Trust{Key: key, LegacyOK: true})
 		if err == nil {
-			e.Verified, e.Legacy = StateVerified, v.Manifest.Legacy()
+			e.Verified, e.Legacy, e.Unsigned = StateVerified, v.Manifest.Legacy(), v.Signer == nil
+			if e.Unsigned {
+				e.Verified = StateUnsigned
+			}
 			e.setManifest(v.Manifest)
 		}
 		problem = err
@@ -170,12 +182,12 @@ var ErrLastGood = errors.New("refusing to delete the last good backup")
 // its machine unless force is set, and refuses anything that does not
 // look like a backup. Another backup counts as good only when it passes
 // the full verification.
-func Delete(ctx context.Context, dir, name string, force bool) (Entry, error) {
+func Delete(ctx context.Context, dir, name string, force bool, key ssh.PublicKey) (Entry, error) {
 	base := filepath.Base(strings.TrimSuffix(name, "/"))
 	if !strings.HasSuffix(base, Suffix) {
 		base += Suffix
 	}
-	entries, err := Inventory(ctx, dir, false)
+	entries, err := Inventory(ctx, dir, false, key)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -185,7 +197,7 @@ func Delete(ctx context.Context, dir, name string, force bool) (Entry, error) {
 	}
 	target := entries[i]
 	if target.Good() && !force {
-		if !anotherGood(ctx, entries, target) {
+		if !anotherGood(ctx, entries, target, key) {
 			return target, fmt.Errorf("%w of %s, %s: pass --force to delete it anyway", ErrLastGood, target.Machine, target.Name)
 		}
 	}
@@ -196,13 +208,13 @@ func Delete(ctx context.Context, dir, name string, force bool) (Entry, error) {
 }
 
 // anotherGood reports whether a backup of target's machine other than
-// target passes the full verification.
-func anotherGood(ctx context.Context, entries []Entry, target Entry) bool {
+// target passes the full verification (signed by key, or unsigned).
+func anotherGood(ctx context.Context, entries []Entry, target Entry, key ssh.PublicKey) bool {
 	for _, e := range slices.Backward(entries) {
 		if e.Name == target.Name || !e.Good() || e.Machine != target.Machine {
 			continue
 		}
-		if _, err := Verify(ctx, e.Path); err == nil {
+		if _, err := Verify(ctx, e.Path, Trust{Key: key, LegacyOK: true}); err == nil {
 			return true
 		}
 	}

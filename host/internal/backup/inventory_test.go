@@ -45,7 +45,7 @@ func TestInventoryAndDelete(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(w.m.backups, "notes"), 0o700))
 	must(t, os.MkdirAll(filepath.Join(w.m.backups, tempPrefix+"42"), 0o700))
 	for _, deep := range []bool{false, true} {
-		entries, err := Inventory(t.Context(), w.m.backups, deep)
+		entries, err := Inventory(t.Context(), w.m.backups, deep, testSigner.PublicKey())
 		must(t, err)
 		if len(entries) != 2 {
 			t.Fatalf("deep=%v: %d entries, want 2: %+v", deep, len(entries), entries)
@@ -58,31 +58,31 @@ func TestInventoryAndDelete(t *testing.T) {
 	}
 	// Corrupt the second: deep listing says invalid.
 	appendTo(t, filepath.Join(second, FileRootfs), "x")
-	entries, err := Inventory(t.Context(), w.m.backups, true)
+	entries, err := Inventory(t.Context(), w.m.backups, true, testSigner.PublicKey())
 	must(t, err)
 	if entries[1].Verified != StateInvalid || !strings.Contains(entries[1].Problem, "checksum") {
 		t.Errorf("corrupt entry %+v", entries[1])
 	}
 	// The corrupt one does not count as another good backup.
-	if _, err := Delete(t.Context(), w.m.backups, filepath.Base(first), false); !errors.Is(err, ErrLastGood) {
+	if _, err := Delete(t.Context(), w.m.backups, filepath.Base(first), false, testSigner.PublicKey()); !errors.Is(err, ErrLastGood) {
 		t.Fatalf("deleting the only verified backup: %v, want ErrLastGood", err)
 	}
-	if _, err := Delete(t.Context(), w.m.backups, second, false); err != nil {
+	if _, err := Delete(t.Context(), w.m.backups, second, false, testSigner.PublicKey()); err != nil {
 		t.Fatalf("deleting one of two: %v", err)
 	}
-	if _, err := Delete(t.Context(), w.m.backups, strings.TrimSuffix(filepath.Base(first), Suffix), false); !errors.Is(err, ErrLastGood) {
+	if _, err := Delete(t.Context(), w.m.backups, strings.TrimSuffix(filepath.Base(first), Suffix), false, testSigner.PublicKey()); !errors.Is(err, ErrLastGood) {
 		t.Fatalf("deleting the last good backup: %v, want ErrLastGood", err)
 	}
 	if _, err := os.Stat(first); err != nil {
 		t.Fatal("the refused delete removed the backup")
 	}
-	if _, err := Delete(t.Context(), w.m.backups, "nope", false); err == nil || !strings.Contains(err.Error(), "hermes-box backups") {
+	if _, err := Delete(t.Context(), w.m.backups, "nope", false, testSigner.PublicKey()); err == nil || !strings.Contains(err.Error(), "hermes-box backups") {
 		t.Fatalf("unknown backup: %v", err)
 	}
-	if _, err := Delete(t.Context(), w.m.backups, filepath.Base(first), true); err != nil {
+	if _, err := Delete(t.Context(), w.m.backups, filepath.Base(first), true, testSigner.PublicKey()); err != nil {
 		t.Fatalf("forced delete: %v", err)
 	}
-	entries, err = Inventory(t.Context(), w.m.backups, false)
+	entries, err = Inventory(t.Context(), w.m.backups, false, testSigner.PublicKey())
 	must(t, err)
 	if len(entries) != 0 {
 		t.Fatalf("left %+v", entries)

@@ -75,7 +75,7 @@ func TestWriteLimits(t *testing.T) {
 			src := func(ctx context.Context, part string, w io.Writer) error {
 				return tt.src(countingWriter{w, &sent})
 			}
-			meta := Meta{Machine: "m", Label: "x", Now: time.Now(), Fingerprint: "SHA256:x", Limits: tt.lim}
+			meta := Meta{Machine: "m", Label: "x", Now: time.Now(), Signer: testSigner, Limits: tt.lim}
 			if meta.Limits.FreeSpace == nil {
 				meta.Limits.FreeSpace = func(string) (int64, error) { return 1 << 40, nil }
 			}
@@ -112,7 +112,7 @@ func TestFreeSpaceCheckedWhileWriting(t *testing.T) {
 	src := func(ctx context.Context, part string, w io.Writer) error {
 		return tarStream(w, 64, func(i int) string { return "f" + string(rune('a'+i%26)) + strings.Repeat("z", i) }, 1<<20)
 	}
-	meta := Meta{Machine: "m", Now: time.Now(), Limits: Limits{CheckEvery: 1 << 20, FreeSpace: free}}
+	meta := Meta{Machine: "m", Now: time.Now(), Signer: testSigner, Limits: Limits{CheckEvery: 1 << 20, FreeSpace: free}}
 	_, err := Write(t.Context(), dir, meta, src)
 	if !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("got %v", err)
@@ -160,7 +160,7 @@ func TestFIFORefused(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Verify(context.Background(), dir)
+		_, err := Verify(context.Background(), dir, testTrust)
 		done <- err
 	}()
 	select {

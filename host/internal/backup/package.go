@@ -158,13 +158,22 @@ func (p *Package) size() int64 {
 		add(pf.Path)
 	}
 	add(p.BaseArtifact)
-	for _, name := range append(append([]string{}, Files...), FileSums) {
+	for _, name := range p.backupFiles() {
 		add(filepath.Join(p.Backup.Dir, name))
 	}
 	for _, g := range p.Generated {
 		n += int64(len(g.Data))
 	}
 	return n + int64(len(p.Config))
+}
+
+// backupFiles are the backup's files the package carries.
+func (p *Package) backupFiles() []string {
+	names := append(slices.Clone(Files), FileSums)
+	if p.Backup.Signer != nil {
+		names = append(names, FileSignature)
+	}
+	return names
 }
 
 func (p *Package) fill(ctx context.Context, w io.Writer) error {
@@ -210,7 +219,7 @@ func (p *Package) fill(ctx context.Context, w io.Writer) error {
 	if err := addFile(ctx, tw, "hermes-box/images/hermes-base.smolmachine", p.BaseArtifact, 0o600, now); err != nil {
 		return err
 	}
-	for _, name := range append(append([]string{}, Files...), FileSums) {
+	for _, name := range p.backupFiles() {
 		if err := addFile(ctx, tw, "hermes-box/backups/"+p.BackupName+"/"+name, filepath.Join(p.Backup.Dir, name), 0o600, now); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func TestPackage(t *testing.T) {
 	w.addMachine(t, "box", "alpha")
 	dir, err := w.snapshot(t.Context(), "box", "pkg")
 	must(t, err)
-	v, err := Verify(t.Context(), dir)
+	v, err := Verify(t.Context(), dir, testTrust)
 	must(t, err)
 	base := filepath.Join(t.TempDir(), "hermes-base.smolmachine")
 	must(t, os.WriteFile(base, []byte("artifact"), 0o600))

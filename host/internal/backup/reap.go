@@ -99,7 +99,7 @@ func reapOne(p string, isDir bool) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("not reaping %s: not a directory", p)
 	}
-	allowed := map[string]bool{FileSums: true}
+	allowed := map[string]bool{FileSums: true, FileSignature: true}
 	for _, f := range Files {
 		allowed[f] = true
 	}

@@ -61,14 +61,14 @@ func TestReferenceFormatVerifiesAndRestores(t *testing.T) {
 			makeFixture(t, src, "reference")
 			dir := filepath.Join(w.m.backups, "hermes-box-20260622-100000-manual"+Suffix)
 			referenceBackup(t, src, dir, tt.manifest)
-			v, err := Verify(t.Context(), dir)
+			v, err := Verify(t.Context(), dir, Trust{LegacyOK: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if v.Manifest.Legacy() != (tt.name == "legacy") {
 				t.Errorf("legacy = %v", v.Manifest.Legacy())
 			}
-			s, err := Stage(t.Context(), dir, w.state)
+			s, err := Stage(t.Context(), dir, w.state, Trust{LegacyOK: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,11 +115,11 @@ func TestVerifyRejects(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "b"+Suffix)
 			gnu(t, "/", nil, "cp", "-a", good, dir)
 			tt.mutate(dir)
-			_, err := Verify(t.Context(), dir)
+			_, err := Verify(t.Context(), dir, testTrust)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Verify: %v, want an error containing %q", err, tt.want)
 			}
-			if _, err := Stage(t.Context(), dir, w.state); err == nil {
+			if _, err := Stage(t.Context(), dir, w.state, testTrust); err == nil {
 				t.Fatal("Stage accepted it")
 			}
 			if left, _ := filepath.Glob(filepath.Join(w.state, stagePrefix+"*")); len(left) != 0 {
@@ -153,13 +153,24 @@ func rewrite(t *testing.T, dir, name string, edit func(string) string) {
 	b, err := os.ReadFile(p)
 	must(t, err)
 	must(t, os.WriteFile(p, []byte(edit(string(b))), 0o600))
-	if name == FileSums {
-		return
+	if name != FileSums {
+		sums, err := readSums(dir)
+		must(t, err)
+		sum, _, err := hashFile(t.Context(), p)
+		must(t, err)
+		sums[name] = sum
+		must(t, os.WriteFile(filepath.Join(dir, FileSums), sums.Bytes(), 0o600))
 	}
-	sums, err := readSums(dir)
+	resign(t, dir)
+}
+
+// resign signs dir's SHA256SUMS again with the test key, as the one who
+// holds it could.
+func resign(t *testing.T, dir string) {
+	t.Helper()
+	sums, err := os.ReadFile(filepath.Join(dir, FileSums))
 	must(t, err)
-	sum, _, err := hashFile(t.Context(), p)
+	sig, err := SignSums(testSigner, sums)
 	must(t, err)
-	sums[name] = sum
-	must(t, os.WriteFile(filepath.Join(dir, FileSums), sums.Bytes(), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, FileSignature), sig, 0o600))
 }

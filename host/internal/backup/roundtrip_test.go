@@ -136,7 +136,7 @@ func newWorld(t *testing.T) *world {
 	base := t.TempDir()
 	w := &world{state: filepath.Join(base, "state"), m: &dirMachines{
 		base: filepath.Join(base, "machines"), template: filepath.Join(base, "image"), bin: agentBinary(t),
-		backups: filepath.Join(base, "backups"), key: testKey, finger: "SHA256:test",
+		backups: filepath.Join(base, "backups"), key: testKey, signer: testSigner,
 	}}
 	must(t, os.MkdirAll(w.m.base, 0o700))
 	makeBase(t, w.m.template, "base-image")
@@ -157,7 +157,7 @@ func (w *world) addMachine(t *testing.T, name, flavour string) {
 
 func (w *world) snapshot(ctx context.Context, name, label string) (string, error) {
 	s := &Snapshot{Ops: w.m, BackupsDir: w.m.backups,
-		Meta: Meta{Machine: name, Label: label, Smolvm: "1.0.4", GOOS: "linux", Fingerprint: "SHA256:test", Now: time.Now()}}
+		Meta: Meta{Machine: name, Label: label, Smolvm: "1.0.4", GOOS: "linux", Signer: testSigner, Now: time.Now()}}
 	return s.Run(ctx)
 }
 
@@ -183,10 +183,10 @@ func TestRoundTrip(t *testing.T) {
 	if w.m.state("box", "services") != "running" || w.m.state("box", "state") != "running" {
 		t.Errorf("machine not returned to running: %s/%s", w.m.state("box", "state"), w.m.state("box", "services"))
 	}
-	if _, err := Verify(ctx, dir); err != nil {
+	if _, err := Verify(ctx, dir, testTrust); err != nil {
 		t.Fatal(err)
 	}
-	staged, err := Stage(ctx, dir, w.state)
+	staged, err := Stage(ctx, dir, w.state, testTrust)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,8 +233,8 @@ func checkBackupModes(t *testing.T, dir string) {
 		t.Errorf("backup dir mode %v (%v)", fi.Mode(), err)
 	}
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 6 {
-		t.Errorf("backup holds %d files, want 6", len(entries))
+	if len(entries) != 7 {
+		t.Errorf("backup holds %d files, want 7 (the six and the signature)", len(entries))
 	}
 	for _, e := range entries {
 		fi, _ := e.Info()

@@ -26,14 +26,16 @@ type Staged struct {
 	Source string
 }
 
-// Stage copies the backup in src into a new directory below stateDir,
-// hashing every file while copying it (new files only, O_EXCL), then
-// verifies the copy and makes it read-only. On failure nothing is left.
-func Stage(ctx context.Context, src, stateDir string) (s *Staged, err error) {
-	sums, err := readSums(src)
+// Stage checks the signature of the backup in src as t says, before
+// anything else, then copies it into a new directory below stateDir,
+// hashing every file while copying it (new files only, O_EXCL), verifies
+// the copy and makes it read-only. On failure nothing is left.
+func Stage(ctx context.Context, src, stateDir string, t Trust) (s *Staged, err error) {
+	ss, err := t.readSignedSums(src)
 	if err != nil {
 		return nil, err
 	}
+	sums := ss.sums
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("staging backup: %w", err)
 	}
@@ -47,8 +49,15 @@ func Stage(ctx context.Context, src, stateDir string) (s *Staged, err error) {
 		}
 	}()
 	crashPoint("stage-created")
-	if _, err := writeSmall(filepath.Join(dir, FileSums), sums.Bytes()); err != nil {
+	meta := []string{FileSums}
+	if _, err := writeSmall(filepath.Join(dir, FileSums), ss.raw); err != nil {
 		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	if ss.sig != nil {
+		if _, err := writeSmall(filepath.Join(dir, FileSignature), ss.sig); err != nil {
+			return nil, fmt.Errorf("staging backup: %w", err)
+		}
+		meta = append(meta, FileSignature)
 	}
 	sizes := map[string]int64{}
 	for _, name := range Files {
@@ -62,7 +71,10 @@ func Stage(ctx context.Context, src, stateDir string) (s *Staged, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range append([]string{FileSums}, Files...) {
+	if err := t.checkOrigin(m, ss.signer); err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	for _, name := range append(meta, Files...) {
 		if err := os.Chmod(filepath.Join(dir, name), 0o400); err != nil {
 			return nil, fmt.Errorf("staging backup: %w", err)
 		}
@@ -70,7 +82,7 @@ func Stage(ctx context.Context, src, stateDir string) (s *Staged, err error) {
 	if err := os.Chmod(dir, 0o500); err != nil {
 		return nil, fmt.Errorf("staging backup: %w", err)
 	}
-	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes}, Source: src}, nil
+	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: ss.signer}, Source: src}, nil
 }
 
 // copyHashed copies src to a new file dst and checks the SHA-256 of the

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 
 	"github.com/hermes-box/hermes-box/shared/bounded"
@@ -23,17 +24,22 @@ type Verified struct {
 	Manifest Manifest
 	Sums     Sums
 	Sizes    map[string]int64
+	// Signer is the key that signed it; nil for an unsigned backup the
+	// Trust accepted.
+	Signer ssh.PublicKey
 }
 
-// Verify checks the backup in dir: layout (a real directory, the six files
-// regular), SHA256SUMS against every file, the manifest, the warnings file
+// Verify checks the backup in dir: first its signature as t says, then
+// layout (a real directory, the six files regular), SHA256SUMS against
+// every file, the manifest (recording the signer), the warnings file
 // empty, the rootfs listing equal to rootfs-files.txt, and the workspace
 // content rules. Archive entries that could escape are refused.
-func Verify(ctx context.Context, dir string) (*Verified, error) {
-	sums, err := readSums(dir)
+func Verify(ctx context.Context, dir string, t Trust) (*Verified, error) {
+	ss, err := t.readSignedSums(dir)
 	if err != nil {
 		return nil, err
 	}
+	sums, signer := ss.sums, ss.signer
 	sizes := map[string]int64{}
 	for _, name := range Files {
 		sum, size, err := hashFile(ctx, filepath.Join(dir, name))
@@ -49,7 +55,10 @@ func Verify(ctx context.Context, dir string) (*Verified, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes}, nil
+	if err := t.checkOrigin(m, signer); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: signer}, nil
 }
 
 // readSums checks that dir is a directory and parses its SHA256SUMS.

@@ -14,14 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-)
-
-// Part names, as the agent's `snapshot write` takes them.
-const (
-	PartRootfs    = "rootfs"
-	PartWorkspace = "workspace"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // PartSource streams one part (a gzip tar) to w; for a box it runs the
@@ -30,12 +28,14 @@ type PartSource func(ctx context.Context, part string, w io.Writer) error
 
 // Meta is what a new backup records about its origin.
 type Meta struct {
-	Machine     string
-	Label       string
-	Smolvm      string // `smolvm --version` output, or "unknown"
-	GOOS        string
-	Fingerprint string // SSH key fingerprint, "SHA256:…"
-	Now         time.Time
+	Machine string
+	Label   string
+	Smolvm  string // `smolvm --version` output, or "unknown"
+	GOOS    string
+	// Signer is the project key: it signs SHA256SUMS, and the manifest
+	// records its fingerprint.
+	Signer ssh.Signer
+	Now    time.Time
 	// Limits bound the parts; the zero value is the defaults.
 	Limits Limits
 }
@@ -53,6 +53,9 @@ var crashPoint = func(string) {}
 // never looks complete; its temp directory is removed on failure or, after
 // a crash, by Reap.
 func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
+	if meta.Signer == nil {
+		return "", errors.New("snapshot: no project key to sign the backup with")
+	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
 	}
@@ -75,7 +78,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	crashPoint("temp-created")
 	sums := Sums{}
 	listings := map[string][]string{}
-	for _, p := range []struct{ part, file string }{{PartRootfs, FileRootfs}, {PartWorkspace, FileWorkspace}} {
+	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
 		est := previousSize(backupsDir, meta.Machine, p.file)
 		fill := func(w io.Writer) error {
 			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
@@ -90,21 +93,21 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := checkWorkspace(listings[PartWorkspace], meta.Fingerprint == ""); err != nil {
+	if err := checkWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
-		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: meta.Fingerprint}
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey())}
 	small := []struct {
 		name string
 		data []byte
-	}{{FileListing, ListingBytes(listings[PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
+	}{{FileListing, ListingBytes(listings[boxlayout.PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
 	for _, f := range small {
 		if sums[f.name], err = writeSmall(filepath.Join(tmp, f.name), f.data); err != nil {
 			return "", err
 		}
 	}
-	if _, err := writeSmall(filepath.Join(tmp, FileSums), sums.Bytes()); err != nil {
+	if err := writeSigned(tmp, sums.Bytes(), meta.Signer); err != nil {
 		return "", err
 	}
 	if err := atomicfile.SyncDir(tmp); err != nil {
@@ -200,6 +203,19 @@ func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer
 		return "", nil, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), names, f.Close()
+}
+
+// writeSigned writes SHA256SUMS and its signature.
+func writeSigned(dir string, sums []byte, signer ssh.Signer) error {
+	sig, err := SignSums(signer, sums)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if _, err := writeSmall(filepath.Join(dir, FileSums), sums); err != nil {
+		return err
+	}
+	_, err = writeSmall(filepath.Join(dir, FileSignature), sig)
+	return err
 }
 
 func writeSmall(path string, data []byte) (string, error) {

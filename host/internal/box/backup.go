@@ -17,6 +17,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -27,6 +28,7 @@ import (
 // key.
 type backupRun struct {
 	box    *Box
+	key    ssh.PublicKey
 	pubKey []byte // authorized_keys line of the project key
 	finger string
 	// resume is the backup a restore was asked for: when an interrupted
@@ -48,7 +50,13 @@ func (b *Box) backupRun() (*backupRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s.pub: %w", cfg.SSHKeyPath(), err)
 	}
-	return &backupRun{box: b, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key)}, nil
+	return &backupRun{box: b, key: key, pubKey: ssh.MarshalAuthorizedKey(key), finger: ssh.FingerprintSHA256(key)}, nil
+}
+
+// trust is what a backup restored or packaged here must show: the
+// project key's signature, or none when legacyOK vouches for it.
+func (e *backupRun) trust(legacyOK bool) backup.Trust {
+	return backup.Trust{Key: e.key, LegacyOK: legacyOK}
 }
 
 // locked takes the operation lock (which reaps leftover files and refuses
@@ -68,15 +76,23 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 	})
 }
 
-func (e *backupRun) meta(label string) backup.Meta {
+func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Fingerprint: e.finger, Now: time.Now(),
+		GOOS: runtime.GOOS, Signer: signer, Now: time.Now(),
 		Limits: backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}}
 }
 
+// snapshot writes a backup signed with the project key.
 func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
 	cfg := e.box.cfg
-	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label), LeaveStopped: leaveStopped}
+	signer, err := keys.LoadProjectKey(cfg.SSHKeyPath())
+	if err != nil {
+		return "", fmt.Errorf("snapshot: the project key signs every backup: %w", err)
+	}
+	if keys.Fingerprint(signer.PublicKey()) != e.finger {
+		return "", fmt.Errorf("snapshot: %s is %s, but %s.pub is %s", cfg.SSHKeyPath(), keys.Fingerprint(signer.PublicKey()), cfg.SSHKeyPath(), e.finger)
+	}
+	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
 	return s.Run(ctx)
 }
 

@@ -2,24 +2,116 @@ package box
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 // BackupEntry is one backup of the inventory (backup.Entry): the command
 // line reaches the backup package through the box only.
 type BackupEntry = backup.Entry
 
-// CheckLabel refuses a snapshot label the backup's name cannot carry.
-func CheckLabel(label string) error { return backup.CheckLabel(label) }
+// BackupComplete is the state of an entry checked without --verify.
+const BackupComplete = backup.StateComplete
 
-// Backups lists the backups below dir; deep verifies each.
-func Backups(ctx context.Context, dir string, deep bool) ([]BackupEntry, error) {
-	return backup.Inventory(ctx, dir, deep)
+// MaxLabelBytes bounds a snapshot label as it goes into the backup's name
+// (and a package's), far inside a file name's 255 bytes.
+const MaxLabelBytes = 64
+
+// CheckLabel refuses a snapshot label the backup's name cannot carry: a
+// reserved word, or one too long. It runs before any work, so a label
+// never fails after a whole backup was written.
+func CheckLabel(label string) error {
+	if err := backup.CheckLabel(label); err != nil {
+		return err
+	}
+	if n := len(backup.SanitizeLabel(label)); n > MaxLabelBytes {
+		return fmt.Errorf("the label is %d characters long; a label has at most %d", n, MaxLabelBytes)
+	}
+	return nil
 }
 
-// DeleteBackup removes the backup name below dir (never the last good one
-// of a machine unless force).
-func DeleteBackup(ctx context.Context, dir, name string, force bool) (BackupEntry, error) {
-	return backup.Delete(ctx, dir, name, force)
+// Backups lists the backups; deep verifies each, its signature against
+// the project key first (any signer's when there is no key yet).
+func (b *Box) Backups(ctx context.Context, deep bool) ([]BackupEntry, error) {
+	key, err := b.projectKeyIfAny()
+	if err != nil {
+		return nil, err
+	}
+	return backup.Inventory(ctx, b.cfg.BackupsDir(), deep, key)
+}
+
+// DeleteBackup removes the backup name (never the last good one of a
+// machine unless force).
+func (b *Box) DeleteBackup(ctx context.Context, name string, force bool) (BackupEntry, error) {
+	key, err := b.projectKeyIfAny()
+	if err != nil {
+		return BackupEntry{}, err
+	}
+	return backup.Delete(ctx, b.cfg.BackupsDir(), name, force, key)
+}
+
+// projectKeyIfAny is the project's public key, nil when there is none.
+func (b *Box) projectKeyIfAny() (ssh.PublicKey, error) {
+	env, err := b.backupRun()
+	if errors.Is(err, userr.ErrNoBox) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return env.key, nil
+}
+
+// BackupNames are the names `backups` prints, for completion.
+func (b *Box) BackupNames(ctx context.Context) []string {
+	entries, _ := b.Backups(ctx, false)
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name
+	}
+	return names
+}
+
+// ResolveBackup turns what a user gave for a backup into its path: a path
+// that exists is taken as it is; a bare name is one `backups` prints (with
+// or without its .hermesbox suffix) in the backups directory.
+func (b *Box) ResolveBackup(arg string) (string, error) {
+	if arg == "" {
+		return "", userr.Usage("a backup is needed: a name `hermes-box backups` prints, or a path")
+	}
+	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, filepath.Separator) {
+		return filepath.Abs(arg)
+	}
+	name := arg
+	if !strings.HasSuffix(name, backup.Suffix) {
+		name += backup.Suffix
+	}
+	p := filepath.Join(b.cfg.BackupsDir(), name)
+	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", userr.WithHint(fmt.Errorf("no backup named %s in %s", arg, b.cfg.BackupsDir()),
+			"hermes-box backups lists the backups by name")
+	}
+	return p, nil
+}
+
+// LastGoodBackup is the newest backup of the box's machine that is not
+// invalid (without a full verification); ok is false when there is none.
+func (b *Box) LastGoodBackup(ctx context.Context) (e BackupEntry, ok bool) {
+	entries, _ := b.Backups(ctx, false)
+	for _, e := range slices.Backward(entries) {
+		if e.Good() && e.Machine == b.cfg.MachineName {
+			return e, true
+		}
+	}
+	return BackupEntry{}, false
 }

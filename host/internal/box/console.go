@@ -52,6 +52,9 @@ func (b *Box) SSH(ctx context.Context, remote []string, stdin io.Reader, stdout,
 			return err
 		}
 	}
+	if err := b.checkPinnedKey(ctx); err != nil {
+		return err
+	}
 	argv, err := b.sshArgv(remote)
 	if err != nil {
 		return err

@@ -64,7 +64,14 @@ func (b *Box) Executor() *Executor {
 
 // ErrExecutorDisabled refuses a command that needs Executor in a box
 // without it.
-var ErrExecutorDisabled = errors.New("executor is not enabled for this box: set HERMES_BOX_EXECUTOR_ENABLED=true in hermes-box.conf")
+var ErrExecutorDisabled error = &userr.Error{Err: errors.New("the Executor is not enabled for this box"), Next: executorRecreate}
+
+// executorRecreate is the next step to a box with the Executor: its helper
+// and port are set when a box is created, so the box must be re-created.
+const executorRecreate = "the Executor is set when a box is created, so this box must be re-created: " +
+	"copy what you want to keep out of /workspace (hermes-box ssh), take a backup of the whole box with " +
+	"hermes-box snapshot before-executor, set HERMES_BOX_EXECUTOR_ENABLED=true in hermes-box.conf, then run " +
+	"hermes-box destroy --force && hermes-box init (with no box yet: set it and run hermes-box init)"
 
 // ExecutorKeyUser is the keyring account under the per-machine service.
 const ExecutorKeyUser = "api-key"

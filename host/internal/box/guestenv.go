@@ -36,6 +36,9 @@ func (b *Box) startMachine(ctx context.Context, name string) (s protocol.Secrets
 	done := b.ui.Step("start", name)
 	err = b.vm.Start(ctx, name)
 	done(err)
+	if h := b.resourceHint(err); h != "" {
+		err = userr.WithHint(err, h)
+	}
 	return s, deliver, err
 }
 

@@ -1,12 +1,19 @@
 package box
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // staleArtifact names temporary files a crashed operation may leave in a
@@ -47,9 +54,13 @@ func (b *Box) lock() (func(), error) {
 		return nil, err
 	}
 	unlock, err := backup.Lock(b.cfg.StateDir())
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, b.lockHeld()
+	}
 	if err != nil {
 		return nil, err
 	}
+	b.recordHolder()
 	b.reapStale()
 	removed, err := backup.Reap(b.cfg.StateDir(), b.cfg.BackupsDir())
 	for _, p := range removed {
@@ -59,6 +70,31 @@ func (b *Box) lock() (func(), error) {
 		b.ui.Warn("could not reap every leftover of an interrupted operation: %v", err)
 	}
 	return unlock, nil
+}
+
+// holderFile names the operation that holds the lock: its pid, command
+// line and start, written by the holder (the lock file itself stays empty:
+// rewriting it would race a holder's flock on the same inode).
+const holderFile = "operation.holder"
+
+// recordHolder writes who holds the lock, for a command refused meanwhile.
+func (b *Box) recordHolder() {
+	text := fmt.Sprintf("pid %d: %s (since %s)\n", os.Getpid(), strings.Join(os.Args, " "), time.Now().UTC().Format("15:04:05 UTC"))
+	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), holderFile), []byte(text), 0o600); err != nil {
+		b.ui.Warn("could not record the operation holding the lock: %v", err)
+	}
+}
+
+// lockHeld is the error of a command refused because another operation
+// holds the lock: which one, and what to do.
+func (b *Box) lockHeld() error {
+	holder := "an operation whose command is not recorded"
+	if text, rerr := os.ReadFile(filepath.Join(b.cfg.StateDir(), holderFile)); rerr == nil && len(text) > 0 {
+		holder = termsafe.String(strings.TrimSpace(string(text)))
+	}
+	return userr.WithHint(fmt.Errorf("another hermes-box operation is in progress: %s; it holds %s", holder,
+		filepath.Join(b.cfg.StateDir(), backup.LockFile)),
+		"wait until it ends (or stop it with Ctrl-C in its terminal), then run this command again")
 }
 
 // reapStale removes the stale temporary artifacts; only regular files that

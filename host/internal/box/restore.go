@@ -56,9 +56,9 @@ func (b *Box) recordAuditHead(ctx context.Context) {
 }
 
 // Restore restores the backup src (an absolute path): directly when there
-// is no box, else through a candidate box. A backup that does not record
-// this project's key fingerprint is refused unless legacyOK vouches for a
-// backup made before fingerprints were recorded.
+// is no box, else through a candidate box. A backup not signed by this
+// project's key is refused, an unsigned one (made before backups were
+// signed) unless legacyOK vouches for it.
 func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 	env, err := b.backupRun()
 	if errors.Is(err, userr.ErrNoBox) {
@@ -108,24 +108,41 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 }
 
 // restorePreflight checks everything before anything is touched: the base
-// artifact, the backup (staged), and the key fingerprint.
+// artifact, then the backup: its signature by the project key first, then
+// the rest as it is staged.
 func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
 	base := env.box.BaseArtifact()
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir())
+	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK))
 	if err != nil {
 		return nil, err
 	}
-	if err := backup.CheckOrigin(staged.Manifest, env.finger, legacyOK); err != nil {
-		_ = staged.Remove()
-		return nil, fmt.Errorf("%s: %w", src, err)
-	}
-	if staged.Manifest.Legacy() {
-		slog.Warn("restoring a legacy backup that records no SSH key fingerprint, as --legacy-backup says", "backup", src)
-	}
+	env.sayOrigin(staged)
 	return staged, nil
+}
+
+// sayOrigin tells who made the staged backup. A package brings its own
+// key: its signature shows the backup unchanged since it was packaged, not
+// who packaged it.
+func (e *backupRun) sayOrigin(staged *backup.Staged) {
+	ui := e.box.ui
+	switch {
+	case staged.Signer == nil:
+		ui.Warn("restoring an unsigned backup, as --legacy-backup says: %s", backup.LegacySkips)
+	case e.box.fromPackage():
+		ui.Warn("this project came from a portable package, whose key (%s) signed the backup: that shows it unchanged since it was packaged, not who made it; restore only packages you made",
+			keys.Fingerprint(staged.Signer))
+	default:
+		ui.Info("backup signed by this project's key %s", keys.Fingerprint(staged.Signer))
+	}
+}
+
+// fromPackage reports a project unpacked from a portable package.
+func (b *Box) fromPackage() bool {
+	fi, err := os.Lstat(filepath.Join(b.cfg.ProjectRoot, portableJSON))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // Package writes a portable restore archive of the backup from, or of a
@@ -148,7 +165,7 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir())
+		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false))
 		if err != nil {
 			return err
 		}
@@ -220,9 +237,12 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 			p.Project = append(p.Project, s)
 		}
 	}
-	p.Generated = []backup.GenFile{{Name: "PORTABLE.md", Data: info.Notes(), Mode: 0o644}, {Name: "portable.json", Data: info.JSON(), Mode: 0o644}}
+	p.Generated = []backup.GenFile{{Name: "PORTABLE.md", Data: info.Notes(), Mode: 0o644}, {Name: portableJSON, Data: info.JSON(), Mode: 0o644}}
 	return p.Write(ctx, cfg.BackupsDir())
 }
+
+// portableJSON describes a portable package at its top.
+const portableJSON = "portable.json"
 
 // keyFileName is the project key's name below state/ (the default key).
 const keyFileName = "hermes-box-ed25519"

@@ -10,7 +10,7 @@ import "os"
 // (testhooks_hbxtest.go).
 var hooks struct {
 	sshUser      string // the SSH login user instead of boxadmin
-	relayCommand string // the remote command instead of relay.DefaultCommand
+	relayCommand string // the remote command instead of boxlayout.RelayCommand
 	host         string // "supported" skips the host OS/arch check
 	timing       string // "fast" shortens every wait
 	agentPins    string // a directory of stand-in artifacts for provision (testpins.go)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"runtime"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -45,10 +47,37 @@ func StateExitCode(state string) int {
 func (b *Box) builderFailed(name string, err error) error {
 	next := "re-run hermes-box init: it is safe (the builder " + name + " is deleted and built again from scratch); " +
 		"hermes-box init --keep-builder keeps a failed builder for inspection"
-	if b.KeepBuilder {
+	if h := b.resourceHint(err); h != "" {
+		next = h
+	} else if b.KeepBuilder {
 		next = fmt.Sprintf("inspect it with smolvm machine shell --name %s, delete it with smolvm machine delete --name %s --force, then re-run hermes-box init", name, name)
 	}
 	return userr.WithHint(fmt.Errorf("building the base image failed: %w", err), next)
+}
+
+// cpuWords and memoryWords find smolvm refusing the box's resources.
+var (
+	cpuWords    = regexp.MustCompile(`(?i)\bv?cpus?\b`)
+	memoryWords = regexp.MustCompile(`(?i)\bmem(ory)?\b`)
+)
+
+// resourceHint is the next step when smolvm refused the CPUs or memory the
+// configuration asks for: the setting is the problem, so running the same
+// command again fails the same way. It is "" for any other error.
+func (b *Box) resourceHint(err error) string {
+	var se *smolvm.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	switch {
+	case cpuWords.MatchString(se.Message):
+		return fmt.Sprintf("smolvm refused HERMES_BOX_CPUS=%d (this host has %d CPUs): set a smaller HERMES_BOX_CPUS in %s, then run the command again (unchanged, it fails the same way)",
+			b.cfg.CPUs, runtime.NumCPU(), b.cfg.File)
+	case memoryWords.MatchString(se.Message):
+		return fmt.Sprintf("smolvm refused HERMES_BOX_MEMORY_MIB=%d: set a smaller HERMES_BOX_MEMORY_MIB in %s, then run the command again (unchanged, it fails the same way)",
+			b.cfg.MemoryMiB, b.cfg.File)
+	}
+	return ""
 }
 
 // Services lists the names of the box's supervised services (the box must
@@ -103,11 +132,30 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, pins.ErrUnsupportedSmolvm):
-		return fmt.Errorf("a supported smolvm is required: %w", err)
+		v, verr := b.vm.Version(ctx)
+		if verr != nil {
+			v = "on PATH"
+		}
+		return userr.WithHint(&unsupportedSmolvm{version: v, err: err},
+			"install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+
+				" (or, to try a release newer than every supported one at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true in "+b.cfg.File+")")
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
 }
+
+// unsupportedSmolvm is a smolvm release outside the pins table, said
+// plainly (the table's capability columns are for whoever maintains it).
+type unsupportedSmolvm struct {
+	version string
+	err     error // wraps pins.ErrUnsupportedSmolvm
+}
+
+func (u *unsupportedSmolvm) Error() string {
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+}
+
+func (u *unsupportedSmolvm) Unwrap() error { return u.err }
 
 // restoreHostChecks checks, before a restore creates anything, that this
 // host can run the restored box: its platform, smolvm, every host variable

@@ -31,7 +31,8 @@ func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, er
 		if err := b.checkInterruptedRestore(""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
-		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q (run hermes-box init first)", errNoMachine, name), Code: userr.ExitNoBox}
+		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q", errNoMachine, name), Code: userr.ExitNoBox,
+			Next: "run hermes-box init first (or hermes-box restore NAME, with a name hermes-box backups prints)"}
 	}
 	return m, err
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 func newBackupsCommand() *cobra.Command {
@@ -17,8 +20,9 @@ func newBackupsCommand() *cobra.Command {
 		Aliases: []string{"backup"},
 		Short:   "List the backups: label, time, size, machine, verified state",
 		Long: "backups lists the backups in the backups directory, oldest first. Without --verify a backup is\n" +
-			"\"complete\" when its files and manifest are present; with --verify every checksum is read and it is\n" +
-			"\"verified\" or \"invalid\" (with the reason).",
+			"\"complete\" when its files and manifest are present; with --verify its signature is checked against\n" +
+			"the project key, every checksum is read, and it is \"verified\", \"unsigned\" (made before backups were\n" +
+			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason).",
 		Args: cobra.NoArgs,
 		RunE: backupsAction,
 	}
@@ -34,18 +38,44 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
-	entries, err := box.Backups(cmd.Context(), b.Config().BackupsDir(), deep)
+	entries, err := b.Backups(cmd.Context(), deep)
 	if err != nil {
 		return err
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return writeIndentedJSON(cmd.OutOrStdout(), entries)
+		err = writeIndentedJSON(cmd.OutOrStdout(), entries)
+	} else {
+		err = printBackups(cmd.OutOrStdout(), b.Config().BackupsDir(), entries)
 	}
-	if len(entries) == 0 {
-		_, err := fmt.Fprintf(cmd.OutOrStdout(), "no backups in %s (hermes-box snapshot takes one)\n", b.Config().BackupsDir())
+	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	return invalidBackups(entries)
+}
+
+// invalidBackups is the error of a listing with invalid backups (exit
+// status 1): a script's `backups --verify` fails when one is.
+func invalidBackups(entries []box.BackupEntry) error {
+	var bad []string
+	for _, e := range entries {
+		if !e.Good() {
+			bad = append(bad, e.Name)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return userr.WithHint(fmt.Errorf("%d of %d backups are invalid: %s", len(bad), len(entries), strings.Join(bad, ", ")),
+		"the listing says why; delete one with hermes-box backups delete NAME (a copy kept elsewhere can replace it)")
+}
+
+// printBackups is the table of backups.
+func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
+	if len(entries) == 0 {
+		_, err := fmt.Fprintf(w, "no backups in %s (hermes-box snapshot takes one)\n", dir)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tLABEL\tCREATED\tSIZE\tMACHINE\tSTATE")
 	for _, e := range entries {
 		created := "-"
@@ -53,6 +83,9 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 			created = e.Created.Local().Format(time.DateTime)
 		}
 		state := e.Verified
+		if e.Unsigned && e.Verified == box.BackupComplete {
+			state += ", unsigned"
+		}
 		if e.Problem != "" {
 			state += ": " + e.Problem
 		}
@@ -63,22 +96,11 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 
 func newBackupsDeleteCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "delete NAME",
-		Aliases: []string{"rm"},
-		Short:   "Delete a backup (never the last good one of a machine without --force)",
-		Args:    cobra.ExactArgs(1),
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			b, err := loadBox(cmd)
-			if err != nil || len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			entries, _ := box.Backups(cmd.Context(), b.Config().BackupsDir(), false)
-			names := make([]string, len(entries))
-			for i, e := range entries {
-				names[i] = e.Name
-			}
-			return names, cobra.ShellCompDirectiveNoFileComp
-		},
+		Use:               "delete NAME",
+		Aliases:           []string{"rm"},
+		Short:             "Delete a backup (never the last good one of a machine without --force)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeBackups,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := loadBox(cmd)
 			if err != nil {
@@ -88,7 +110,7 @@ func newBackupsDeleteCommand() *cobra.Command {
 			var e box.BackupEntry
 			err = b.Locked(func() error {
 				var derr error
-				e, derr = box.DeleteBackup(cmd.Context(), b.Config().BackupsDir(), args[0], force)
+				e, derr = b.DeleteBackup(cmd.Context(), args[0], force)
 				return derr
 			})
 			if err != nil {

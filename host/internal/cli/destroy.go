@@ -1,42 +1,89 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/prompt"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 func newDestroyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "destroy --force",
+		Use:   "destroy [--force]",
 		Short: "Delete the box and any builder; keep keys, images and backups",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			force, _ := cmd.Flags().GetBool("force")
-			if !force {
-				return userr.Usage("destroy requires --force; images, backups and the SSH key are retained")
-			}
-			b, err := loadBox(cmd)
-			if err != nil {
-				return err
-			}
-			deleted, err := b.Destroy(cmd.Context())
-			if err != nil {
-				return err
-			}
-			c := b.Config()
-			if len(deleted) == 0 {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "nothing to destroy: there is no machine %s or %s\n", c.MachineName, c.BuilderName)
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "destroyed %s; kept %s, %s and the SSH key %s\n",
-				strings.Join(deleted, " and "), c.ImagesDir(), c.BackupsDir(), c.SSHKeyPath())
-			return err
-		},
+		Long: "destroy deletes the box's machine (its root file system and /workspace: everything not in a\n" +
+			"backup) and any builder. It says what is lost and when the box's last good backup was taken;\n" +
+			"on a terminal it asks first, elsewhere it needs --force. Keys, images and backups are kept.",
+		Args: cobra.NoArgs,
+		RunE: destroyAction,
 	}
-	cmd.Flags().Bool("force", false, "really delete the machines")
+	cmd.Flags().Bool("force", false, "do not ask: really delete the machines")
 	return cmd
+}
+
+func destroyAction(cmd *cobra.Command, _ []string) error {
+	b, err := loadBox(cmd)
+	if err != nil {
+		return err
+	}
+	loss := lossLine(cmd.Context(), b)
+	if force, _ := cmd.Flags().GetBool("force"); !force {
+		yes, asked, err := prompt.Confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), "destroy "+b.Config().MachineName+"? "+loss+".")
+		switch {
+		case err != nil:
+			return err
+		case !asked:
+			return userr.Usage("destroy needs --force off a terminal (%s)", loss)
+		case !yes:
+			return userr.WithCode(fmt.Errorf("nothing destroyed"), userr.ExitFailure)
+		}
+	}
+	deleted, err := b.Destroy(cmd.Context())
+	if err != nil {
+		return err
+	}
+	c := b.Config()
+	if len(deleted) == 0 {
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "nothing to destroy: there is no machine %s or %s\n", c.MachineName, c.BuilderName)
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "destroyed %s: %s; kept %s, %s and the SSH key %s\n",
+		strings.Join(deleted, " and "), loss, c.ImagesDir(), c.BackupsDir(), c.SSHKeyPath())
+	return err
+}
+
+// lossLine says what destroying the box loses and what is left to restore.
+func lossLine(ctx context.Context, b *box.Box) string {
+	lost := "its root file system and /workspace are lost"
+	e, ok := b.LastGoodBackup(ctx)
+	if !ok {
+		return lost + ", and there is no backup of " + b.Config().MachineName + " (hermes-box snapshot takes one)"
+	}
+	taken := "at an unknown time"
+	if !e.Created.IsZero() {
+		taken = fmt.Sprintf("%s (%s ago)", e.Created.Local().Format(time.DateTime), roughly(time.Since(e.Created)))
+	}
+	return fmt.Sprintf("%s since its last good backup %s, taken %s (hermes-box restore %s brings it back)",
+		lost, e.Name, taken, strings.TrimSuffix(e.Name, ".hermesbox"))
+}
+
+// roughly is d in the largest whole unit: minutes, hours or days.
+func roughly(d time.Duration) string {
+	unit, n := "minute", int(d/time.Minute)
+	switch {
+	case d >= 48*time.Hour:
+		unit, n = "day", int(d/(24*time.Hour))
+	case d >= 2*time.Hour:
+		unit, n = "hour", int(d/time.Hour)
+	}
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }

@@ -24,7 +24,7 @@ hermes-box init --keep-builder                            # keep a failed builde
 	"stop":    "hermes-box stop",
 	"restart": "hermes-box restart",
 	"status": `hermes-box status
-hermes-box status --json | jq .status
+hermes-box status --json | jq -r .state   # healthy, degraded, unhealthy, stopped or missing
 hermes-box status >/dev/null || echo "not healthy (exit $?)"`,
 	"ssh": `hermes-box ssh                        # tmux session "main"
 hermes-box ssh -- uptime              # run one command; its exit status is passed on
@@ -42,9 +42,10 @@ hermes-box backups --verify          # read every checksum
 hermes-box backups delete hermes-box-20260102-030405-manual`,
 	"backups delete": `hermes-box backups delete hermes-box-20260102-030405-manual
 hermes-box backups delete --force hermes-box-20260102-030405-manual   # even the last good one`,
-	"restore": "hermes-box restore backups/hermes-box-20260102-030405-manual.hermesbox",
+	"restore": `hermes-box restore hermes-box-20260102-030405-manual     # a name hermes-box backups prints
+hermes-box restore /mnt/usb/hermes-box-20260102-030405-manual.hermesbox`,
 	"package": `hermes-box package                    # snapshot now, then package it
-hermes-box package --snapshot backups/hermes-box-20260102-030405-manual.hermesbox move`,
+hermes-box package --snapshot hermes-box-20260102-030405-manual move`,
 	"executor":                "hermes-box executor status\nhermes-box executor open",
 	"executor open":           "hermes-box executor open",
 	"executor status":         "hermes-box executor status\nhermes-box executor status --json",
@@ -58,6 +59,8 @@ hermes-box package --snapshot backups/hermes-box-20260102-030405-manual.hermesbo
 	"executor mcp-test":       "hermes-box executor mcp-test",
 	"executor connect-hermes": "hermes-box executor connect-hermes",
 	"exit-codes":              "hermes-box help exit-codes",
+	"hostkey":                 "hermes-box hostkey repin",
+	"hostkey repin":           "hermes-box hostkey repin          # asks before pinning\nhermes-box hostkey repin --yes    # off a terminal",
 }
 
 // applyExamples sets the Examples of cmd and of every command below it,

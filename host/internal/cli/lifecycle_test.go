@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -210,6 +211,31 @@ func TestNetworkModesRefused(t *testing.T) {
 	}
 }
 
+// TestInitRefusesSmolvmNames: a machine or builder name smolvm's own rule
+// refuses (src/data/mod.rs) is refused when the configuration is loaded,
+// naming the file, line and setting, before any smolvm call at all; the
+// fake refuses the same names as smolvm does.
+func TestInitRefusesSmolvmNames(t *testing.T) {
+	for _, conf := range []string{"HERMES_BOX_MACHINE_NAME=box.v2", "HERMES_BOX_MACHINE_NAME=box--2",
+		"HERMES_BOX_MACHINE_NAME=box-", "HERMES_BOX_BUILDER_NAME=builder.tmp"} {
+		t.Run(conf, func(t *testing.T) {
+			h := newHarness(t, conf)
+			key, _, _ := strings.Cut(conf, "=")
+			r := h.run("init")
+			if r.code == 0 || !strings.Contains(r.stderr, "hermes-box.conf:2: "+key+" ") {
+				t.Fatalf("init with %s: exit %d\n%s", conf, r.code, r.stderr)
+			}
+			expectCalls(t, r.calls, nil)
+			_, value, _ := strings.Cut(conf, "=")
+			cmd := exec.Command(filepath.Join(bins.dir, "path", "smolvm"), "machine", "create", "--name", value, "--image", "ubuntu:24.04")
+			cmd.Env = h.env
+			if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Error: ") {
+				t.Errorf("the fake smolvm created a machine named %q: %v %s", value, err, out)
+			}
+		})
+	}
+}
+
 // TestLifecycle runs stop, status, start, restart, logs, ssh and destroy on
 // an initialised box.
 func TestLifecycle(t *testing.T) {
@@ -275,7 +301,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("ssh CMD exited %d (want 7) %q %s", r.code, r.stdout, r.stderr)
 	}
 
-	if r = h.run("destroy"); r.code != 2 || !strings.Contains(r.stderr, "destroy requires --force") {
+	if r = h.run("destroy"); r.code != 2 || !strings.Contains(r.stderr, "destroy needs --force off a terminal") {
 		t.Errorf("destroy without --force: %d %s", r.code, r.stderr)
 	}
 	r = h.run("destroy", "--force")

@@ -12,9 +12,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// defaultLogService is the Hermes gateway's service name in the box.
-const defaultLogService = boxlayout.HermesService
-
 func newLogsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs [-f] [-n N] [SERVICE]",
@@ -30,7 +27,7 @@ func newLogsCommand() *cobra.Command {
 			if lines < 1 {
 				return userr.Usage("--lines must be a positive number, got %d", lines)
 			}
-			service := defaultLogService
+			service := boxlayout.HermesService
 			if len(args) == 1 {
 				service = args[0]
 			}

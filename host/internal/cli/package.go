@@ -14,7 +14,7 @@ import (
 
 func newPackageCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "package [LABEL] | package --snapshot BACKUP [LABEL]",
+		Use:   "package [LABEL] | package --snapshot NAME|PATH [LABEL]",
 		Short: "Write a portable restore archive (.tar + .sha256) of a new or existing backup",
 		Long: "package writes <backups>/hermes-box-portable-<time>-<label>.tar and its .sha256: the\n" +
 			"files needed to run hermes-box, the base artifact, the backup, and a generated\n" +
@@ -22,7 +22,10 @@ func newPackageCommand() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: packageAction,
 	}
-	cmd.Flags().String("snapshot", "", "package this existing backup instead of taking a new one")
+	cmd.Flags().String("snapshot", "", "package this existing backup (a name `hermes-box backups` prints, or a path) instead of taking a new one")
+	_ = cmd.RegisterFlagCompletionFunc("snapshot", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return completeBackups(cmd, nil, "")
+	})
 	return cmd
 }
 
@@ -38,6 +41,12 @@ func packageAction(cmd *cobra.Command, args []string) error {
 	b, err := loadBox(cmd)
 	if err != nil {
 		return err
+	}
+	if cmd.Flags().Changed("snapshot") {
+		// An empty name is a mistake, not a request for a new snapshot.
+		if from, err = b.ResolveBackup(from); err != nil {
+			return err
+		}
 	}
 	archive, err := b.Package(cmd.Context(), label, from)
 	if err != nil {

@@ -2,34 +2,44 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
 
+// completeBackups completes the names `hermes-box backups` prints.
+func completeBackups(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	b, err := loadBox(cmd)
+	if err != nil || len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return b.BackupNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+}
+
 func newRestoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "restore BACKUP",
+		Use:   "restore NAME|PATH",
 		Short: "Restore a backup: directly when there is no box, else through a candidate box",
-		Long: "restore verifies BACKUP and stages a read-only copy. Without a box it creates one in\n" +
+		Long: "restore takes a backup by the name `hermes-box backups` prints (or its path), verifies it and stages a read-only copy. Without a box it creates one in\n" +
 			"restore mode and applies the backup. With a box it first takes a safety snapshot,\n" +
 			"proves the backup on a candidate box on a random loopback port, then replaces the box,\n" +
-			"rolling back from the safety snapshot if that fails. A backup whose manifest does not\n" +
-			"record this project's SSH key fingerprint is refused: --legacy-backup restores one made\n" +
-			"before fingerprints were recorded (never one recording another key).",
-		Args: cobra.ExactArgs(1),
-		RunE: restoreAction,
+			"rolling back from the safety snapshot if that fails. Before anything else, the backup's\n" +
+			"SSH signature (SHA256SUMS.sig) must verify with this project's key: one signed by another key\n" +
+			"is refused; --legacy-backup restores an unsigned one, made before backups were signed\n" +
+			"(never one recording another key's fingerprint).",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeBackups,
+		RunE:              restoreAction,
 	}
-	cmd.Flags().Bool("legacy-backup", false, "accept a backup without ssh_key_fingerprint (made before fingerprints were recorded)")
+	cmd.Flags().Bool("legacy-backup", false, "accept an unsigned backup (made before backups were signed): its origin is not checked")
 	return cmd
 }
 
 func restoreAction(cmd *cobra.Command, args []string) error {
-	src, err := filepath.Abs(args[0])
+	b, err := loadBox(cmd)
 	if err != nil {
 		return err
 	}
-	b, err := loadBox(cmd)
+	src, err := b.ResolveBackup(args[0])
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
@@ -35,7 +36,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return userr.ExitOK
 	}
@@ -47,7 +48,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Ctrl-C: the user knows; a command that left something for the
 		// next one says what and how to go on.
 		if box.NeedsRecovery(err) || errors.Is(err, box.ErrInterrupted) {
-			reportError(root, stderr, err)
+			reportError(root, cmd, stderr, err)
 		}
 		return userr.ExitInterrupted
 	}
@@ -55,21 +56,25 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if isUsageError(err) {
 		code = userr.ExitUsage
 	}
-	reportError(root, stderr, err)
+	reportError(root, cmd, stderr, err)
 	return code
 }
 
-// reportError prints err once: as a JSON event under --log-format json,
-// else as "hermes-box: ERR" and, when it has one, "next: STEP".
-func reportError(root *cobra.Command, stderr io.Writer, err error) {
-	hint := userr.Hint(err)
+// reportError prints err once, with its plain cause and next step
+// (explain): as a JSON event under --log-format json, else as
+// "hermes-box: ERR" and "next: STEP". cmd is the command that failed.
+func reportError(root, cmd *cobra.Command, stderr io.Writer, err error) {
+	if cmd == nil {
+		cmd = root
+	}
+	cause, hint := explain(cmd, err)
 	format, _ := root.PersistentFlags().GetString("log-format")
 	if format == "json" {
-		progress.NewMode(stderr, progress.JSON).Error(err, hint)
+		progress.NewMode(stderr, progress.JSON).Error(errors.New(withCause(cause, err.Error())), hint)
 		return
 	}
 	// The message may quote the box (restore errors, agent output).
-	msg := termsafe.Text(strings.TrimPrefix(err.Error(), "hermes-box: "))
+	msg := termsafe.Text(withCause(cause, strings.TrimPrefix(err.Error(), "hermes-box: ")))
 	fmt.Fprintf(stderr, "hermes-box: %s\n", msg)
 	if hint != "" && !strings.Contains(msg, hint) {
 		fmt.Fprintf(stderr, "next: %s\n", hint)
@@ -93,6 +98,29 @@ func isUsageError(err error) bool {
 	return false
 }
 
+// flagError is cobra's FlagErrorFunc: a usage error, and a value that does
+// not parse is said plainly (pflag's says "strconv.ParseInt: …").
+func flagError(_ *cobra.Command, err error) error {
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		err = fmt.Errorf("invalid value %q for --%s: want %s", iv.GetValue(), iv.GetFlag().Name, valueKind(iv.GetFlag().Value.Type()))
+	}
+	return &usageErr{err}
+}
+
+// valueKind says in words what a flag of pflag type typ takes.
+func valueKind(typ string) string {
+	switch typ {
+	case "int", "int64", "int32", "uint", "uint64":
+		return "a whole number"
+	case "bool":
+		return "true or false"
+	case "duration":
+		return "a duration such as 30s or 5m"
+	}
+	return "a " + typ
+}
+
 // usageErr marks a flag error (cobra's FlagErrorFunc).
 type usageErr struct{ error }
 
@@ -111,7 +139,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate(box.VersionLine() + "\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageErr{err} })
+	root.SetFlagErrorFunc(flagError)
 	flags := root.PersistentFlags()
 	flags.String("log-level", "info", "log level: debug, info, warn or error")
 	flags.String("log-format", "text", "log format on stderr: text or json")
@@ -136,6 +164,7 @@ func newRootCommand() *cobra.Command {
 		newRestoreCommand(),
 		newPackageCommand(),
 		newExecutorCommand(),
+		newHostKeyCommand(),
 		newExitCodesTopic(),
 	)
 	root.CompletionOptions.DisableDefaultCmd = true

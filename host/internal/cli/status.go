@@ -53,7 +53,7 @@ func newStatusCommand() *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine)")
+	cmd.Flags().Bool("json", false, "print the status as JSON (a shared/health report plus state, box, network and machine; .state is the box's state)")
 	cmd.Flags().BoolP("long", "l", false, "also show the network proof and every check and service")
 	return cmd
 }

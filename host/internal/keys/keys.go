@@ -52,6 +52,10 @@ func EnsureProjectKey(path, comment string) (ssh.Signer, error) {
 	return signer, nil
 }
 
+// LoadProjectKey returns the signer of the existing project key at path,
+// with the checks of EnsureProjectKey; it never creates one.
+func LoadProjectKey(path string) (ssh.Signer, error) { return loadPrivateKey(path) }
+
 // Fingerprint returns key's SHA-256 fingerprint as OpenSSH prints it,
 // "SHA256:" and the unpadded base64 of the hash of the wire-format key.
 func Fingerprint(key ssh.PublicKey) string {

@@ -1,5 +1,6 @@
 // Package prompt reads a secret from the person at the terminal, or from
-// standard input when it is not a terminal, so a secret never travels in argv.
+// standard input when it is not a terminal, so a secret never travels in
+// argv; and asks the person at a terminal to confirm.
 package prompt
 
 import (
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/term"
 )
@@ -29,4 +31,24 @@ func Secret(in io.Reader, w io.Writer, label string) (string, error) {
 		return "", fmt.Errorf("reading the secret: %w", err)
 	}
 	return line, nil
+}
+
+// Confirm asks question on w and reads a yes or no from the terminal in;
+// asked is false (and nothing is printed) when in is not a terminal, where
+// nobody can answer.
+func Confirm(in io.Reader, w io.Writer, question string) (yes, asked bool, err error) {
+	f, ok := in.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, false, nil
+	}
+	fmt.Fprintf(w, "%s [y/N] ", question)
+	line, err := bufio.NewReader(io.LimitReader(in, maxSecret)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, true, fmt.Errorf("reading the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, true, nil
+	}
+	return false, true, nil
 }

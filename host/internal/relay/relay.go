@@ -18,9 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
-	"golang.org/x/crypto/ssh"
 )
 
 // Transport runs one agent verb. stdin (may be nil) is streamed after the
@@ -31,9 +32,6 @@ import (
 type Transport interface {
 	Run(ctx context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event)) (exitCode int, err error)
 }
-
-// DefaultCommand is the remote command the SSH transport runs in the box.
-const DefaultCommand = boxlayout.RelayCommand
 
 // DefaultDialTimeout bounds the TCP connect and the SSH handshake when
 // SSH.DialTimeout is zero.
@@ -59,7 +57,7 @@ type SSH struct {
 	Signer ssh.Signer
 	// HostKey is the pinned host key; any other key fails the handshake.
 	HostKey ssh.PublicKey
-	// Command is the remote command; empty means DefaultCommand.
+	// Command is the remote command; empty means boxlayout.RelayCommand.
 	Command string
 	// DialTimeout bounds connect plus handshake; zero means DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -121,7 +119,7 @@ func (s *SSH) Dial(ctx context.Context) (*Client, error) {
 	}
 	command := s.Command
 	if command == "" {
-		command = DefaultCommand
+		command = boxlayout.RelayCommand
 	}
 	pump.start(sshConn)
 	return &Client{conn: ssh.NewClient(sshConn, chans, reqs), addr: s.Addr, command: command, pump: pump}, nil

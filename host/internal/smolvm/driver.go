@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/config"
 )
 
 // callMu serialises every smolvm call of this process: 1.0.4's state
@@ -233,12 +235,11 @@ func (d *Driver) simple(ctx context.Context, op, name string, args ...string) er
 	return err
 }
 
-// machineName is what hermes-box lets a machine be called.
-var machineName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
+// checkName applies smolvm's own rule for machine names, so a call never
+// carries a name smolvm would refuse (or read as a flag).
 func checkName(name string) error {
-	if !machineName.MatchString(name) {
-		return fmt.Errorf("invalid machine name %q", name)
+	if err := config.CheckMachineName(name, config.SmolvmNameMax); err != nil {
+		return fmt.Errorf("invalid machine name: %w", err)
 	}
 	return nil
 }

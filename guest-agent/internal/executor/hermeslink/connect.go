@@ -19,12 +19,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 )
 
@@ -45,7 +45,7 @@ const (
 type Connector struct {
 	Root string
 	// URL is Executor's MCP endpoint at the address Hermes uses
-	// (hermesconfig.ExecutorURL in the box).
+	// (boxlayout.ExecutorURL in the box).
 	URL  string
 	HTTP *http.Client
 	// Runner runs `hermes mcp test executor`; nil means provision.ExecRunner.
@@ -100,7 +100,7 @@ func (c *Connector) Connect(ctx context.Context, key string) (Connected, error) 
 	if err != nil {
 		return res, fmt.Errorf("checking Executor's MCP surface at %s (the address Hermes uses): %w", c.URL, err)
 	}
-	home := filepath.Join(c.Root, boot.HermesHome)
+	home := filepath.Join(c.Root, boxlayout.HermesHome)
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return res, err
 	}
@@ -144,7 +144,7 @@ func (c *Connector) configure(ctx context.Context, key string, files []string) e
 // mcpTest runs `hermes mcp test executor` as the hermes user with Hermes'
 // home, and reads its output: the command exits 0 even when it fails.
 func (c *Connector) mcpTest(ctx context.Context, key string) error {
-	u, err := passwd.Lookup(c.Root, boot.ServiceUser)
+	u, err := passwd.Lookup(c.Root, boxlayout.ServiceUser)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (c *Connector) mcpTest(ctx context.Context, key string) error {
 // through runuser as the hermes user in the real box (the agent is root
 // there), directly under a test root.
 func (c *Connector) mcpTestCommand(u passwd.User) provision.Command {
-	home := filepath.Join(c.Root, boot.HermesHome)
+	home := filepath.Join(c.Root, boxlayout.HermesHome)
 	env := []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "HERMES_HOME=" + home, "NO_COLOR=1"}
 	argv := []string{filepath.Join(c.Root, hermesCLI), "mcp", "test", "executor"}
 	if c.Root == "/" && os.Geteuid() == 0 {
@@ -220,7 +220,7 @@ func chownToServiceUser(root string, paths ...string) error {
 	if root != "/" || os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := passwd.Lookup(root, boot.ServiceUser)
+	u, err := passwd.Lookup(root, boxlayout.ServiceUser)
 	if err != nil {
 		return err
 	}

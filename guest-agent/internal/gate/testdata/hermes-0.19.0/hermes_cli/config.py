@@ -13,3 +13,13 @@ DEFAULT_CONFIG = {
         "cron_mode": "deny",
     },
 }
+
+
+def _load_config_impl():
+    if True:
+        managed_config = managed_scope.load_managed_config()
+
+
+def set_config_value(key, value):
+    # Managed scope guard (D2): a key pinned by the managed layer cannot be set by
+    pass

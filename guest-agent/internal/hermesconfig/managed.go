@@ -1,0 +1,56 @@
+package hermesconfig
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ManagedDir is Hermes' managed scope (0.17.0 and later), a guest path:
+// root-owned, its config.yaml wins over HERMES_HOME's at every leaf, and
+// `hermes config set`/`unset` refuse the keys it holds.
+const ManagedDir = "/etc/hermes"
+
+// managedHeader opens the managed config hermes-box writes.
+const managedHeader = "# Written by hermes-box: the approval gate's settings, pinned in Hermes' managed scope\n" +
+	"# (root-owned; these keys win over HERMES_HOME/config.yaml and `hermes config set` refuses them).\n"
+
+// Managed returns the managed scope's config.yaml pinning every setting at
+// its value; a Member pins its list to that one item (so plugins.enabled
+// there names the gate plugin: another plugin is enabled by adding it here,
+// as root).
+func Managed(settings []Setting) ([]byte, error) {
+	root := map[string]any{}
+	for _, s := range settings {
+		m := root
+		for _, key := range s.Path[:len(s.Path)-1] {
+			child, ok := m[key].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				m[key] = child
+			}
+			m = child
+		}
+		v := s.Value
+		if item, ok := v.(Member); ok {
+			v = []string{string(item)}
+		}
+		m[s.Path[len(s.Path)-1]] = v
+	}
+	out, err := yaml.Marshal(root)
+	if err != nil {
+		return nil, fmt.Errorf("writing the managed Hermes config: %w", err)
+	}
+	return append([]byte(managedHeader), out...), nil
+}
+
+// ManagedKeys lists the dotted keys Managed pins, in the settings' order
+// (the form Hermes' managed_scope.managed_config_keys returns).
+func ManagedKeys(settings []Setting) []string {
+	out := make([]string, len(settings))
+	for i, s := range settings {
+		out[i] = strings.Join(s.Path, ".")
+	}
+	return out
+}

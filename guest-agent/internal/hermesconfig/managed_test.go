@@ -1,0 +1,50 @@
+package hermesconfig
+
+import (
+	"reflect"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestManagedPinsEverySetting decodes the managed config and finds every
+// setting of both mechanisms at its value, and nothing else.
+func TestManagedPinsEverySetting(t *testing.T) {
+	for name, settings := range map[string][]Setting{"source-patch": Settings, "smart-plugin": SmartPluginSettings} {
+		t.Run(name, func(t *testing.T) {
+			b, err := Managed(settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc map[string]any
+			if err := yaml.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]any{}
+			leaves("", doc, got)
+			if len(got) != len(settings) {
+				t.Errorf("%d leaves for %d settings:\n%s", len(got), len(settings), b)
+			}
+			for _, s := range settings {
+				want := s.Value
+				if item, ok := want.(Member); ok {
+					want = []any{string(item)}
+				}
+				key := ""
+				for _, p := range s.Path {
+					key += "/" + p
+				}
+				if !reflect.DeepEqual(got[key], want) {
+					t.Errorf("%s = %#v, want %#v", key, got[key], want)
+				}
+			}
+			again, _ := Managed(settings)
+			if string(again) != string(b) {
+				t.Error("two renderings differ")
+			}
+		})
+	}
+	if keys := ManagedKeys(SmartPluginSettings); keys[0] != "approvals.mode" || keys[len(keys)-1] != "terminal.backend" {
+		t.Errorf("%q", keys)
+	}
+}

@@ -1,0 +1,286 @@
+package chunkstore
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// loc is where a chunk is: a pack (by number), its blob's offset and
+// stored length, its plaintext length and whether the blob is zstd.
+type loc struct {
+	pack       uint32
+	off        uint32
+	slen, rlen uint32
+	zstd       bool
+}
+
+type entry struct {
+	id ID
+	loc
+}
+
+// index maps chunk ids to their packs. Held chunks are a sorted slice
+// (52 bytes each: a million chunks in about 50 MiB); chunks added since
+// the last merge sit in a small map until there are mergeEvery of them.
+type index struct {
+	packs   []ID // pack number → pack id
+	entries []entry
+	recent  map[ID]loc
+}
+
+const mergeEvery = 1 << 16
+
+func (x *index) find(id ID) (loc, bool) {
+	i, ok := slices.BinarySearchFunc(x.entries, id, cmpID)
+	if ok {
+		return x.entries[i].loc, true
+	}
+	l, ok := x.recent[id]
+	return l, ok
+}
+
+// add records a chunk the index does not hold yet.
+func (x *index) add(id ID, l loc) {
+	if x.recent == nil {
+		x.recent = map[ID]loc{}
+	}
+	x.recent[id] = l
+	if len(x.recent) >= mergeEvery {
+		x.merge()
+	}
+}
+
+// merge moves the recent chunks into the sorted slice, in place.
+func (x *index) merge() {
+	if len(x.recent) == 0 {
+		return
+	}
+	add := make([]entry, 0, len(x.recent))
+	for id, l := range x.recent {
+		add = append(add, entry{id, l})
+	}
+	slices.SortFunc(add, cmpEntry)
+	old := len(x.entries)
+	x.entries = slices.Grow(x.entries, len(add))[:old+len(add)]
+	i, j := old-1, len(add)-1
+	for k := len(x.entries) - 1; j >= 0; k-- {
+		if i >= 0 && cmpEntry(x.entries[i], add[j]) > 0 {
+			x.entries[k] = x.entries[i]
+			i--
+		} else {
+			x.entries[k] = add[j]
+			j--
+		}
+	}
+	clear(x.recent)
+}
+
+func cmpEntry(a, b entry) int { return bytes.Compare(a.id[:], b.id[:]) }
+
+// Sizes of the on-disk entries.
+const (
+	packEntrySize  = 32 + 4 + 4 + 1
+	indexEntrySize = packEntrySize + 4
+	// maxPackEntries bounds a pack's header (hostile or corrupt files).
+	maxPackEntries = 1 << 20
+)
+
+var (
+	packMagic  = []byte("HBXPACK1")
+	indexMagic = []byte("HBXIDX01")
+)
+
+// packEntry is one blob of a pack, as its header and the index record it.
+type packEntry struct {
+	id         ID
+	off        uint32
+	slen, rlen uint32
+	zstd       bool
+}
+
+func (e packEntry) check() error {
+	switch {
+	case e.rlen > MaxChunk || e.slen > MaxChunk:
+		return fmt.Errorf("chunk %s: %d bytes stored, %d plain, over the limit of %d", e.id, e.slen, e.rlen, MaxChunk)
+	case !e.zstd && e.slen != e.rlen:
+		return fmt.Errorf("chunk %s: stored uncompressed in %d bytes but %d long", e.id, e.slen, e.rlen)
+	}
+	return nil
+}
+
+func (e packEntry) appendTo(b []byte, withOffset bool) []byte {
+	b = append(b, e.id[:]...)
+	if withOffset {
+		b = binary.LittleEndian.AppendUint32(b, e.off)
+	}
+	b = binary.LittleEndian.AppendUint32(b, e.slen)
+	b = binary.LittleEndian.AppendUint32(b, e.rlen)
+	var z byte
+	if e.zstd {
+		z = 1
+	}
+	return append(b, z)
+}
+
+func parsePackEntry(b []byte, withOffset bool) (packEntry, error) {
+	var e packEntry
+	copy(e.id[:], b)
+	b = b[32:]
+	if withOffset {
+		e.off, b = binary.LittleEndian.Uint32(b), b[4:]
+	}
+	e.slen = binary.LittleEndian.Uint32(b)
+	e.rlen = binary.LittleEndian.Uint32(b[4:])
+	switch b[8] {
+	case 0:
+	case 1:
+		e.zstd = true
+	default:
+		return e, fmt.Errorf("chunk %s: unknown compression %d", e.id, b[8])
+	}
+	return e, e.check()
+}
+
+// packGroup is one pack's entries in an index file.
+type packGroup struct {
+	pack    ID
+	entries []packEntry
+}
+
+// writeIndex publishes an index file naming groups and returns its id.
+func (s *Store) writeIndex(groups []packGroup) (ID, error) {
+	hf, err := createHashed(filepath.Join(s.dir, indexDir))
+	if err != nil {
+		return ID{}, err
+	}
+	buf := slices.Clone(indexMagic)
+	for _, g := range groups {
+		buf = append(buf, g.pack[:]...)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(g.entries)))
+		for _, e := range g.entries {
+			buf = e.appendTo(buf, true)
+			if len(buf) >= 1<<20 {
+				if _, err := hf.Write(buf); err != nil {
+					return ID{}, hf.fail(err)
+				}
+				buf = buf[:0]
+			}
+		}
+	}
+	if _, err := hf.Write(buf); err != nil {
+		return ID{}, hf.fail(err)
+	}
+	return hf.publish(indexExt)
+}
+
+// readIndex streams the index file id, checking its hash and format, and
+// calls group for each pack it names.
+func (s *Store) readIndex(id ID, group func(pack ID, entries []packEntry) error) error {
+	path := s.indexPath(id)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading index: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	r := bufio.NewReaderSize(io.TeeReader(f, h), 1<<20)
+	bad := func(what string) error {
+		return fmt.Errorf("%w: index %s: %s (`hermes-box backups repair` rebuilds the index)", ErrCorrupt, path, what)
+	}
+	magic := make([]byte, len(indexMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || !bytes.Equal(magic, indexMagic) {
+		return bad("not an index file")
+	}
+	var head [36]byte
+	rec := make([]byte, indexEntrySize)
+	var entries []packEntry
+	for {
+		if _, err := io.ReadFull(r, head[:]); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return bad("truncated")
+		}
+		var pack ID
+		copy(pack[:], head[:32])
+		n := binary.LittleEndian.Uint32(head[32:])
+		if n > maxPackEntries {
+			return bad(fmt.Sprintf("pack %s with %d entries", pack, n))
+		}
+		entries = entries[:0]
+		for range n {
+			if _, err := io.ReadFull(r, rec); err != nil {
+				return bad("truncated")
+			}
+			e, err := parsePackEntry(rec, true)
+			if err != nil {
+				return bad(err.Error())
+			}
+			entries = append(entries, e)
+		}
+		if err := group(pack, entries); err != nil {
+			return err
+		}
+	}
+	if !bytes.Equal(h.Sum(nil), id[:]) {
+		return bad("content does not match its name")
+	}
+	return nil
+}
+
+// load reads every index file; chunks in packs that are not on disk are
+// not held.
+func (s *Store) load() error {
+	s.closeFiles()
+	s.idx = index{}
+	s.missingPacks = nil
+	packIDs, err := s.listIDs(packsDir, packExt)
+	if err != nil {
+		return err
+	}
+	onDisk := map[ID]bool{}
+	for _, p := range packIDs {
+		onDisk[p] = true
+	}
+	indexIDs, err := s.listIDs(indexDir, indexExt)
+	if err != nil {
+		return err
+	}
+	number := map[ID]uint32{}
+	missing := map[ID]bool{}
+	for _, id := range indexIDs {
+		err := s.readIndex(id, func(pack ID, entries []packEntry) error {
+			if !onDisk[pack] {
+				if !missing[pack] {
+					missing[pack] = true
+					s.missingPacks = append(s.missingPacks, pack)
+				}
+				return nil
+			}
+			n, ok := number[pack]
+			if !ok {
+				n = uint32(len(s.idx.packs))
+				number[pack] = n
+				s.idx.packs = append(s.idx.packs, pack)
+			}
+			for _, e := range entries {
+				s.idx.entries = append(s.idx.entries, entry{e.id, loc{n, e.off, e.slen, e.rlen, e.zstd}})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	slices.SortStableFunc(s.idx.entries, cmpEntry)
+	s.idx.entries = slices.CompactFunc(s.idx.entries, func(a, b entry) bool { return a.id == b.id })
+	s.idx.entries = slices.Clip(s.idx.entries)
+	return nil
+}
