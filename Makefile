@@ -85,7 +85,7 @@ lint: ## gofmt check, go vet (also for the Mac host), staticcheck, shellcheck
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./host/... ./shared/...
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./host
 	$(GO) tool staticcheck ./...
-	shellcheck scripts/*.sh scripts/hermes-box .ci/run guest-agent/internal/secrets/profile.sh
+	shellcheck scripts/*.sh scripts/hermes-box images/e2e/*.sh .ci/run guest-agent/internal/secrets/profile.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks and print medians (COUNT, default 5)
@@ -93,12 +93,12 @@ bench: ## Run the benchmarks and print medians (COUNT, default 5)
 
 .PHONY: e2e
 e2e: ## End-to-end run in real VMs (QEMU stand-in for smolvm; builds the cached guest image first, needs root)
-	HBX_E2E_IMAGE=$$(scripts/build-e2e-image.sh) && export HBX_E2E_IMAGE && \
+	HBX_E2E_IMAGE=$$(images/e2e/build.sh) && export HBX_E2E_IMAGE && \
 	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 25m -v ./tests/e2e/...
 
 .PHONY: e2e-arm64
 e2e-arm64: ## The box's lifecycle in an arm64 guest under qemu-system-aarch64 (TCG), through the same stand-in (needs root, qemu-user-static)
-	HBX_E2E_IMAGE=$$(E2E_ARCH=arm64 scripts/build-e2e-image.sh) && export HBX_E2E_IMAGE && \
+	HBX_E2E_IMAGE=$$(E2E_ARCH=arm64 images/e2e/build.sh) && export HBX_E2E_IMAGE && \
 	HERMES_BOX_E2E=1 SMOLVM_QEMU_ARCH=arm64 $(GO) test -count=1 -timeout 90m -v -run TestBoxLifecycle ./tests/e2e/...
 
 .PHONY: e2e-smolvm

@@ -65,36 +65,50 @@ type rawLine struct {
 // Verify reads the whole log and returns the records up to the first line
 // that breaks the chain, and a *ChainError for that line (nil if none).
 func Verify(r io.Reader) ([]Record, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Record
+	err := Walk(r, func(rec Record, _ []byte) error {
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
+// Walk verifies the log as it reads it, holding one line at a time: fn
+// gets each verified record with the line's exact bytes (its newline
+// included). It stops at the first line that breaks the chain (a
+// *ChainError), the first read error, or the first error fn returns.
+func Walk(r io.Reader, fn func(rec Record, line []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
 	prev := Genesis
 	for n := 1; ; n++ {
 		line, err := readLine(br)
 		if errors.Is(err, io.EOF) && len(line) == 0 {
-			return out, nil
+			return nil
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			if errors.Is(err, errLong) {
-				return out, &ChainError{Line: n, Reason: err.Error()}
+				return &ChainError{Line: n, Reason: err.Error()}
 			}
-			return out, fmt.Errorf("reading audit log: %w", err)
+			return fmt.Errorf("reading audit log: %w", err)
 		}
 		if err != nil { // EOF after a partial line
-			return out, &ChainError{Line: n, Reason: "incomplete last line (torn write)"}
+			return &ChainError{Line: n, Reason: "incomplete last line (torn write)"}
 		}
-		rec, reason := check(n, line, prev)
+		rec, reason := check(n, line[:len(line)-1], prev)
 		if reason != "" {
-			return out, &ChainError{Line: n, Reason: reason}
+			return &ChainError{Line: n, Reason: reason}
 		}
-		out = append(out, rec)
+		if err := fn(rec, line); err != nil {
+			return err
+		}
 		prev = rec.Hash
 	}
 }
 
 var errLong = errors.New("line longer than 1 MiB")
 
-// readLine returns one line without its newline; io.EOF with a non-empty
-// line means the last line had no newline.
+// readLine returns one line with its newline; io.EOF with a non-empty line
+// means the last line had no newline.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
@@ -106,10 +120,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if err != nil {
-			return buf, err
-		}
-		return buf[:len(buf)-1], nil
+		return buf, err
 	}
 }
 

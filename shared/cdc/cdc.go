@@ -129,3 +129,46 @@ func (c *Chunker) fill() error {
 	}
 	return nil
 }
+
+// Writer cuts what is written to it into chunks and passes each to emit,
+// in order: the same cuts a Chunker makes of the same stream.
+type Writer struct {
+	buf  []byte
+	emit func([]byte) error
+}
+
+// NewWriter returns a Writer calling emit with each chunk; the chunk is
+// valid only during the call.
+func NewWriter(emit func([]byte) error) *Writer {
+	return &Writer{buf: make([]byte, 0, 2*MaxSize), emit: emit}
+}
+
+// Write buffers p and emits every chunk that is final.
+func (w *Writer) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		take := min(len(p), cap(w.buf)-len(w.buf))
+		w.buf, p = append(w.buf, p[:take]...), p[take:]
+		if err := w.cut(MaxSize); err != nil {
+			return n - len(p), err
+		}
+	}
+	return n, nil
+}
+
+// Close emits what remains: the stream's last chunks.
+func (w *Writer) Close() error { return w.cut(1) }
+
+// cut emits chunks while at least keep bytes are buffered.
+func (w *Writer) cut(keep int) error {
+	head := 0
+	for len(w.buf)-head >= keep && len(w.buf) > head {
+		n := Cut(w.buf[head:])
+		if err := w.emit(w.buf[head : head+n]); err != nil {
+			return err
+		}
+		head += n
+	}
+	w.buf = w.buf[:copy(w.buf, w.buf[head:])]
+	return nil
+}

@@ -83,11 +83,27 @@ func TestBoundsAndConcatenation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// One byte at a time must cut exactly as a whole buffer does.
+			// One byte at a time must cut exactly as a whole buffer
+			// does, and so must the Writer.
 			got := chunks(t, iotest.OneByteReader(bytes.NewReader(tt.data)))
 			whole := chunks(t, bytes.NewReader(tt.data))
 			if len(got) != len(whole) {
 				t.Fatalf("%d chunks reading byte by byte, %d reading whole", len(got), len(whole))
+			}
+			var written [][]byte
+			w := NewWriter(func(c []byte) error { written = append(written, bytes.Clone(c)); return nil })
+			for _, b := range bytes.SplitAfter(tt.data, []byte{0}) { // uneven writes
+				if _, err := w.Write(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range max(len(written), len(whole)) {
+				if i >= len(written) || i >= len(whole) || !bytes.Equal(written[i], whole[i]) {
+					t.Fatalf("the Writer's chunk %d differs from the Chunker's (%d and %d chunks)", i, len(written), len(whole))
+				}
 			}
 			if !bytes.Equal(bytes.Join(got, nil), tt.data) {
 				t.Fatal("chunks do not concatenate to the input")

@@ -133,13 +133,13 @@ func (e *Env) buildImage() {
 		e.Image = dir
 		return
 	}
-	cmd := exec.CommandContext(e.t.Context(), filepath.Join(e.Root, "scripts", "build-e2e-image.sh"))
+	cmd := exec.CommandContext(e.t.Context(), filepath.Join(e.Root, "images", "e2e", "build.sh"))
 	cmd.Env = append(os.Environ(), "E2E_ARCH="+GuestArch())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		e.t.Fatalf("scripts/build-e2e-image.sh: %v\n%s", err, stderr.String())
+		e.t.Fatalf("images/e2e/build.sh: %v\n%s", err, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	e.Image = lines[len(lines)-1]

@@ -37,7 +37,8 @@
 //
 // `pack create --smolfile` keeps the Smolfile's entrypoint and cmd in the
 // artifact, and `start` of a machine created --from it runs them detached,
-// as the guest's init would: the agent (with --root <root>, and `--table`
+// as the guest's init would (its output is the console,
+// data/agent-console.log): the agent (with --root <root>, and `--table`
 // with $FAKESMOLVM_BOOT_TABLE rendered for the machine), the machine's -e and
 // --secret-env variables in its environment. `stop` sends it SIGTERM, waits
 // (bounded), then kills its session; `delete --force` does the same, and the

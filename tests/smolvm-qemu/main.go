@@ -4,7 +4,7 @@
 // virtualisation). Tests put it first on PATH as `smolvm`.
 //
 // Environment: SMOLVM_QEMU_STATE (state dir), SMOLVM_QEMU_IMAGE (the
-// directory built by scripts/build-e2e-image.sh, used for every --image),
+// directory built by images/e2e/build.sh, used for every --image),
 // SMOLVM_QEMU_ACCEL (tcg|kvm), SMOLVM_QEMU_BOOT_TIMEOUT and
 // SMOLVM_QEMU_STOP_TIMEOUT (seconds).
 package main

@@ -72,6 +72,10 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return 0, true
 	case "gate-skipped":
 		return t.gateSkipped(req), true
+	case "then-exit-1":
+		return t.realThen(req, func(io.Writer) int { return 1 }), true
+	case "then-pad":
+		return t.realThen(req, func(w io.Writer) int { return flood(w, nil, []byte("P")) }), true
 	}
 	t.fail("unknown hostile case %q", c)
 	return 2, true
@@ -143,6 +147,22 @@ func (t *agent) gateSkipped(req protocol.Request) int {
 	r.Summarize()
 	json.NewEncoder(os.Stdout).Encode(r)
 	return 0
+}
+
+// realThen answers as the real agent does, then runs tail on stdout and
+// exits with its status: the whole answer sent, then a failure or padding.
+func (t *agent) realThen(req protocol.Request, tail func(io.Writer) int) int {
+	var line bytes.Buffer
+	if err := protocol.WriteRequest(&line, req); err != nil {
+		return 2
+	}
+	cmd := exec.Command(realAgent, "--root", t.root, "relay")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = &line, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.fail("%s: %v", req.Argv[0], err)
+		return 1
+	}
+	return tail(os.Stdout)
 }
 
 // flood writes prefix, then fill until floodBytes or a write fails.

@@ -81,6 +81,13 @@ var smartPluginNeeds = slices.Concat(
 			"                approval_data[\"smart_denied\"] = True\n            decision = _await_gateway_decision(\n" +
 				"                session_key, notify_cb, approval_data, surface=\"gateway\"\n            )\n"},
 		need{"CLI prompt", "def prompt_dangerous_approval(command: str, description: str,\n"},
+		need{"detection variants", "def _command_detection_variants(command: str):\n"},
+		need{"hardline list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        variant_lower = command_variant.lower()\n        for pattern_re, description in HARDLINE_PATTERNS_COMPILED:\n"},
+		need{"deny list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        candidate = command_variant.lower().strip()\n"},
+		need{"dangerous list reads the variants", "    for command_variant in _command_detection_variants(command):\n" +
+			"        command_lower = command_variant.lower()\n        for pattern_re, description in DANGEROUS_PATTERNS_COMPILED:\n"},
 		need{"CLI prompt call", "    choice = prompt_dangerous_approval(\n        command,\n        combined_desc,\n"}),
 	// The interactive chat's prompt (HermesCLI._approval_callback) reads its
 	// wait from CLI_CONFIG, not from prompt_dangerous_approval; the plugin

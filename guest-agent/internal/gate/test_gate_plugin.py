@@ -236,7 +236,11 @@ class TestPluginAlone(PluginCase):
             asked.append({"command": command, "description": description, "timeout": timeout_seconds})
             return "once"
 
-        fake = FakeApproval(_smart_approve=smart, _await_gateway_decision=wait, prompt_dangerous_approval=prompt)
+        def variants(command):
+            yield command.lower()
+
+        fake = FakeApproval(_smart_approve=smart, _await_gateway_decision=wait, prompt_dangerous_approval=prompt,
+                            _command_detection_variants=variants)
         return fake, asked
 
     def terminal(self):
@@ -261,6 +265,16 @@ class TestPluginAlone(PluginCase):
         self.assertTrue(self.plugin.installed(fake, terminal))
         terminal.set_approval_callback = setter.__wrapped__
         self.assertFalse(self.plugin.installed(fake, terminal))
+
+    def test_detection_variants_add_the_bare_spelling(self):
+        fake, _ = self.fake()
+        self.plugin.install(fake, self.terminal())
+        for command, bare in (("/usr/bin/sudo id", "sudo id"), ("\\sudo id", "sudo id"), ('"sudo" id', "sudo id"),
+                              ("env sudo id", "sudo id"), ("command sudo id", "sudo id"),
+                              ("env FOO=1 /usr/bin/sudo -u root /bin/rm -rf /", "sudo -u root rm -rf /")):
+            with self.subTest(command):
+                self.assertEqual(list(fake._command_detection_variants(command)), [command.lower(), bare])
+        self.assertEqual(list(fake._command_detection_variants("sudo id")), ["sudo id"])
 
     def test_escalation_reason_reaches_the_gateway_prompt(self):
         fake, asked = self.fake()
@@ -391,7 +405,8 @@ class TestHermes019(PluginCase):
             return "deny"
 
         self.real_prompt = approval.prompt_dangerous_approval
-        for name in ("_smart_approve", "_await_gateway_decision", "prompt_dangerous_approval"):
+        for name in ("_command_detection_variants", "_smart_approve", "_await_gateway_decision",
+                     "prompt_dangerous_approval"):
             self.addCleanup(setattr, approval, name, getattr(approval, name))
         self.addCleanup(setattr, terminal, "set_approval_callback", terminal.set_approval_callback)
         approval.prompt_dangerous_approval = human
@@ -407,6 +422,34 @@ class TestHermes019(PluginCase):
 
     def test_mode_is_smart_from_the_config(self):
         self.assertEqual(self.approval._get_approval_mode(), "smart")
+
+    def test_path_qualified_commands_meet_every_list(self):
+        """Hermes 0.19.0's own hardline, deny and dangerous lists, through
+        the plugin, judge every spelling of a command like the bare one."""
+        with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w") as f:
+            f.write(BOX_CONFIG.replace("approvals:\n", "approvals:\n  deny:\n    - 'sudo *'\n", 1))
+        spellings = ("/usr/bin/sudo", "\\sudo", '"sudo"', "'sudo'", "env sudo", "command sudo", "exec sudo",
+                     "/usr/bin/env sudo", "nice -n 5 sudo")
+        for spelling in spellings:
+            with self.subTest(spelling):
+                self.assertEqual(self.approval._match_user_deny_rule(spelling + " id"), "sudo *")
+                result = self.guard(spelling + " id")
+                self.assertFalse(result["approved"], result)
+                self.assertTrue(result.get("user_deny"), result)
+                self.assertTrue(self.approval.detect_hardline_command(spelling + " rm -rf /")[0])
+        for command, bare in (("/sbin/reboot", "reboot"), ("command /bin/rm -rf /", "rm -rf /"),
+                              ("/usr/bin/sudo /bin/rm -rf /etc", "sudo rm -rf /etc"), ("\\reboot", "reboot")):
+            with self.subTest(command):
+                self.assertEqual(self.approval.detect_hardline_command(command), self.approval.detect_hardline_command(bare))
+                self.assertTrue(self.approval.detect_hardline_command(command)[0])
+        for command, bare in (("/usr/bin/chmod 777 /etc/passwd", "chmod 777 /etc/passwd"),
+                              ("env /usr/bin/systemctl stop sshd", "systemctl stop sshd"),
+                              ("command /bin/rm -r ./build", "rm -r ./build")):
+            with self.subTest(command):
+                self.assertEqual(self.approval.detect_dangerous_command(command)[2],
+                                 self.approval.detect_dangerous_command(bare)[2])
+                self.assertTrue(self.approval.detect_dangerous_command(command)[0])
+        self.assertEqual(self.approval._match_user_deny_rule("echo /usr/bin/sudo"), None)
 
     def test_confident_low_risk_approves_one_command_only(self):
         stub = self.with_reply(reply())
@@ -562,8 +605,8 @@ class TestHermes019(PluginCase):
         shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(target, "__init__.py"))
         shutil.copy(os.path.join(PLUGIN_DIR, "plugin.yaml"), target)
         shutil.copy(REVIEWER, target)
-        for module, name in [(self.approval, n) for n in ("_smart_approve", "_await_gateway_decision",
-                                                          "prompt_dangerous_approval")] + \
+        for module, name in [(self.approval, n) for n in ("_command_detection_variants", "_smart_approve",
+                                                          "_await_gateway_decision", "prompt_dangerous_approval")] + \
                 [(self.terminal, "set_approval_callback")]:
             original = getattr(getattr(module, name), "__wrapped__", None)
             if original is not None:

@@ -293,10 +293,125 @@ def hardline(command):
                 return True, description
         except Exception:
             pass
+    bare = bare_command_variant(command)
     for pattern, description in _HARDLINE:
-        if pattern.search(command):
+        if pattern.search(command) or (bare is not None and pattern.search(bare)):
             return True, description
     return False, ""
+
+
+# ---------------------------------------------------------------------------
+# Path-qualified commands, judged like bare ones
+
+# Wrappers that run their arguments as a command; they are dropped, with
+# their options, so the command they run stands where the lists look for it.
+# Options that take a value are named (their value is dropped too).
+_WRAPPERS = {
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "command": set(),
+    "builtin": set(),
+    "exec": {"-a"},
+    "nice": {"-n", "--adjustment"},
+    "nohup": set(),
+    "setsid": set(),
+    "time": {"-f", "--format", "-o", "--output"},
+    "stdbuf": {"-i", "-o", "-e"},
+    "ionice": {"-c", "-n", "-p"},
+}
+# sudo stays (the lists name it), spelled bare, with its options; the word
+# after it is a command word again.
+_SUDO_OPTIONS_WITH_VALUE = {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"}
+_SEPARATORS = {";", "&", "&&", "|", "||", "|&", "(", ")", "{", "}", "!", "$", "`"}
+_NAME = re.compile(r"^[a-z0-9_.+-]+$")
+
+
+def _bare_word(word):
+    """The command word as the lists spell it: its file name, unquoted."""
+    name = word.rsplit("/", 1)[-1] if "/" in word else word
+    return name if name and _NAME.match(name) else word
+
+
+_REDIRECTS = {">", ">>", "<", "<<", "<<<", ">&", "<&", "&>", "&>>", ">|"}
+
+
+def _bare_line(line):
+    """(variant, changed) of one line: command words bare, wrappers gone,
+    each command on a line of its own (where the lists anchor), the other
+    words quoted as the shell reads them."""
+    import shlex
+
+    def split(posix):
+        lexer = shlex.shlex(line, posix=posix, punctuation_chars=True)
+        lexer.whitespace_split = True
+        return list(lexer)
+
+    tokens, spelled = split(True), split(False)
+    if len(spelled) != len(tokens):  # cannot tell how a word was spelled
+        spelled = tokens
+    out, changed, at_command, skip_value, wrapper = [], False, True, False, None
+    for token, spelling in zip(tokens, spelled):
+        if set(token) <= set(";&|()<>{}!`$"):
+            if token == "$":  # $( opens a command substitution
+                out.append(token)
+                continue
+            if token in _REDIRECTS:
+                out.append(token)
+                at_command, wrapper = False, None
+                continue
+            if out and out[-1] == "$" and token == "(":
+                out[-1] = "$("
+            else:
+                out.append(token)
+            out.append("\n")
+            at_command, wrapper = True, None
+            continue
+        if skip_value:
+            skip_value = False
+            if wrapper == "sudo":
+                out.append(shlex.quote(token))
+            continue
+        if wrapper is not None and (token.startswith("-") or (wrapper == "env" and "=" in token)):
+            options = _SUDO_OPTIONS_WITH_VALUE if wrapper == "sudo" else _WRAPPERS[wrapper]
+            skip_value = token in options
+            if wrapper == "sudo":
+                out.append(shlex.quote(token))
+            continue
+        if at_command and "=" in token and not token.startswith("="):  # VAR=value before the command
+            out.append(shlex.quote(token))
+            continue
+        if at_command:
+            word = _bare_word(token)
+            changed = changed or word != spelling or word in _WRAPPERS
+            if word in _WRAPPERS:
+                wrapper = word
+                continue
+            wrapper = "sudo" if word == "sudo" else None
+            at_command = word == "sudo"
+            out.append(word)
+            continue
+        wrapper = None
+        out.append(shlex.quote(token))
+    return " ".join(out).replace(" \n ", "\n").replace(" \n", "\n"), changed
+
+
+def bare_command_variant(command):
+    """The command with every command word spelled bare, or None when that
+    changes nothing: ``/usr/bin/sudo``, ``\\sudo``, ``"sudo"``, ``env sudo``,
+    ``command sudo`` (and the other wrappers) all become ``sudo``, and so on
+    for the command sudo runs.  Hermes' hardline, dangerous and deny lists
+    match command words by name; this variant is checked beside the command
+    itself, so a path or a wrapper does not hide a listed command.  Each
+    line is read with the shell's quoting; one that does not parse gives
+    None for that line (it is checked as written)."""
+    lines, changed = [], False
+    for line in str(command).split("\n"):
+        try:
+            variant, bare = _bare_line(line)
+        except ValueError:
+            variant, bare = line, False
+        lines.append(variant if bare else line)
+        changed = changed or bare
+    return "\n".join(lines) if changed else None
 
 
 # ---------------------------------------------------------------------------

@@ -208,6 +208,41 @@ class TestDeny(GateTestCase):
                 self.assertEqual(stub.calls, [])
 
 
+class TestBareCommands(unittest.TestCase):
+    """Every spelling of a command word meets the rules written for the bare one."""
+
+    def test_spellings_of_sudo(self):
+        for spelling in ("/usr/bin/sudo", "\\sudo", '"sudo"', "'sudo'", "env sudo", "command sudo", "exec sudo",
+                         "builtin sudo", "nohup sudo", "nice -n 5 sudo", "/usr/bin/env -i FOO=1 sudo",
+                         "time command -p /usr/bin/sudo"):
+            with self.subTest(spelling):
+                self.assertEqual(gate.bare_command_variant(spelling + " -u root id"), "sudo -u root id")
+
+    def test_the_command_sudo_runs_and_every_command_of_a_line(self):
+        cases = {
+            "sudo /bin/rm -rf /": "sudo rm -rf /",
+            "ls; /usr/bin/sudo rm -rf /etc": "ls ;\nsudo rm -rf /etc",
+            "ls | /usr/bin/tee out && \\reboot": "ls |\ntee out &&\nreboot",
+            "echo $(/usr/bin/id -u)": "echo $(\nid -u )\n",
+            "ls\n/sbin/reboot": "ls\nreboot",
+            "A=1 /bin/rm -r ./x": "A=1 rm -r ./x",
+        }
+        for command, want in cases.items():
+            with self.subTest(command):
+                self.assertEqual(gate.bare_command_variant(command), want)
+
+    def test_arguments_and_bare_commands_are_left_alone(self):
+        for command in ("sudo id", "echo /usr/bin/sudo", 'echo "rm -rf /"', "ls > /usr/bin/x", "cat 'unterminated",
+                        "rm -r ./build"):
+            with self.subTest(command):
+                self.assertIsNone(gate.bare_command_variant(command))
+
+    def test_hardline_fallback_judges_the_bare_command(self):
+        for command in ("/sbin/reboot", "command /bin/rm -rf /", "env /sbin/mkfs.ext4 /dev/vda1"):
+            with self.subTest(command):
+                self.assertTrue(gate.hardline(command)[0])
+
+
 class TestFloors(GateTestCase):
     WEAK = {"min_confidence": 0, "auto_approve_max_risk": "critical", "escalate_on_error": False,
             "escalate_on_low_confidence": False, "max_context_chars": 10 ** 9, "timeout": 10 ** 6}
@@ -430,6 +465,22 @@ class TestPatchedHermes(GateTestCase):
         self.with_reply(reply(risk="high"))
         result = self.approval.check_all_command_guards("rm -r ./build", "local")
         self.assertFalse(result["approved"])  # the stubbed human said deny
+
+    def test_path_qualified_commands_meet_hermes_lists(self):
+        """The patched Hermes' hardline and dangerous lists judge every
+        spelling of a command like the bare one."""
+        for command, bare in (("/sbin/reboot", "reboot"), ('"rm" -rf /', "rm -rf /"), ("command /bin/rm -rf /", "rm -rf /"),
+                              ("/usr/bin/sudo /sbin/shutdown -h now", "sudo shutdown -h now")):
+            with self.subTest(command):
+                self.assertTrue(self.approval.detect_hardline_command(bare)[0])
+                self.assertEqual(self.approval.detect_hardline_command(command), self.approval.detect_hardline_command(bare))
+        for command, bare in (("/usr/bin/chmod 777 /etc/passwd", "chmod 777 /etc/passwd"),
+                              ("env /usr/bin/systemctl stop sshd", "systemctl stop sshd"),
+                              ('"rm" -r ./build', "rm -r ./build")):
+            with self.subTest(command):
+                self.assertTrue(self.approval.detect_dangerous_command(bare)[0])
+                self.assertEqual(self.approval.detect_dangerous_command(command), self.approval.detect_dangerous_command(bare))
+        self.assertEqual(self.approval.detect_dangerous_command("echo /usr/bin/sudo"), (False, None, None))
 
     def test_hardline_never_reaches_the_model(self):
         stub = self.with_reply(reply())

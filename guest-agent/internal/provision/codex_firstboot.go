@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 )
 
 // Codex is installed on the box's first boot, into the workspace, not into
@@ -122,8 +124,8 @@ func NewFirstBoot(cfg Config, pin CodexPin) (*Provisioner, error) {
 // noRunner refuses every command.
 type noRunner struct{}
 
-func (noRunner) Run(_ context.Context, c Command) (Output, error) {
-	return Output{}, fmt.Errorf("the first boot runs no command (asked for %s)", c)
+func (noRunner) Run(_ context.Context, c command.Command) (command.Output, error) {
+	return command.Output{}, fmt.Errorf("the first boot runs no command (asked for %s)", c)
 }
 
 // The first boot seeds Codex's configuration only when there is none: a

@@ -1,7 +1,6 @@
 package provision
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
@@ -51,7 +52,7 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 		return err
 	}
 	for _, stage := range HermesStages {
-		_, err := p.run(ctx, "hermes", Command{
+		_, err := p.run(ctx, "hermes", command.Command{
 			Path: "/bin/bash",
 			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(boxlayout.HermesHome),
 				"--commit", p.cfg.Pins.HermesCommit, "--stage", stage},
@@ -83,7 +84,7 @@ type GateTarget struct {
 	Config string
 	Commit string
 	User   string
-	Runner Runner
+	Runner command.Runner
 }
 
 // GatePatcher puts the approval gate in (guest-agent/internal/gate).
@@ -133,7 +134,7 @@ func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
 
 // applyUVSync adds the messaging extras from the lockfile, hash-checked.
 func applyUVSync(ctx context.Context, p *Provisioner) error {
-	_, err := p.run(ctx, "uv-sync", Command{
+	_, err := p.run(ctx, "uv-sync", command.Command{
 		Path:    p.path(uvBin + "/uv"),
 		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
 		Dir:     p.path(boxlayout.HermesTree),
@@ -279,9 +280,9 @@ func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
 }
 
 // smokeCommands prove the image works before it is packed.
-func (p *Provisioner) smokeCommands() []Command {
-	asHermes := func(args ...string) Command {
-		return Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
+func (p *Provisioner) smokeCommands() []command.Command {
+	asHermes := func(args ...string) command.Command {
+		return command.Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
 			Env: append(p.hermesEnv(), "HOME=/home/hermes"), Timeout: 2 * time.Minute}
 	}
 	keygen := []string{"-A"}
@@ -290,7 +291,7 @@ func (p *Provisioner) smokeCommands() []Command {
 		keygen = append(keygen, "-f", p.cfg.Root)
 		sshdTest = append(sshdTest, "-f", p.path("/etc/ssh/sshd_config"))
 	}
-	return []Command{
+	return []command.Command{
 		asHermes(p.path(boxlayout.HermesCLI), "--version"),
 		asHermes(p.path(boxlayout.HermesVenv+"/bin/python"), "-c", "import discord"),
 		{Path: p.path("/usr/local/bin/node"), Args: []string{"--version"}, Timeout: time.Minute},
@@ -334,7 +335,7 @@ func checkSeed(_ context.Context, p *Provisioner) (Status, error) {
 	return Status{Pending: []string{"archive " + boxlayout.Workspace + " into " + boxlayout.SeedArchive}}, nil
 }
 
-func applySeed(_ context.Context, p *Provisioner) error {
+func applySeed(ctx context.Context, p *Provisioner) error {
 	if err := p.ensureDir(seedDir); err != nil {
 		return err
 	}
@@ -348,71 +349,15 @@ func applySeed(_ context.Context, p *Provisioner) error {
 	if err := p.writeFile(file{Path: wsID, Data: []byte(id), Mode: 0o600}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFrom(p.path(boxlayout.SeedArchive), func(w io.Writer) error { return p.tarTree(w, p.path(boxlayout.Workspace)) }, 0o600); err != nil {
+	if err := atomicfile.WriteFrom(p.path(boxlayout.SeedArchive), func(w io.Writer) error {
+		return tarfs.Write(ctx, w, p.path(boxlayout.Workspace), tarfs.WriteOptions{Owner: p.cfg.Owner.Owner})
+	}, 0o600); err != nil {
 		return fmt.Errorf("archiving the workspace: %w", err)
 	}
 	if err := p.setAttrs(boxlayout.SeedArchive, 0o600, rootID, rootID); err != nil {
 		return err
 	}
 	return p.writeFile(file{Path: boxlayout.SeedID, Data: []byte(id), Mode: 0o600})
-}
-
-// tarTree writes src as a tar of "./…" entries keeping modes and owners.
-func (p *Provisioner) tarTree(w io.Writer, src string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		target := ""
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if target, err = os.Readlink(path); err != nil {
-				return err
-			}
-		} else if !fi.Mode().IsRegular() && !fi.IsDir() {
-			return nil
-		}
-		h, err := tar.FileInfoHeader(fi, target)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		h.Name = "./" + filepath.ToSlash(rel)
-		if rel == "." {
-			h.Name = "./"
-		} else if fi.IsDir() {
-			h.Name += "/"
-		}
-		h.Uname, h.Gname = "", ""
-		if h.Uid, h.Gid, err = p.cfg.Owner.Owner(path); err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			return copyFile(tw, path)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-func copyFile(w io.Writer, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
 
 // --- finalize --------------------------------------------------------------

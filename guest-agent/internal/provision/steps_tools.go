@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -195,7 +196,7 @@ func applyUV(ctx context.Context, p *Provisioner) error {
 			return fmt.Errorf("installing %s: %w", b, err)
 		}
 	}
-	out, err := p.run(ctx, "uv", Command{Path: p.path(uvBin + "/uv"), Args: []string{"--version"}, Timeout: time.Minute})
+	out, err := p.run(ctx, "uv", command.Command{Path: p.path(uvBin + "/uv"), Args: []string{"--version"}, Timeout: time.Minute})
 	if err == nil && !strings.HasPrefix(string(out.Stdout), "uv "+p.cfg.Pins.UVVersion) {
 		err = fmt.Errorf("uv --version printed %q; want uv %s", strings.TrimSpace(string(out.Stdout)), p.cfg.Pins.UVVersion)
 	}

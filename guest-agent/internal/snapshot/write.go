@@ -9,7 +9,6 @@
 package snapshot
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
 	"io"
@@ -63,23 +62,15 @@ func Write(ctx context.Context, w io.Writer, spec Spec) error {
 	if err := zw.SetConcurrency(1<<20, 2*runtime.GOMAXPROCS(0)); err != nil {
 		return fmt.Errorf("configuring gzip: %w", err)
 	}
-	tw := tar.NewWriter(zw)
-	if err := tarfs.Write(ctx, tw, spec.Dir, spec.Exclude); err != nil {
+	if err := tarfs.Write(ctx, zw, spec.Dir, tarfs.WriteOptions{Exclude: spec.Exclude}); err != nil {
 		_ = zw.Close()
 		return err
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("finishing tar of %s: %w", spec.Dir, err)
 	}
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("finishing gzip of %s: %w", spec.Dir, err)
 	}
 	return nil
 }
-
-// EntryName is the archive name of rel: "./" for the top, a trailing slash
-// for directories (tarfs.Write's names).
-func EntryName(rel string, dir bool) string { return tarfs.EntryName(rel, dir) }
 
 func statOf(fi os.FileInfo) *syscall.Stat_t {
 	st, ok := fi.Sys().(*syscall.Stat_t)

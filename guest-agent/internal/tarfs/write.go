@@ -17,17 +17,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Write archives dir into tw as `tar -C DIR -cf - .` names it ("./" for
-// the top, "./etc/" for directories, "./etc/passwd" for the rest), with
-// numeric owners, modes with set-id bits, times, hard links, devices and
-// extended attributes, never leaving dir's file system. exclude lists
-// slash paths below dir left out with everything below them. Any entry
-// that cannot be read completely fails the whole archive. The caller
-// closes tw.
-func Write(ctx context.Context, tw *tar.Writer, dir string, exclude []string) error {
-	wr := &writer{ctx: ctx, tw: tw, top: dir, links: map[fileID]string{}, buf: make([]byte, 256<<10)}
+// WriteOptions tune Write.
+type WriteOptions struct {
+	// Exclude lists slash paths below the directory left out with
+	// everything below them.
+	Exclude []string
+	// Owner reads the numeric owner of a path; nil takes it from the
+	// file. Provisioning passes its injectable owner.
+	Owner func(path string) (uid, gid int, err error)
+}
+
+// Write archives dir as a tar on w, named as `tar -C DIR -cf - .` names it
+// ("./" for the top, "./etc/" for directories, "./etc/passwd" for the
+// rest), with numeric owners, modes with set-id bits, times, hard links,
+// devices and extended attributes, never leaving dir's file system. Any
+// entry that cannot be read completely fails the whole archive. It is the
+// module's one tar writer: boot's seed, snapshots and their tests use it.
+func Write(ctx context.Context, w io.Writer, dir string, opt WriteOptions) error {
+	tw := tar.NewWriter(w)
+	wr := &writer{ctx: ctx, tw: tw, top: dir, owner: opt.Owner, links: map[fileID]string{}, buf: make([]byte, 256<<10)}
 	wr.exclude = map[string]bool{}
-	for _, x := range exclude {
+	for _, x := range opt.Exclude {
 		wr.exclude[x] = true
 	}
 	st, err := os.Lstat(dir)
@@ -38,7 +48,13 @@ func Write(ctx context.Context, tw *tar.Writer, dir string, exclude []string) er
 		return fmt.Errorf("archiving %s: not a directory", dir)
 	}
 	wr.dev = statOf(st).Dev
-	return wr.walk("", st)
+	if err := wr.walk("", st); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("finishing the tar of %s: %w", dir, err)
+	}
+	return nil
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -50,6 +66,7 @@ type writer struct {
 	top     string
 	dev     uint64
 	exclude map[string]bool
+	owner   func(string) (int, int, error)
 	links   map[fileID]string
 	buf     []byte
 }
@@ -127,6 +144,12 @@ func (wr *writer) header(full, rel string, fi os.FileInfo, st *syscall.Stat_t) (
 		Uid:     int(st.Uid),
 		Gid:     int(st.Gid),
 		ModTime: time.Unix(fi.ModTime().Unix(), 0),
+	}
+	if wr.owner != nil {
+		var err error
+		if hdr.Uid, hdr.Gid, err = wr.owner(full); err != nil {
+			return nil, fmt.Errorf("reading the owner of %s: %w", full, err)
+		}
 	}
 	mode := fi.Mode()
 	switch {

@@ -40,14 +40,6 @@ func Dialled(dial func() (relay.Transport, error), onEvent func(protocol.Event))
 	return &Client{dial: dial, onEvent: onEvent}
 }
 
-// The transports' errors a command tells apart (a box whose host key
-// changed, an sshd that refuses the project key), so that nothing but the
-// client and the box need the relay.
-var (
-	ErrHostKeyMismatch = relay.ErrHostKeyMismatch
-	ErrAuthRefused     = relay.ErrAuthRefused
-)
-
 // NextStep is what a command whose box did not answer says to run next.
 const NextStep = "hermes-box restart; to look inside the box first, hermes-box shell"
 

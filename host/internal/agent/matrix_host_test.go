@@ -14,7 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
-	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
@@ -61,10 +61,7 @@ var uses = map[*agent.Verb]use{
 		return err
 	},
 	agent.AuditRaw: func(ctx context.Context, c *agent.Client, w io.Writer) error {
-		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(c.AuditRaw(ctx, pw)) }()
-		res, err := auditanchor.Verify(os.Getenv(envAnchor), pr, time.Now())
-		pr.Close()
+		res, err := box.CheckAudit(ctx, c, os.Getenv(envAnchor), true)
 		if err != nil {
 			return err
 		}

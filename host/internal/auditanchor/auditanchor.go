@@ -4,31 +4,36 @@
 // code an attacker in the box can replace: rewriting a verdict and
 // re-hashing every line after it, truncating the log or emptying it all
 // verify there. So the host reads the log's bytes, verifies the chain
-// itself, and keeps what it saw — the count, the head hash and every line's
-// hash — in a file of its own. A later log must extend what was recorded:
-// every recorded line unchanged, new lines only after them.
+// itself, and keeps what it saw in a file of its own: the count of lines,
+// their bytes, the SHA-256 of those bytes and the chain hash of the last
+// one. A later log must extend what was recorded, every recorded byte
+// unchanged. The log is compared as it streams, in constant memory, so no
+// size limit is needed.
+//
+// The anchor only moves forward: one writer at a time (a lock across load,
+// check and save) and never a lower count than the file holds. It moves
+// back only on purpose: restore installs a backup's anchor, destroy moves
+// it aside, and `audit --reset-anchor` does both, logged.
 package auditanchor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-	"github.com/hermes-box/hermes-box/shared/auditchain"
 	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
-// MaxLog bounds the audit log the host reads from the box (some 30 000
-// verdicts).
-const MaxLog = 16 << 20
-
-// maxFile bounds the anchor file the host reads back.
+// maxFile bounds the anchor file the host reads back (an anchor written
+// before the constant-size format lists every line's hash).
 const maxFile = 64 << 20
 
 // FileName is the anchor's name in the project's state directory.
@@ -36,39 +41,68 @@ const FileName = "audit-anchor.json"
 
 // Anchor is what the host saw last time the chain held.
 type Anchor struct {
-	Count  int       `json:"count"`
-	Head   string    `json:"head,omitempty"` // hash of line Count
-	Hashes []string  `json:"hashes"`         // hash of every line, in order
-	Time   time.Time `json:"time"`
+	Count int `json:"count"`
+	// Bytes is the length of the first Count lines, newlines included,
+	// and Prefix the SHA-256 of those bytes (empty in an anchor written
+	// before they were recorded: the head alone is checked once).
+	Bytes  int64  `json:"bytes"`
+	Prefix string `json:"prefix_sha256,omitempty"`
+	// Head is the chain hash of line Count.
+	Head string    `json:"head,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+// fileAnchor is the file's form; Hashes is read from an anchor written
+// before the constant-size format and never written.
+type fileAnchor struct {
+	Anchor
+	Hashes []string `json:"hashes,omitempty"`
 }
 
 // Load reads the anchor at path; a missing file is the zero Anchor.
 func Load(path string) (Anchor, error) {
-	var a Anchor
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return a, nil
+		return Anchor{}, nil
 	}
 	if err != nil {
-		return a, fmt.Errorf("reading the audit anchor: %w", err)
+		return Anchor{}, fmt.Errorf("reading the audit anchor: %w", err)
 	}
 	defer f.Close()
 	b, err := bounded.ReadAll(f, maxFile, path)
 	if err != nil {
-		return a, fmt.Errorf("reading the audit anchor: %w", err)
+		return Anchor{}, fmt.Errorf("reading the audit anchor: %w", err)
 	}
+	var fa fileAnchor
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return a, fmt.Errorf("%s: %w", path, err)
+	if err := dec.Decode(&fa); err != nil {
+		return Anchor{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if a.Count != len(a.Hashes) || (a.Count > 0 && a.Head != a.Hashes[a.Count-1]) {
-		return a, fmt.Errorf("%s: count %d, head and %d hashes disagree", path, a.Count, len(a.Hashes))
+	a := fa.Anchor
+	if fa.Hashes != nil && (a.Count != len(fa.Hashes) || (a.Count > 0 && a.Head != fa.Hashes[a.Count-1])) {
+		return Anchor{}, fmt.Errorf("%s: count %d, head and %d hashes disagree", path, a.Count, len(fa.Hashes))
+	}
+	if err := a.check(); err != nil {
+		return Anchor{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return a, nil
 }
 
-// Save writes a atomically.
+// check refuses an anchor that cannot describe a log.
+func (a Anchor) check() error {
+	switch {
+	case a.Count < 0 || a.Bytes < 0:
+		return fmt.Errorf("negative count %d or bytes %d", a.Count, a.Bytes)
+	case a.Count > 0 && a.Head == "":
+		return fmt.Errorf("%d lines but no head", a.Count)
+	case a.Count == 0 && (a.Head != "" || a.Bytes != 0):
+		return errors.New("no lines but a head or bytes")
+	}
+	return nil
+}
+
+// Save writes a atomically. Call it holding the lock.
 func Save(path string, a Anchor) error {
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -80,60 +114,122 @@ func Save(path string, a Anchor) error {
 	return nil
 }
 
-// Check verifies log (the box's audit log, exactly as read, at most MaxLog
-// bytes) on the host and checks that it extends a. It returns the verified
-// records; the error is a *auditchain.ChainError naming the first bad line
-// when the chain is broken or does not extend a. It stops reading at the
-// first bad line.
-func Check(log io.Reader, a Anchor) ([]auditchain.Record, error) {
-	recs, err := auditchain.Verify(bounded.Reader(log, MaxLog, "the gate's audit log"))
+// lockPoll is how often Lock tries again while another command holds it.
+const lockPoll = 50 * time.Millisecond
+
+// Lock takes the anchor's lock (an exclusive flock on path+".lock"),
+// waiting while another command holds it until ctx ends. The lock dies
+// with the process. Call unlock when done.
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("locking the audit anchor: %w", err)
+	}
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return recs, err
+		return nil, fmt.Errorf("locking the audit anchor: %w", err)
 	}
-	when := a.Time.UTC().Format(time.RFC3339)
-	for i := 0; i < a.Count; i++ {
-		if i >= len(recs) {
-			if len(recs) == 0 {
-				return recs, &auditchain.ChainError{Line: 1, Reason: fmt.Sprintf(
-					"the log is empty, but the host recorded %d lines at %s: it was emptied or replaced", a.Count, when)}
-			}
-			return recs, &auditchain.ChainError{Line: i + 1, Reason: fmt.Sprintf(
-				"missing: the log has %d lines, but the host recorded %d at %s: it was truncated", len(recs), a.Count, when)}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, nil
 		}
-		if recs[i].Hash != a.Hashes[i] {
-			return recs, &auditchain.ChainError{Line: i + 1, Reason: fmt.Sprintf(
-				"differs from the line the host recorded at %s: the log was rewritten or replaced from here", when)}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("locking the audit anchor: %w", err)
+		}
+		t := time.NewTimer(lockPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			_ = f.Close()
+			return nil, fmt.Errorf("waiting for another command's check of the audit log: %w", context.Cause(ctx))
+		case <-t.C:
 		}
 	}
-	return recs, nil
 }
 
-// Next is the anchor for a log whose verified records are recs.
-func Next(recs []auditchain.Record, now time.Time) Anchor {
-	a := Anchor{Count: len(recs), Hashes: make([]string, len(recs)), Time: now.UTC()}
-	for i, r := range recs {
-		a.Hashes[i] = r.Hash
+// Install replaces the anchor at path with a (restore: the backup's
+// anchor describes the restored log), under the lock. A nil a moves the
+// anchor aside instead. It returns where the old anchor went ("" when it
+// was replaced or there was none).
+func Install(ctx context.Context, path string, a *Anchor, now time.Time) (aside string, err error) {
+	unlock, err := Lock(ctx, path)
+	if err != nil {
+		return "", err
 	}
-	if a.Count > 0 {
-		a.Head = a.Hashes[a.Count-1]
+	defer unlock()
+	if a != nil {
+		if err := a.check(); err != nil {
+			return "", fmt.Errorf("installing the audit anchor: %w", err)
+		}
+		return "", Save(path, *a)
 	}
-	return a
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	base := fmt.Sprintf("%s.%s", path, now.UTC().Format("20060102-150405"))
+	for n := 1; ; n++ {
+		aside = base
+		if n > 1 {
+			aside = fmt.Sprintf("%s-%d", base, n)
+		}
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err := os.Rename(path, aside); err != nil {
+		return "", fmt.Errorf("moving the audit anchor aside: %w", err)
+	}
+	return aside, atomicfile.SyncDir(filepath.Dir(path))
 }
 
-// Record checks log against the anchor at path and, when it extends it,
-// records the new head. It returns the verified records and, when the
-// chain does not hold, the *auditchain.ChainError (the anchor is kept).
-func Record(path string, log io.Reader, now time.Time) ([]auditchain.Record, error) {
-	a, err := Load(path)
+// Line is a as one line of JSON, as a backup's manifest carries it.
+func (a Anchor) Line() string {
+	b, _ := json.Marshal(a) // a struct of strings, numbers and a time always marshals
+	return string(b)
+}
+
+// ParseLine reads an anchor from Line's form.
+func ParseLine(s string) (Anchor, error) {
+	var a Anchor
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return Anchor{}, fmt.Errorf("audit anchor: %w", err)
+	}
+	if err := a.check(); err != nil {
+		return Anchor{}, fmt.Errorf("audit anchor: %w", err)
+	}
+	return a, nil
+}
+
+// ResetLog, beside the anchor, records every explicit reset.
+const ResetLog = "audit-anchor-resets.log"
+
+// Reset moves the anchor at path aside on the user's word (`audit
+// --reset-anchor`), so the next check anchors whatever the box holds, and
+// appends a line saying so to ResetLog. It returns where the old anchor
+// went ("" when there was none).
+func Reset(ctx context.Context, path string, now time.Time) (string, error) {
+	old, err := Load(path)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	recs, err := Check(log, a)
+	aside, err := Install(ctx, path, nil, now)
 	if err != nil {
-		return recs, err
+		return "", err
 	}
-	if len(recs) == a.Count && a.Count > 0 {
-		return recs, nil // nothing new
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(path), ResetLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return aside, fmt.Errorf("logging the reset of the audit anchor: %w", err)
 	}
-	return recs, Save(path, Next(recs, now))
+	_, err = fmt.Fprintf(f, "%s reset the audit anchor of %d lines (head %s, recorded %s); moved to %q\n",
+		now.UTC().Format(time.RFC3339), old.Count, old.Head, old.Time.UTC().Format(time.RFC3339), aside)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return aside, fmt.Errorf("logging the reset of the audit anchor: %w", err)
+	}
+	return aside, nil
 }

@@ -1,9 +1,13 @@
 package auditanchor
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"time"
 
@@ -30,27 +34,105 @@ type Break struct {
 	Reason string `json:"reason"`
 }
 
-// Verify checks log against the anchor at path, records the new head when
-// the chain extends it, and returns the verdict. The error is for failures
-// to read or write the anchor only; a broken chain is in the Result.
-func Verify(path string, log io.Reader, now time.Time) (Result, error) {
+// Options are how Verify reads one log.
+type Options struct {
+	Now time.Time
+	// Keep keeps the records in the Result, for display; without it only
+	// the count and the anchor's few fields are held.
+	Keep bool
+	// FromBox reports whether a stream error is the box's doing (its verb
+	// failing, a bound it broke) rather than the host giving up or the
+	// connection failing; nil: none is.
+	FromBox func(error) bool
+}
+
+// Verify checks the log against the anchor at path as it streams, holding
+// the anchor's lock from load to save, and records the new head when the
+// log extends the anchor. A log that differs within the anchored lines, or
+// ends short of them, is broken in the Result however its stream ended
+// (an error from the box, a size, a clean end); the error is for a log
+// that could not be read (the host's own deadline, a connection that
+// failed before any byte) or an anchor that could not be kept.
+func Verify(ctx context.Context, path string, log io.Reader, o Options) (Result, error) {
+	unlock, err := Lock(ctx, path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	a, err := Load(path)
 	if err != nil {
 		return Result{}, err
 	}
-	recs, err := Record(path, log, now)
-	res := Result{OK: true, Count: len(recs), Records: recs, Anchored: a.Count}
+	c := &checker{a: a, h: sha256.New(), keep: o.Keep, when: a.Time.UTC().Format(time.RFC3339)}
+	werr := auditchain.Walk(log, c.line)
+	res := Result{OK: true, Count: c.n, Records: c.recs, Anchored: a.Count, Head: c.head}
 	var ce *auditchain.ChainError
 	switch {
-	case errors.As(err, &ce):
-		res.OK, res.Broken = false, &Break{Line: ce.Line, Reason: ce.Reason}
-	case err != nil:
-		return res, err
+	case errors.As(werr, &ce):
+	case werr == nil:
+		ce = c.short("")
+	case c.n < a.Count && (c.off > 0 || (o.FromBox != nil && o.FromBox(werr))):
+		ce = c.short(werr.Error())
+	default:
+		return Result{}, werr
 	}
-	if len(recs) > 0 {
-		res.Head = recs[len(recs)-1].Hash
+	if ce != nil {
+		res.OK, res.Broken = false, &Break{Line: ce.Line, Reason: ce.Reason}
+		return res, nil
+	}
+	if c.n > a.Count || (c.n > 0 && a.Prefix == "") {
+		return res, Save(path, Anchor{Count: c.n, Bytes: c.off, Prefix: hex.EncodeToString(c.h.Sum(nil)), Head: c.head, Time: o.Now.UTC()})
 	}
 	return res, nil
+}
+
+// checker compares a log with the anchor line by line.
+type checker struct {
+	a    Anchor
+	n    int
+	off  int64     // bytes of the lines so far
+	h    hash.Hash // of the lines so far
+	head string
+	keep bool
+	recs []auditchain.Record
+	when string
+}
+
+func (c *checker) line(rec auditchain.Record, line []byte) error {
+	c.n++
+	c.off += int64(len(line))
+	c.h.Write(line)
+	c.head = rec.Hash
+	if c.keep {
+		c.recs = append(c.recs, rec)
+	}
+	a := c.a
+	switch {
+	case c.n > a.Count:
+		return nil
+	case a.Prefix != "" && c.off > a.Bytes,
+		c.n == a.Count && (rec.Hash != a.Head || a.Prefix != "" && (c.off != a.Bytes || hex.EncodeToString(c.h.Sum(nil)) != a.Prefix)):
+		return &auditchain.ChainError{Line: c.n, Reason: fmt.Sprintf(
+			"lines 1-%d differ from the %d the host recorded at %s: the log was rewritten or replaced at or before this line", c.n, a.Count, c.when)}
+	}
+	return nil
+}
+
+// short is the break of a log that ended before the anchored lines did,
+// nil when it did not; how names a stream that ended with an error.
+func (c *checker) short(how string) *auditchain.ChainError {
+	if c.n >= c.a.Count {
+		return nil
+	}
+	if how != "" {
+		how = " (the stream ended with: " + how + ")"
+	}
+	if c.n == 0 {
+		return &auditchain.ChainError{Line: 1, Reason: fmt.Sprintf(
+			"the log is empty%s, but the host recorded %d lines at %s: it was emptied or replaced", how, c.a.Count, c.when)}
+	}
+	return &auditchain.ChainError{Line: c.n + 1, Reason: fmt.Sprintf(
+		"missing: the log has %d lines%s, but the host recorded %d at %s: it was truncated", c.n, how, c.a.Count, c.when)}
 }
 
 // Err is the broken chain as an error, nil when it holds.

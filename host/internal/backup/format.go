@@ -56,6 +56,10 @@ type Manifest struct {
 	// Fingerprint is the SSH key fingerprint ("SHA256:…"); empty in legacy
 	// backups.
 	Fingerprint string
+	// AuditAnchor is the host's audit anchor when the backup was written
+	// (one line of JSON, auditanchor's format); empty in older backups.
+	// restore installs it: it describes the backup's audit log.
+	AuditAnchor string
 }
 
 // Legacy reports a backup written before fingerprints were recorded.
@@ -68,6 +72,9 @@ func (m Manifest) Bytes() []byte {
 	if m.Fingerprint != "" {
 		fmt.Fprintf(&b, "ssh_key_fingerprint=%s\n", m.Fingerprint)
 	}
+	if m.AuditAnchor != "" {
+		fmt.Fprintf(&b, "audit_anchor=%s\n", m.AuditAnchor)
+	}
 	return b.Bytes()
 }
 
@@ -77,7 +84,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 	var m Manifest
 	fields := map[string]*string{
 		"format": &m.Format, "created": &m.Created, "machine": &m.Machine,
-		"smolvm": &m.Smolvm, "goos": &m.GOOS, "ssh_key_fingerprint": &m.Fingerprint,
+		"smolvm": &m.Smolvm, "goos": &m.GOOS, "ssh_key_fingerprint": &m.Fingerprint, "audit_anchor": &m.AuditAnchor,
 	}
 	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
 		k, v, ok := strings.Cut(line, "=")

@@ -92,9 +92,9 @@ func ListingBytes(names []string) []byte {
 	return b.Bytes()
 }
 
-// checkWorkspace applies the workspace content rules: Hermes' config, a
+// CheckWorkspace applies the workspace content rules: Hermes' config, a
 // work tree, and (unless legacy) Codex's config.
-func checkWorkspace(names []string, legacy bool) error {
+func CheckWorkspace(names []string, legacy bool) error {
 	has := map[string]bool{}
 	work := false
 	for _, n := range names {

@@ -99,7 +99,15 @@ type Restore struct {
 	Now func() time.Time
 	// CleanupTimeout and RecoveryTimeout default to the constants.
 	CleanupTimeout, RecoveryTimeout time.Duration
+	// DiscardCurrent deletes an existing machine instead of keeping it in
+	// a safety snapshot (a compromised box, whose own snapshot fails),
+	// then restores as onto no machine.
+	DiscardCurrent bool
 }
+
+// ErrSafetySnapshot is the safety snapshot of the existing machine
+// failing: the machine is kept, and the restore did nothing.
+var ErrSafetySnapshot = errors.New("the box's own safety snapshot failed")
 
 // Run restores the verified backup in dir. A fresh machine is created in
 // restore mode and applied; an existing one is first backed up (safety
@@ -113,6 +121,14 @@ func (r *Restore) Run(ctx context.Context, dir string) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if !exists {
+		return r.fresh(ctx, dir)
+	}
+	if r.DiscardCurrent {
+		r.Log.Warn("deleting the current machine without a safety snapshot, as --discard-current says", "machine", r.Machine)
+		if err := r.remove(ctx, r.Machine); err != nil {
+			return fmt.Errorf("restore: deleting the current %s: %w", r.Machine, err)
+		}
+		crashPoint("original-discarded")
 		return r.fresh(ctx, dir)
 	}
 	return r.replace(ctx, dir)
@@ -182,7 +198,7 @@ func (r *Restore) replace(ctx context.Context, dir string) error {
 	}
 	safety, err := r.Ops.SafetySnapshot(ctx, r.Machine)
 	if err != nil {
-		return r.restartOriginal(ctx, wasRunning, fmt.Errorf("restore: safety snapshot: %w", err))
+		return r.restartOriginal(ctx, wasRunning, fmt.Errorf("restore: %w, so the box was kept as it is: %w", ErrSafetySnapshot, err))
 	}
 	r.Log.Info("safety snapshot saved", "backup", safety)
 	crashPoint("safety-snapshot")

@@ -114,7 +114,7 @@ func verifyContents(ctx context.Context, dir string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	return m, checkWorkspace(wsNames, m.Legacy())
+	return m, CheckWorkspace(wsNames, m.Legacy())
 }
 
 // openRegular opens path without following a symlink and insists on a
@@ -156,7 +156,7 @@ func readListing(path string) ([]string, error) {
 	}
 	defer f.Close()
 	// One name and its newline per entry at most.
-	data, err := bounded.ReadAll(f, DefaultMaxNames+DefaultMaxEntries, path)
+	data, err := bounded.ReadAll(f, maxListing, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %s: %w", ErrInvalid, path, err)
 	}

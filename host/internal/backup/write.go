@@ -35,7 +35,9 @@ type Meta struct {
 	// Signer is the project key: it signs SHA256SUMS, and the manifest
 	// records its fingerprint.
 	Signer ssh.Signer
-	Now    time.Time
+	// AuditAnchor goes into the manifest (Manifest.AuditAnchor).
+	AuditAnchor string
+	Now         time.Time
 	// Limits bound the parts; the zero value is the defaults.
 	Limits Limits
 }
@@ -55,6 +57,9 @@ var crashPoint = func(string) {}
 func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
 	if meta.Signer == nil {
 		return "", errors.New("snapshot: no project key to sign the backup with")
+	}
+	if strings.ContainsAny(meta.AuditAnchor, "\r\n") {
+		return "", errors.New("snapshot: the audit anchor must be one line")
 	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)
@@ -93,11 +98,11 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := checkWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
+	if err := CheckWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
 		return "", err
 	}
 	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
-		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey())}
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), AuditAnchor: meta.AuditAnchor}
 	small := []struct {
 		name string
 		data []byte
@@ -114,12 +119,17 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		return "", err
 	}
 	crashPoint("metadata-written")
-	base := fmt.Sprintf("%s-%s-%s", meta.Machine, meta.Now.Local().Format("20060102-150405"), SanitizeLabel(meta.Label))
-	if dir, err = publishDir(tmp, backupsDir, base); err != nil {
+	if dir, err = PublishDir(tmp, backupsDir, meta.BaseName()); err != nil {
 		return "", err
 	}
 	crashPoint("published")
 	return dir, nil
+}
+
+// BaseName is the name a backup of meta is published under, before
+// Suffix and any "-N" that keeps it unique.
+func (m Meta) BaseName() string {
+	return fmt.Sprintf("%s-%s-%s", m.Machine, m.Now.Local().Format("20060102-150405"), SanitizeLabel(m.Label))
 }
 
 // previousSize is the size of file in the newest backup of machine in
@@ -142,9 +152,9 @@ func previousSize(dir, machine, file string) int64 {
 	return fi.Size()
 }
 
-// publishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when
+// PublishDir renames tmp to <base>.hermesbox, or <base>-N.hermesbox when
 // taken, never replacing anything.
-func publishDir(tmp, parent, base string) (string, error) {
+func PublishDir(tmp, parent, base string) (string, error) {
 	for n := 1; n <= 1000; n++ {
 		name := base
 		if n > 1 {

@@ -11,21 +11,19 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
-	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // checkAudit is the host's check of the box's audit chain in status.
 const checkAudit health.Code = "audit-chain"
 
-// CheckAudit reads the box's audit log (its exact bytes, bounded) through c,
-// verifies the chain on the host against the anchor file and records the
-// new head when it extends the last one. A broken chain is in the Result;
-// the error is for a log that could not be read or an anchor that could
-// not be kept.
-func CheckAudit(ctx context.Context, c *agent.Client, anchor string) (auditanchor.Result, error) {
-	// Verified as it streams: nothing but the records is held, and a
-	// log that breaks at line 1 is not read any further.
+// CheckAudit reads the box's audit log (its exact bytes) through c and
+// verifies the chain on the host against the anchor file as it streams,
+// recording the new head when it extends the last one; keep keeps the
+// records for display. A broken chain, or a log that ends short of the
+// anchor however its stream ended, is in the Result; the error is for a
+// log that could not be read or an anchor that could not be kept.
+func CheckAudit(ctx context.Context, c *agent.Client, anchor string, keep bool) (auditanchor.Result, error) {
 	pr, pw := io.Pipe()
 	type verdict struct {
 		res auditanchor.Result
@@ -33,21 +31,19 @@ func CheckAudit(ctx context.Context, c *agent.Client, anchor string) (auditancho
 	}
 	done := make(chan verdict, 1)
 	go func() {
-		res, err := auditanchor.Verify(anchor, pr, time.Now())
+		res, err := auditanchor.Verify(ctx, anchor, pr, auditanchor.Options{Now: time.Now(), Keep: keep, FromBox: fromBox})
 		pr.CloseWithError(errAuditRead) // stops the stream when the verdict came first
 		done <- verdict{res, err}
 	}()
-	cerr := c.AuditRaw(ctx, pw)
-	pw.CloseWithError(cerr)
+	pw.CloseWithError(c.AuditRaw(ctx, pw))
 	v := <-done
-	switch {
-	case v.err != nil && (cerr == nil || errors.Is(v.err, bounded.ErrLimit)):
-		return v.res, v.err
-	case cerr != nil && (v.res.OK || !errors.Is(cerr, errAuditRead)):
-		// The log did not come whole: no verdict on it.
-		return auditanchor.Result{}, cerr
-	}
 	return v.res, v.err
+}
+
+// fromBox reports a stream error the box caused: its verb failed.
+func fromBox(err error) bool {
+	var ee *agent.ExitError
+	return errors.As(err, &ee)
 }
 
 // errAuditRead ends the stream of an audit log whose verdict is known.
@@ -63,7 +59,7 @@ func (b *Box) auditAnchor() string {
 func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time) health.Check {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := CheckAudit(ctx, agent.New(tr, nil), b.auditAnchor())
+	res, err := CheckAudit(ctx, agent.New(tr, nil), b.auditAnchor(), false)
 	switch {
 	case err != nil:
 		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now)
@@ -71,4 +67,45 @@ func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time
 		return hostCheck(false, health.SeverityCritical, res.Err().Error(), now)
 	}
 	return hostCheck(true, health.SeverityCritical, "audit chain of "+strconv.Itoa(res.Count)+" entries extends the head the host recorded", now)
+}
+
+// auditAnchorLine is the host's audit anchor for a backup's manifest, ""
+// when there is none (or it cannot be read: said, and the backup carries
+// none).
+func (b *Box) auditAnchorLine() string {
+	a, err := auditanchor.Load(b.auditAnchor())
+	if err != nil {
+		b.ui.Warn("the backup carries no audit anchor: %v", err)
+		return ""
+	}
+	if a.Count == 0 {
+		return ""
+	}
+	return a.Line()
+}
+
+// installAuditAnchor puts a restored backup's anchor in place: it
+// describes the restored log. A backup without one (nil) leaves no anchor
+// that could raise a false alarm: the host's is moved aside, and said.
+func (b *Box) installAuditAnchor(ctx context.Context, a *auditanchor.Anchor) error {
+	aside, err := auditanchor.Install(ctx, b.auditAnchor(), a, time.Now())
+	switch {
+	case err != nil:
+		return err
+	case a != nil:
+		b.ui.Info("installed the backup's audit anchor (%d lines)", a.Count)
+	case aside != "":
+		b.ui.Warn("the backup carries no audit anchor: the host's was moved aside to %s; the restored audit log is anchored at its next check", aside)
+	}
+	return nil
+}
+
+// moveAuditAnchorAside moves the anchor of a deleted box aside, saying so:
+// the next box starts a new log.
+func (b *Box) moveAuditAnchorAside(ctx context.Context) error {
+	aside, err := auditanchor.Install(ctx, b.auditAnchor(), nil, time.Now())
+	if err == nil && aside != "" {
+		b.ui.Info("moved the audit anchor of the deleted box aside to %s", aside)
+	}
+	return err
 }

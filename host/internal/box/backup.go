@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
@@ -34,6 +35,8 @@ type backupRun struct {
 	// resume is the backup a restore was asked for: when an interrupted
 	// cut-over's journal names it, restoring it is how to recover.
 	resume string
+	// anchor is the audit anchor a restored backup carries (nil: none).
+	anchor *auditanchor.Anchor
 }
 
 // backupRun reads the project key for a snapshot, restore or package.
@@ -78,8 +81,13 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, Now: time.Now(),
-		Limits: backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(), Limits: e.limits()}
+}
+
+// limits bound what a snapshot takes from the box and what a restore
+// stages: each part within the part cap.
+func (e *backupRun) limits() backup.Limits {
+	return backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}
 }
 
 // snapshot writes a backup signed with the project key.
@@ -170,7 +178,7 @@ func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) err
 func (o *boxOps) FreePort(ctx context.Context) (int, error) { return freeLoopbackPort(ctx) }
 
 func (o *boxOps) SafetySnapshot(ctx context.Context, name string) (string, error) {
-	return o.env.snapshot(ctx, "pre-restore", true)
+	return o.env.snapshot(ctx, safetyLabel, true)
 }
 
 // Apply boots the restore-mode machine, streams the backup to the agent's

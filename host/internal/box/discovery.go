@@ -12,11 +12,11 @@ import (
 // gateway that started before Executor was ready discovers its tools (the
 // reference's per-boot restart). When it did restart, the box is waited
 // for again.
-func (b *Box) refreshDiscovery(ctx context.Context, tr relay.Transport) error {
+func (b *Box) refreshDiscovery(ctx context.Context, name string, tr relay.Transport) error {
 	done := b.ui.Step("discovery", "Hermes' MCP discovery of Executor's tools")
 	restarted, err := b.askRefresh(ctx, tr)
 	if err == nil && restarted {
-		err = b.waitRunning(ctx, tr)
+		err = b.waitRunning(ctx, b.waiting(name, "the gateway of "+name+" to restart"), tr)
 	}
 	done(err)
 	return err

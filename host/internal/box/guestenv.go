@@ -74,7 +74,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if !deliver {
 		return nil
 	}
-	return b.waitGateway(ctx, tr)
+	return b.waitGateway(ctx, name, tr)
 }
 
 // deliverSecrets sends the mapped secrets to the gateway as one shown step
@@ -88,11 +88,11 @@ func (b *Box) deliverSecrets(ctx context.Context, call secrets.Setter, s protoco
 
 // waitGateway waits, as one shown step, for the box to report healthy with
 // the gateway restarted on its secrets.
-func (b *Box) waitGateway(ctx context.Context, tr relay.Transport) error {
+func (b *Box) waitGateway(ctx context.Context, name string, tr relay.Transport) error {
 	wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	done := b.ui.Step("health", "waiting for the gateway with its secrets")
-	err := b.waitHealthy(wctx, tr)
+	err := b.waitHealthy(wctx, b.waiting(name, "the gateway of "+name+" to restart with its secrets"), tr)
 	done(err)
 	return err
 }
@@ -144,7 +144,7 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 	}
 	err = b.deliverSecrets(ctx, b.client(tr), s, "the gateway of the restored "+name)
 	if err == nil {
-		err = b.waitGateway(ctx, tr)
+		err = b.waitGateway(ctx, name, tr)
 	}
 	if err != nil {
 		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")

@@ -44,6 +44,7 @@ func (b *Box) startBox(ctx context.Context) error {
 	if err := b.checkExecutorWiring(m); err != nil {
 		return err
 	}
+	b.warnDrift()
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
 		return b.verifyRunning(ctx)
@@ -134,8 +135,16 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 			return err
 		}
 		*deleted = append(*deleted, name)
+		if name == b.cfg.MachineName {
+			if err := b.moveAuditAnchorAside(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	b.unmarkBuilder()
+	if err := b.forgetSettings(); err != nil {
+		return err
+	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
@@ -36,7 +37,7 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
-	return dir, err
+	return dir, b.aftermath(ctx, "snapshot", err)
 }
 
 // recordAuditHead records the audit chain's head before a snapshot of a
@@ -55,11 +56,21 @@ func (b *Box) recordAuditHead(ctx context.Context) {
 	}
 }
 
+// RestoreOptions are restore's flags.
+type RestoreOptions struct {
+	// LegacyOK accepts an unsigned backup (--legacy-backup).
+	LegacyOK bool
+	// DiscardCurrent deletes the current box without a safety snapshot
+	// (--discard-current), once the backup is verified and staged.
+	DiscardCurrent bool
+}
+
 // Restore restores the backup src (an absolute path): directly when there
 // is no box, else through a candidate box. A backup not signed by this
 // project's key is refused, an unsigned one (made before backups were
-// signed) unless legacyOK vouches for it.
-func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
+// signed) unless opts.LegacyOK vouches for it; opts.DiscardCurrent
+// replaces an existing box without a safety snapshot.
+func (b *Box) Restore(ctx context.Context, src string, opts RestoreOptions) error {
 	env, err := b.backupRun()
 	if errors.Is(err, userr.ErrNoBox) {
 		return userr.WithHint(fmt.Errorf("restore needs the SSH key the backup was made with, and there is none at %s", b.cfg.SSHKeyPath()),
@@ -69,12 +80,17 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		return err
 	}
 	env.resume = src
+	return b.aftermath(ctx, "restore", b.restore(ctx, env, src, opts))
+}
+
+// restore is Restore under the lock.
+func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts RestoreOptions) error {
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
 		if err := b.restoreHostChecks(ctx); err != nil {
 			return err
 		}
-		staged, err := restorePreflight(ctx, env, src, legacyOK)
+		staged, err := restorePreflight(ctx, env, src, opts.LegacyOK)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)
 		}
@@ -91,9 +107,17 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
 			}
 		}
-		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir()}
+		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir(), DiscardCurrent: opts.DiscardCurrent}
 		if err := r.Run(ctx, staged.Dir); err != nil {
 			// A rollback may have started the original again.
+			err = errors.Join(err, b.secretsAfterCutOver(ctx))
+			if errors.Is(err, backup.ErrSafetySnapshot) {
+				return userr.WithHint(err, "if the box is compromised, `hermes-box restore --discard-current "+src+
+					"` restores without a safety snapshot: the current box is deleted once the backup is verified and staged")
+			}
+			return err
+		}
+		if err := b.installAuditAnchor(ctx, env.anchor); err != nil {
 			return errors.Join(err, b.secretsAfterCutOver(ctx))
 		}
 		// A restore of the safety snapshot an interrupted cut-over named
@@ -115,9 +139,17 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK))
+	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits())
 	if err != nil {
 		return nil, err
+	}
+	if line := staged.Manifest.AuditAnchor; line != "" {
+		a, err := auditanchor.ParseLine(line)
+		if err != nil {
+			_ = staged.Remove()
+			return nil, fmt.Errorf("%s: %s: %w", src, backup.FileManifest, err)
+		}
+		env.anchor = &a
 	}
 	env.sayOrigin(staged)
 	return staged, nil
@@ -165,7 +197,7 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false))
+		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false), env.limits())
 		if err != nil {
 			return err
 		}

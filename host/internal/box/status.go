@@ -33,6 +33,11 @@ type Status struct {
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
 	Network     NetworkStatus   `json:"network"`
+	// Drift names the settings the configuration asks for that differ
+	// from what the box was created with (which box and network report).
+	Drift []string `json:"configDrift,omitempty"`
+	// DriftNext is how to apply them, when there are any.
+	DriftNext string `json:"configDriftNext,omitempty"`
 }
 
 // NetworkStatus is the network mode and its last proof (strict, none).
@@ -112,6 +117,9 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		mergeAgentHealth(st, a)
 	}
 	st.Network = b.networkStatus()
+	if st.Drift = b.Drift(); len(st.Drift) > 0 {
+		st.DriftNext = driftNext
+	}
 	st.Summarize()
 	st.State = string(st.Status)
 	if !running {

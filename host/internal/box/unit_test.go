@@ -81,7 +81,7 @@ func (r *refusingTransport) Run(context.Context, protocol.Request, io.Reader, io
 func TestWaitHealthyStopsWhenTheKeyIsRefused(t *testing.T) {
 	a := &Box{timing: fastTimings(), ui: nopUI{}}
 	tr := &refusingTransport{}
-	if err := a.waitHealthy(t.Context(), tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
+	if err := a.waitHealthy(t.Context(), nil, tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
 		t.Fatalf("got %v after %d calls; want ErrAuthRefused after 1", err, tr.calls)
 	}
 }
@@ -147,7 +147,7 @@ func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), a.timing.startupDeadline)
 			defer cancel()
 			tr := &reportsTransport{reports: tt.reports, deep: tt.deep}
-			err := a.waitHealthy(ctx, tr)
+			err := a.waitHealthy(ctx, nil, tr)
 			if (err == nil) != tt.ok || (tt.wantCalls > 0 && tr.calls != tt.wantCalls) {
 				t.Fatalf("err %v after %d reports; want ok=%v after %d", err, tr.calls, tt.ok, tt.wantCalls)
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -106,7 +107,7 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
 func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.cfg.ExecutorEnabled {
+	if !b.configured().ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -152,7 +153,8 @@ type unsupportedSmolvm struct {
 }
 
 func (u *unsupportedSmolvm) Error() string {
-	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
 }
 
 func (u *unsupportedSmolvm) Unwrap() error { return u.err }

@@ -1,6 +1,7 @@
 package chunkstore
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,7 +40,11 @@ func crashHelper(op string) int {
 			select {}
 		}
 	}
-	s, err := Open(os.Getenv(envCrashDir))
+	storeDir := os.Getenv(envCrashDir)
+	if op == "snapshot" {
+		storeDir = StoreDir(storeDir, "box")
+	}
+	s, err := Open(storeDir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -59,6 +64,9 @@ func crashHelper(op string) int {
 		}
 	case "gc":
 		_, err = s.GC(marked(s, setA()))
+	case "snapshot":
+		s.Close()
+		_, _, err = Snapshot(context.Background(), os.Getenv(envCrashDir), meta(1), source(boxParts(1)))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -177,5 +185,40 @@ func TestGCKeepsExactlyTheMarked(t *testing.T) {
 	}
 	if rep, err := s2.GC(marked(s2, a)); err != nil || rep != (GCReport{}) {
 		t.Fatalf("a second GC did %+v, %v; want nothing", rep, err)
+	}
+}
+
+// TestCrashSnapshot kills an incremental snapshot at each step: the last
+// backup still restores, the new one exists only once published (and
+// then restores), and a collection afterwards leaves exactly what the
+// backups need.
+func TestCrashSnapshot(t *testing.T) {
+	for _, at := range []string{"before-rename-.pack", "pack-published", "index-published", "record-written", "published"} {
+		t.Run(at, func(t *testing.T) {
+			backups := t.TempDir()
+			dir0, _ := snapshot(t, backups, 0)
+			runCrash(t, "snapshot", at, backups)
+			restored(t, backups, dir0, 0)
+			if _, err := Collect(context.Background(), backups, "box", trust); err != nil {
+				t.Fatal(err)
+			}
+			dirs, recs, err := Backups(backups, "box", trust)
+			must(t, err)
+			if want := map[bool]int{true: 2, false: 1}[at == "published"]; len(dirs) != want {
+				t.Fatalf("%d backups after the crash, want %d", len(dirs), want)
+			}
+			if entries, _ := os.ReadDir(backups); len(entries) != len(dirs)+1 {
+				t.Fatalf("the backups directory holds %v", entries)
+			}
+			restored(t, backups, dirs[len(dirs)-1], len(dirs)-1)
+			s := openStore(t, StoreDir(backups, "box"))
+			m := s.NewMarks()
+			for _, rec := range recs {
+				must(t, s.Mark(context.Background(), rec, m))
+			}
+			if rep, err := s.GC(m); err != nil || rep != (GCReport{}) {
+				t.Fatalf("a collection after the first removed %+v (%v): the first missed garbage", rep, err)
+			}
+		})
 	}
 }

@@ -91,6 +91,8 @@ const (
 	indexEntrySize = packEntrySize + 4
 	// maxPackEntries bounds a pack's header (hostile or corrupt files).
 	maxPackEntries = 1 << 20
+	// indexBatch is how many entries readIndex hands over at a time.
+	indexBatch = 4096
 )
 
 var (
@@ -182,7 +184,8 @@ func (s *Store) writeIndex(groups []packGroup) (ID, error) {
 }
 
 // readIndex streams the index file id, checking its hash and format, and
-// calls group for each pack it names.
+// calls group with each pack it names and that pack's entries, in batches
+// of at most indexBatch (one pack may come in several calls).
 func (s *Store) readIndex(id ID, group func(pack ID, entries []packEntry) error) error {
 	path := s.indexPath(id)
 	f, err := os.Open(path)
@@ -201,7 +204,7 @@ func (s *Store) readIndex(id ID, group func(pack ID, entries []packEntry) error)
 	}
 	var head [36]byte
 	rec := make([]byte, indexEntrySize)
-	var entries []packEntry
+	entries := make([]packEntry, 0, indexBatch)
 	for {
 		if _, err := io.ReadFull(r, head[:]); errors.Is(err, io.EOF) {
 			break
@@ -223,7 +226,12 @@ func (s *Store) readIndex(id ID, group func(pack ID, entries []packEntry) error)
 			if err != nil {
 				return bad(err.Error())
 			}
-			entries = append(entries, e)
+			if entries = append(entries, e); len(entries) == indexBatch {
+				if err := group(pack, entries); err != nil {
+					return err
+				}
+				entries = entries[:0]
+			}
 		}
 		if err := group(pack, entries); err != nil {
 			return err
@@ -253,6 +261,13 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
+	var size int64
+	for _, id := range indexIDs {
+		if fi, err := os.Stat(s.indexPath(id)); err == nil {
+			size += fi.Size()
+		}
+	}
+	s.idx.entries = make([]entry, 0, size/indexEntrySize)
 	number := map[ID]uint32{}
 	missing := map[ID]bool{}
 	for _, id := range indexIDs {
@@ -279,8 +294,9 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	slices.SortStableFunc(s.idx.entries, cmpEntry)
+	slices.SortFunc(s.idx.entries, cmpEntry)
+	// A chunk in two packs (a GC interrupted after its new index) is
+	// read from either: both copies hash to its id.
 	s.idx.entries = slices.CompactFunc(s.idx.entries, func(a, b entry) bool { return a.id == b.id })
-	s.idx.entries = slices.Clip(s.idx.entries)
 	return nil
 }

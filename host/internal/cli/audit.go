@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,17 +43,28 @@ func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Co
 			"hash-chained audit log. The host reads the log's bytes, verifies the chain itself and\n" +
 			"checks that it extends the head it recorded last time (audit, status and snapshot\n" +
 			"record it), so a log rewritten, truncated or replaced in the box is caught.\n" +
-			"--verify prints the verdict only; a broken chain names its first bad line and exits 1.",
+			"--verify prints the verdict only; a broken chain names its first bad line and exits 1.\n" +
+			"--reset-anchor moves the host's anchor aside first (logged in state/" + auditanchor.ResetLog + "),\n" +
+			"so this check anchors whatever the box holds now: only after you have dealt with a break.",
 		Args: cobra.NoArgs,
 	}
 	asJSON := cmd.Flags().Bool("json", false, "print the result as JSON")
 	verify := cmd.Flags().Bool("verify", false, "verify the chain instead of listing the entries")
+	reset := cmd.Flags().Bool("reset-anchor", false, "move the host's audit anchor aside (logged) and anchor the log the box holds now")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		t, err := target(cmd)
 		if err != nil {
 			return err
 		}
-		res, err := box.CheckAudit(cmd.Context(), t.box, t.anchor)
+		if *reset {
+			aside, err := auditanchor.Reset(cmd.Context(), t.anchor, time.Now())
+			if err != nil {
+				return err
+			}
+			slog.Warn("audit anchor reset: this check anchors the log the box holds now", "moved_to", aside,
+				"logged_in", filepath.Join(filepath.Dir(t.anchor), auditanchor.ResetLog))
+		}
+		res, err := box.CheckAudit(cmd.Context(), t.box, t.anchor, !*verify)
 		if err != nil {
 			return fmt.Errorf("reading the audit log from the box: %w", err)
 		}

@@ -242,10 +242,10 @@ func TestHostileAuditRewrite(t *testing.T) {
 		name, log string
 		line      int
 	}{
-		{"rewrite", auditChain("deny", "approve", "approve"), 2},
+		{"rewrite", auditChain("deny", "approve", "approve"), 3},
 		{"truncate", auditChain("deny", "deny"), 3},
 		{"empty", "", 1},
-		{"replace", auditChain("approve"), 1},
+		{"replace", auditChain("approve"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

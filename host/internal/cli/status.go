@@ -90,6 +90,12 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 			fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", sv.Name, sv.State, sv.PID, sv.Restarts)
 		}
 	}
+	for _, d := range st.Drift {
+		fmt.Fprintf(tw, "  settings\t%s\n", termsafe.String(d))
+	}
+	if st.DriftNext != "" {
+		fmt.Fprintf(tw, "  \t%s\n", st.DriftNext)
+	}
 	switch st.State {
 	case box.StateStopped:
 		fmt.Fprintln(tw, "start it with: hermes-box start")

@@ -41,18 +41,24 @@ func (h *harness) runTTY(name string, args ...string) (int, string) {
 	return code, out
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// Items 4, 5 on a terminal: init shows its steps numbered against its plan
-// ("[3/15] builder-create") with their times and its total, snapshot its
-// transfers with bytes, rate and ETA and the size.
-func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+// needScript skips a test without script(1), except in CI, where it fails.
+func needScript(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("script"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("script(1) (bsdutils) is required")
 		}
 		t.Skip("script(1) is not installed")
 	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Items 4, 5 on a terminal: init shows its steps numbered against its plan
+// ("[3/15] builder-create") with their times and its total, snapshot its
+// transfers with bytes, rate and ETA and the size.
+func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+	needScript(t)
 	h := newHarness(t)
 	code, out := h.runTTY("init.typescript", "init")
 	if code != 0 {

@@ -13,6 +13,11 @@ cannot express, this plugin adds when Hermes loads it:
   the seed's meaning is that a denial is final, so the human is not asked;
 * the reason shown to the human: an escalated command reaches the gateway
   or CLI prompt with the reviewer's reason appended to its description;
+* path-qualified commands judged like bare ones: the variants Hermes'
+  hardline, deny and dangerous lists read (``_command_detection_variants``)
+  also include the command with every command word spelled bare, so
+  ``/usr/bin/sudo``, ``\\sudo``, ``"sudo"``, ``env sudo`` and ``command sudo``
+  meet the rules written for ``sudo``;
 * the audit record: every reviewer verdict (in ``gated_approval``) and every
   human request and answer (the ``pre_approval_request`` and
   ``post_approval_response`` hooks) go to one hash-chained log;
@@ -108,6 +113,28 @@ def _wrap_smart_approve(original):
         return review(command, description)
     setattr(smart_approve, WRAPPED, True)
     return smart_approve
+
+
+def _wrap_variants(original):
+    """Hermes' detection variants, then those of the command spelled bare
+    (gated_approval.bare_command_variant): the hardline, deny and dangerous
+    lists, which all read these variants, judge /usr/bin/sudo, \\sudo,
+    "sudo", env sudo and command sudo as they judge sudo."""
+    @functools.wraps(original)
+    def variants(command):
+        seen = set()
+        for variant in original(command):
+            seen.add(variant)
+            yield variant
+        bare = reviewer.bare_command_variant(command)
+        if bare is None:
+            return
+        for variant in original(bare):
+            if variant not in seen:
+                seen.add(variant)
+                yield variant
+    setattr(variants, WRAPPED, True)
+    return variants
 
 
 def _denied_result(verdict):
@@ -208,6 +235,7 @@ def _wrap_set_callback(original):
 
 # The names in tools.approval this plugin replaces, and their wrappers.
 WRAPS = (
+    ("_command_detection_variants", _wrap_variants),
     ("_smart_approve", _wrap_smart_approve),
     ("_await_gateway_decision", _wrap_await),
     ("prompt_dangerous_approval", _wrap_prompt),

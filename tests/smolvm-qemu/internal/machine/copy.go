@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
 )
 
 // MaxCopy is smolvm's cap on `machine cp`.

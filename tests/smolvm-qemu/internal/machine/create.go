@@ -70,7 +70,7 @@ func (s *Store) Create(ctx context.Context, o CreateOptions, imageDir string) (e
 		}
 	} else {
 		if err := mustDir(imageDir); err != nil {
-			return fmt.Errorf("rootfs operation failed: image %q: SMOLVM_QEMU_IMAGE must name the directory built by scripts/build-e2e-image.sh: %w", o.Image, err)
+			return fmt.Errorf("rootfs operation failed: image %q: SMOLVM_QEMU_IMAGE must name the directory built by images/e2e/build.sh: %w", o.Image, err)
 		}
 		image := o.Image
 		r.Image = &image

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // ctlConn is one session with the guest init over a control port. The port

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // ExecOptions are the flags of `machine exec`.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // Timeouts of the lifecycle under TCG (env overrides are in seconds).

@@ -61,3 +61,29 @@ def check_all_command_guards(command, session_key, notify_cb, combined_desc_for_
 
 def _get_approval_timeout():
     return 60
+
+
+def _command_detection_variants(command: str):
+    yield command
+
+
+def detect_hardline_command(command: str) -> tuple:
+    for command_variant in _command_detection_variants(command):
+        variant_lower = command_variant.lower()
+        for pattern_re, description in HARDLINE_PATTERNS_COMPILED:
+            return (True, description)
+    return (False, None)
+
+
+def _match_user_deny_rule(command: str):
+    for command_variant in _command_detection_variants(command):
+        candidate = command_variant.lower().strip()
+    return None
+
+
+def detect_dangerous_command(command: str) -> tuple:
+    for command_variant in _command_detection_variants(command):
+        command_lower = command_variant.lower()
+        for pattern_re, description in DANGEROUS_PATTERNS_COMPILED:
+            return (True, description, description)
+    return (False, None, None)

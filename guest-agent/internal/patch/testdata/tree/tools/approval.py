@@ -4,6 +4,38 @@ import logging
 logger = logging.getLogger(__name__)
 
 
+import re
+
+HARDLINE_PATTERNS_COMPILED = [(re.compile(r"(^|\n)\s*reboot\b"), "system shutdown/reboot")]
+DANGEROUS_PATTERNS_COMPILED = [(re.compile(r"(^|\n)\s*sudo\b"), "superuser command")]
+
+
+def detect_hardline_command(command: str) -> tuple:
+    normalized = command.lower()
+    for pattern_re, description in HARDLINE_PATTERNS_COMPILED:
+        if pattern_re.search(normalized):
+            return (True, description)
+    return (False, None)
+
+
+def _hardline_block_result(description):
+    return {"approved": False, "message": description}
+
+
+def detect_dangerous_command(command: str) -> tuple:
+    command_lower = command.lower()
+    for pattern_re, description in DANGEROUS_PATTERNS_COMPILED:
+        if pattern_re.search(command_lower):
+            pattern_key = description
+            return (True, pattern_key, description)
+    return (False, None, None)
+
+
+# =========================================================================
+# Per-session approval state
+# =========================================================================
+
+
 def _get_approval_config():
     return {}
 

@@ -23,10 +23,10 @@
 # that chroot, and the guest init built for arm64. Needs qemu-user-static
 # and binfmt-support besides the above.
 #
-# Usage: [E2E_ARCH=amd64|arm64] scripts/build-e2e-image.sh
+# Usage: [E2E_ARCH=amd64|arm64] images/e2e/build.sh
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 suite=bookworm
 # Every package provision installs (guest-agent/internal/provision.Packages)
 # is pre-included, so its apt steps find nothing to do and need no network.
@@ -189,7 +189,7 @@ build_rootfs() {
 # hash keys the image, so a change to it rebuilds only the ext4 step.
 initbin="$cache/tmp-init-$$"
 trap 'rm -f "$initbin"' EXIT
-(cd "$repo" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags '-s -w' -o "$initbin" ./tests/smolvm-qemu/guestinit)
+(cd "$repo" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags '-s -w' -o "$initbin" ./images/e2e/guestinit)
 image_key=$( { echo "$rootfs_key $image_size"; sha256sum <"$initbin"; } | sha256sum | cut -c1-16)
 image="$cache/image-$image_key"
 

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // timeoutExit is smolvm's exit code for an exec that hit --timeout.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hermes-box/hermes-box/tests/smolvm-qemu/internal/wire"
+	"github.com/hermes-box/hermes-box/images/e2e/guestinit/wire"
 )
 
 // port serves one virtio-serial control port: one session at a time.

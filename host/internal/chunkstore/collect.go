@@ -1,0 +1,61 @@
+package chunkstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+)
+
+// Backups lists the incremental backups of machine in backupsDir (by
+// their records, each checked against t), in name order.
+func Backups(backupsDir, machine string, t backup.Trust) (dirs []string, recs []*Record, err error) {
+	entries, err := os.ReadDir(backupsDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing backups: %w", err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(backupsDir, e.Name())
+		if !e.IsDir() || !strings.HasSuffix(e.Name(), ".hermesbox") || !IsIncremental(dir) {
+			continue
+		}
+		rec, err := Load(dir, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rec.Machine == machine {
+			dirs, recs = append(dirs, dir), append(recs, rec)
+		}
+	}
+	return dirs, recs, nil
+}
+
+// Collect removes from machine's store every chunk that no incremental
+// backup of it needs (their records checked against t). A backup whose record does not load or whose
+// chunks are not all held stops the collection before anything is
+// removed: `backups repair` and `backups --verify` say more. The caller
+// holds the operation lock.
+func Collect(ctx context.Context, backupsDir, machine string, t backup.Trust) (GCReport, error) {
+	if _, err := ReapTemps(backupsDir); err != nil {
+		return GCReport{}, err
+	}
+	dirs, recs, err := Backups(backupsDir, machine, t)
+	if err != nil {
+		return GCReport{}, fmt.Errorf("collecting garbage: %w", err)
+	}
+	s, err := Open(StoreDir(backupsDir, machine))
+	if err != nil {
+		return GCReport{}, fmt.Errorf("collecting garbage: %w", err)
+	}
+	defer s.Close()
+	m := s.NewMarks()
+	for i, rec := range recs {
+		if err := s.Mark(ctx, rec, m); err != nil {
+			return GCReport{}, fmt.Errorf("collecting garbage: backup %s: %w", dirs[i], err)
+		}
+	}
+	return s.GC(m)
+}
