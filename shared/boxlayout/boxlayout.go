@@ -155,9 +155,3 @@ const (
 	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
 	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
 )
-
-// Host-side file names.
-const (
-	// BaseArtifact is the packed base image in the images directory.
-	BaseArtifact = "hermes-base.smolmachine"
-)

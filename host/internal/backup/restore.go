@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/detach"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // MachineOps are the machine operations the restore state machine drives.
@@ -83,10 +84,6 @@ func IsCandidate(machine, name string) bool {
 func isDecimal(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
-
-// JournalFile, in the state directory, records a cut-over in progress: the
-// safety snapshot that holds the original machine.
-const JournalFile = "restore-journal"
 
 // Restore is the restore state machine for one machine.
 type Restore struct {
@@ -322,19 +319,19 @@ func (r *Restore) writeJournal(safety string) error {
 	if r.StateDir == "" {
 		return nil
 	}
-	return atomicfile.Write(filepath.Join(r.StateDir, JournalFile), []byte("machine="+r.Machine+"\nsafety="+safety+"\n"), 0o600)
+	return atomicfile.Write(filepath.Join(r.StateDir, filenames.RestoreJournal), []byte("machine="+r.Machine+"\nsafety="+safety+"\n"), 0o600)
 }
 
 func (r *Restore) clearJournal() {
 	if r.StateDir != "" {
-		_ = os.Remove(filepath.Join(r.StateDir, JournalFile))
+		_ = os.Remove(filepath.Join(r.StateDir, filenames.RestoreJournal))
 	}
 }
 
 // Interrupted reports the safety snapshot of a cut-over that did not
 // finish ("" when none): the original machine is in that backup.
 func Interrupted(stateDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(stateDir, JournalFile))
+	data, err := os.ReadFile(filepath.Join(stateDir, filenames.RestoreJournal))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -346,7 +343,7 @@ func Interrupted(stateDir string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no safety= line", filepath.Join(stateDir, JournalFile))
+	return "", fmt.Errorf("%s: no safety= line", filepath.Join(stateDir, filenames.RestoreJournal))
 }
 
 // ReapCandidates deletes candidate machines of machine left by an

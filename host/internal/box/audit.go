@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -51,7 +52,7 @@ var errAuditRead = errors.New("the audit log was read up to its first bad line")
 
 // auditAnchor is the project's anchor file.
 func (b *Box) auditAnchor() string {
-	return filepath.Join(b.cfg.StateDir(), auditanchor.FileName)
+	return filepath.Join(b.cfg.StateDir(), filenames.AuditAnchor)
 }
 
 // anchorAudit records the audit chain's head as status and snapshot do,

@@ -146,15 +146,12 @@ func New(cfg *config.Config, ui UI) *Box {
 	b.relayCmd = hookValue(hooks.relayCommand)
 	b.testPinsDir = hookValue(hooks.agentPins)
 	b.drv = newSmolDriver(b)
-	if cfg.SmolvmAllowNewer {
-		// Every command says so when the release is not in the table.
-		b.vm.AllowNewer(true)
-		ctx, cancel := context.WithTimeout(context.Background(), b.timing.callTimeout)
-		defer cancel()
-		if _, err := b.vm.Release(ctx); err == nil && b.vm.Unlisted() != "" {
-			b.ui.Warn("%s", b.vm.Unlisted())
-		}
+	b.vm.RememberIn(smolvm.NewBinaries(cfg.StateDir()))
+	b.vm.ConfineVMM(cfg.VMMConfinement != config.ConfinementOff)
+	if cfg.VMMConfinement == config.ConfinementOff {
+		b.ui.Warn("%s=off: smolvm's VMM runs without its seccomp and Landlock confinement, so a guest that escapes into the VMM acts with your rights on this host", smolvm.ConfinementSetting)
 	}
+	b.vm.OnNotice(func(msg string) { b.ui.Info("%s", msg) })
 	return b
 }
 

@@ -12,11 +12,12 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // BaseArtifact is the packed base image the box is created from.
-func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), boxlayout.BaseArtifact) }
+func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifact) }
 
 // buildBase builds the base image in a disposable builder and returns the
 // artifact's path. The builder is deleted whatever happens, unless a step
@@ -214,7 +215,7 @@ func (b *Box) provision(ctx context.Context, name string) (err error) {
 
 // pack packs the stopped builder and publishes the artifact atomically.
 func (b *Box) pack(ctx context.Context, name string) (string, error) {
-	tmp := filepath.Join(b.cfg.ImagesDir(), "hermes-base.tmp-"+strconv.Itoa(os.Getpid()))
+	tmp := filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifactTemp+strconv.Itoa(os.Getpid()))
 	packed := tmp + ".smolmachine"
 	cleanup := func() { os.Remove(tmp); os.Remove(packed) }
 	cleanup()

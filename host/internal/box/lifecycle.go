@@ -11,6 +11,8 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // Start starts the box and verifies it, under the operation lock.
@@ -48,6 +50,10 @@ func (b *Box) startBox(ctx context.Context) error {
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
 		return b.verifyRunning(ctx)
+	}
+	if m.State == smolvm.StatePaused || m.State == smolvm.StatePausing {
+		return &userr.Error{Err: fmt.Errorf("the box %s is %s (smolvm machine pause froze it); nothing was changed", m.Name, m.State),
+			Next: "resume it with: smolvm machine resume --name " + m.Name + " (then hermes-box start verifies it)"}
 	}
 	if err := b.bootAndVerify(ctx, m.Name); err != nil {
 		return err
@@ -156,5 +162,5 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 
 // knownHostsPath is the known_hosts file hermes-box writes for ssh.
 func (b *Box) knownHostsPath() string {
-	return filepath.Join(b.cfg.StateDir(), "known_hosts")
+	return filepath.Join(b.cfg.StateDir(), filenames.KnownHosts)
 }

@@ -19,6 +19,7 @@ const (
 	checkMachine  health.Code = "smolvm-machine"
 	checkListener health.Code = "loopback-listener"
 	checkJournal  health.Code = "restore-journal"
+	checkVMM      health.Code = "vmm-confinement"
 )
 
 // Status is what `status --json` prints: a health report (it decodes with
@@ -33,6 +34,8 @@ type Status struct {
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
 	Network     NetworkStatus   `json:"network"`
+	// VMM is the running box's VMM confinement, read from the host.
+	VMM *smolvm.Confinement `json:"vmm,omitempty"`
 	// Drift names the settings the configuration asks for that differ
 	// from what the box was created with (which box and network report).
 	Drift []string `json:"configDrift,omitempty"`
@@ -112,6 +115,9 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 			msg = lerr.Error()
 		}
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
+		vmm := b.vm.VMMConfinement(m)
+		st.VMM = &vmm
+		st.Checks[checkVMM] = vmmCheck(vmm, now)
 		a := <-agent
 		agent <- a // for the deferred receive
 		mergeAgentHealth(st, a)
@@ -130,6 +136,17 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 	}
 	st.Box = b.summary(m, st)
 	return st, nil
+}
+
+// vmmCheck is the running box's VMM confinement as read from the host's
+// /proc: critical when it is missing though asked for, a warning when the
+// configuration turned it off.
+func vmmCheck(c smolvm.Confinement, now time.Time) health.Check {
+	sev := health.SeverityCritical
+	if c.State == smolvm.ConfinementOff {
+		sev = health.SeverityWarning
+	}
+	return hostCheck(c.State == smolvm.ConfinementConfined || c.State == smolvm.ConfinementNotApplicable, sev, c.Detail, now)
 }
 
 // summary is the box's line: what smolvm says of the machine, the ports

@@ -139,7 +139,9 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 		}
 		return userr.WithHint(&unsupportedSmolvm{version: v, err: err},
 			"install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+
-				" (or, to try a release newer than every supported one at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true in "+b.cfg.File+")")
+				" (or, for a release newer than every supported one, qualify it on this host with hermes-box doctor: a binary that passes is accepted)")
+	case errors.Is(err, smolvm.ErrDoctorFailed), errors.Is(err, smolvm.ErrFlagMissing), errors.Is(err, smolvm.ErrUnconfined):
+		return err
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")

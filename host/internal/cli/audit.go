@@ -11,6 +11,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
@@ -32,7 +33,7 @@ var boxAudit = func(cmd *cobra.Command) (auditTarget, error) {
 	if err != nil {
 		return auditTarget{}, err
 	}
-	return auditTarget{box: c, anchor: filepath.Join(b.Config().StateDir(), auditanchor.FileName)}, nil
+	return auditTarget{box: c, anchor: filepath.Join(b.Config().StateDir(), filenames.AuditAnchor)}, nil
 }
 
 func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Command {

@@ -69,7 +69,7 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 			want: []string{"smolvm is not installed (or not on PATH)", "next: install it: " + pins.SmolvmInstallCommand(pins.SmolvmRecommended)}},
 		{name: "unsupported smolvm", extra: []string{"FAKESMOLVM_VERSION=1.2.3"}, args: []string{"init"}, code: 1,
 			want: []string{"smolvm 1.2.3 is not a release hermes-box supports (it supports " + strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", ") + ")",
-				"next: install smolvm " + pins.SmolvmRecommended + ": " + pins.SmolvmInstallCommand(pins.SmolvmRecommended), "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"},
+				"next: install smolvm " + pins.SmolvmRecommended + ": " + pins.SmolvmInstallCommand(pins.SmolvmRecommended), "qualify it on this host with hermes-box doctor"},
 			refused: []string{"LAN+host", "strict floor var"}},
 		{name: "lower-case setting", conf: "hermes_box_ssh_port=2300\n", args: []string{"status"}, code: 1, noCalls: true,
 			want: []string{`hermes-box.conf:1: "hermes_box_ssh_port" is not a setting: settings are upper-case (HERMES_BOX_SSH_PORT)`,

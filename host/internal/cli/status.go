@@ -71,6 +71,9 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	if long || st.Network.Mode != "" && st.Network.Mode != "full" {
 		fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	}
+	if st.VMM != nil {
+		fmt.Fprintf(tw, "  vmm\t%s\t%s\n", st.VMM.State, st.VMM.Detail)
+	}
 	codes := make([]string, 0, len(st.Checks))
 	for c, ch := range st.Checks {
 		// A stopped or missing box has only its machine check: the

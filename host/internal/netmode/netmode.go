@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -25,9 +26,6 @@ import (
 // MaxProof bounds the proof file the host reads back: the agent client
 // takes at most 64 KiB of proof, which indented stays well within it.
 const MaxProof = 256 << 10
-
-// ProofFile is the last proof, in the host's state dir.
-const ProofFile = "network-proof.json"
 
 // Offer refuses a mode the release cannot enforce, with the reason.
 func Offer(mode config.NetworkMode, r pins.SmolvmRelease, hosts []string) error {
@@ -120,7 +118,7 @@ func Save(stateDir string, p netproof.Proof) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(stateDir, ProofFile), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(stateDir, filenames.NetworkProof), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("recording the network proof: %w", err)
 	}
 	return nil
@@ -128,7 +126,7 @@ func Save(stateDir string, p netproof.Proof) error {
 
 // Last returns the last recorded proof, or ok false when there is none.
 func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
-	f, err := os.Open(filepath.Join(stateDir, ProofFile))
+	f, err := os.Open(filepath.Join(stateDir, filenames.NetworkProof))
 	if errors.Is(err, os.ErrNotExist) {
 		return p, false, nil
 	}
@@ -137,12 +135,12 @@ func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
 	}
 	defer f.Close()
 	// The proof is the box's answer: read back bounded, as it was taken.
-	b, err := bounded.ReadAll(f, MaxProof, filepath.Join(stateDir, ProofFile))
+	b, err := bounded.ReadAll(f, MaxProof, filepath.Join(stateDir, filenames.NetworkProof))
 	if err != nil {
 		return p, false, err
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, ProofFile), err)
+		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, filenames.NetworkProof), err)
 	}
 	return p, true, nil
 }
