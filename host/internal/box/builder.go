@@ -133,6 +133,7 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, t.netTotal)
 	defer cancel()
 	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
+	w := b.waiting(name, "the builder's IPv4 route and DNS")
 	var last error
 	for boot := 1; boot <= t.netBoots; boot++ {
 		if boot > 1 {
@@ -149,6 +150,10 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 			}
 			if ctx.Err() != nil {
 				break
+			}
+			if err := w.beat(ctx, last); err != nil {
+				done(err)
+				return err
 			}
 			if probe < t.netProbes {
 				sleep(ctx, t.netProbeInterval)
