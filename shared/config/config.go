@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // File names inside the project root.
@@ -299,19 +301,19 @@ func (c *Config) DataDir() string {
 }
 
 // StateDir is <DataDir>/state: keys, pinned host keys and other host state.
-func (c *Config) StateDir() string { return filepath.Join(c.DataDir(), "state") }
+func (c *Config) StateDir() string { return filepath.Join(c.DataDir(), filenames.StateDir) }
 
 // BackupsDir is <DataDir>/backups.
-func (c *Config) BackupsDir() string { return filepath.Join(c.DataDir(), "backups") }
+func (c *Config) BackupsDir() string { return filepath.Join(c.DataDir(), filenames.BackupsDir) }
 
 // ImagesDir is <DataDir>/images.
-func (c *Config) ImagesDir() string { return filepath.Join(c.DataDir(), "images") }
+func (c *Config) ImagesDir() string { return filepath.Join(c.DataDir(), filenames.ImagesDir) }
 
 // SSHKeyPath is the private key used to reach the guest: HERMES_BOX_SSH_KEY
 // resolved against the project root, or <StateDir>/hermes-box-ed25519.
 func (c *Config) SSHKeyPath() string {
 	if c.SSHKeyOverride == "" {
-		return filepath.Join(c.StateDir(), "hermes-box-ed25519")
+		return filepath.Join(c.StateDir(), filenames.SSHKey)
 	}
 	return c.resolve(c.SSHKeyOverride)
 }

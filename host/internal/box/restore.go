@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -123,7 +124,7 @@ func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts Rest
 		// A restore of the safety snapshot an interrupted cut-over named
 		// recovers the original: the journal has served.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety == src {
-			if err := os.Remove(filepath.Join(cfg.StateDir(), backup.JournalFile)); err != nil {
+			if err := os.Remove(filepath.Join(cfg.StateDir(), filenames.RestoreJournal)); err != nil {
 				return err
 			}
 		}
@@ -254,7 +255,7 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 		if _, err := os.Stat(path); err != nil {
 			return "", fmt.Errorf("the portable package carries the project key: %w", err)
 		}
-		p.Project = append(p.Project, backup.PackFile{Name: "state/" + keyFileName + suffix, Path: path, Mode: 0o600})
+		p.Project = append(p.Project, backup.PackFile{Name: filenames.StateDir + "/" + filenames.SSHKey + suffix, Path: path, Mode: 0o600})
 	}
 	sources, err := backup.ProjectSources(cfg.ProjectRoot)
 	if err != nil {
@@ -275,9 +276,6 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 
 // portableJSON describes a portable package at its top.
 const portableJSON = "portable.json"
-
-// keyFileName is the project key's name below state/ (the default key).
-const keyFileName = "hermes-box-ed25519"
 
 // portableInfo describes the package for portable.json and PORTABLE.md.
 func portableInfo(env *backupRun, backupName string) backup.PortableInfo {

@@ -11,10 +11,8 @@ import (
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
-
-// settingsFile records, in the state dir, what the box was created with.
-const settingsFile = "box-settings.json"
 
 // Settings are the configuration a box was created with (init, or a
 // restore that created it): smolvm fixes them at create, so a later
@@ -42,7 +40,7 @@ func (b *Box) recordSettings() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), settingsFile), append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), filenames.BoxSettings), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("recording the box's settings: %w", err)
 	}
 	return nil
@@ -50,7 +48,7 @@ func (b *Box) recordSettings() error {
 
 // forgetSettings removes the record (the box is gone).
 func (b *Box) forgetSettings() error {
-	err := os.Remove(filepath.Join(b.cfg.StateDir(), settingsFile))
+	err := os.Remove(filepath.Join(b.cfg.StateDir(), filenames.BoxSettings))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the box's settings: %w", err)
 	}
@@ -64,7 +62,7 @@ func (b *Box) forgetSettings() error {
 // named (Drift). A box without a record (made before records were kept)
 // is left to its configuration.
 func (b *Box) adoptSettings() error {
-	data, err := os.ReadFile(filepath.Join(b.cfg.StateDir(), settingsFile))
+	data, err := os.ReadFile(filepath.Join(b.cfg.StateDir(), filenames.BoxSettings))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -73,7 +71,7 @@ func (b *Box) adoptSettings() error {
 	}
 	var s Settings
 	if err := json.Unmarshal(data, &s); err != nil {
-		return fmt.Errorf("reading the box's settings %s: %w", filepath.Join(b.cfg.StateDir(), settingsFile), err)
+		return fmt.Errorf("reading the box's settings %s: %w", filepath.Join(b.cfg.StateDir(), filenames.BoxSettings), err)
 	}
 	if s.Machine != b.cfg.MachineName {
 		return nil // a record of another machine: this one is not created yet

@@ -51,9 +51,9 @@ var errorClasses = []errorClass{
 			return "the box was made with another key: use that project's state/hermes-box-ed25519 (HERMES_BOX_SSH_KEY), or restore a backup of this project"
 		}},
 	{name: "connection refused", match: func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
-		cause: "nothing answers on the box's SSH port (connection refused)",
+		cause: "nothing answers on the box's published port (connection refused)",
 		next: func(*cobra.Command, error) string {
-			return "hermes-box status says whether the box runs; hermes-box restart brings its port back"
+			return "hermes-box status says whether the box runs; hermes-box restart brings its ports back"
 		}},
 	{name: "smolvm missing", match: func(err error) bool { return errors.Is(err, exec.ErrNotFound) },
 		cause: "smolvm is not installed (or not on PATH)",
