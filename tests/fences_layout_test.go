@@ -80,6 +80,8 @@ var layout = []fence{
 		why: "oci verifies and activates images; the supervisor program that runs one is the executor's"},
 	{from: "guest-agent/internal/provision", to: []string{"guest-agent/internal/boot"},
 		why: "provisioning does not import the runtime; the names both use live in shared/boxlayout"},
+	{from: "guest-agent/internal", except: []string{"guest-agent/internal/cli", "guest-agent/internal/boot"}, to: []string{"guest-agent/internal/boot"},
+		why: "only the agent's command line runs the boot; the box's names live in shared/boxlayout, not in boot"},
 	{from: "guest-agent", to: []string{"github.com/spf13/cobra"}, why: "the agent's command line uses the flag package"},
 	{from: "guest-agent", except: []string{"guest-agent/cmd", "guest-agent/internal"}, to: imageLibraries,
 		why: "the lean agent that answers every relay call links no image library; its Executor helper does"},
