@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Codex is installed on the box's first boot, into the workspace, not into
@@ -22,10 +23,6 @@ import (
 // maintains it (standalone/releases/<version>-<target>, `current`,
 // bin/codex) owned by hermes, and seeds config.toml's defaults when there
 // is none.
-
-// CodexPinFile holds the resolved Codex pin in the image (relative to the
-// root).
-const CodexPinFile = "var/lib/hermes-box/codex-pin.json"
 
 // CodexPin is everything the first boot needs to install Codex.
 type CodexPin struct {
@@ -50,17 +47,17 @@ func (c CodexPin) validate() error {
 // ReadCodexPin reads the pin provisioning recorded under root.
 func ReadCodexPin(root string) (CodexPin, error) {
 	var c CodexPin
-	b, err := os.ReadFile(filepath.Join(root, CodexPinFile))
+	b, err := os.ReadFile(filepath.Join(root, boxlayout.CodexPinFile))
 	if err != nil {
 		return c, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("/%s: %w", CodexPinFile, err)
+		return c, fmt.Errorf("%s: %w", boxlayout.CodexPinFile, err)
 	}
 	if err := c.validate(); err != nil {
-		return c, fmt.Errorf("/%s: %w", CodexPinFile, err)
+		return c, fmt.Errorf("%s: %w", boxlayout.CodexPinFile, err)
 	}
 	return c, nil
 }
@@ -71,7 +68,7 @@ func (p *Provisioner) codexPin() (file, error) {
 	if err != nil {
 		return file{}, err
 	}
-	return file{Path: "/" + CodexPinFile, Data: append(b, '\n'), Mode: 0o644}, nil
+	return file{Path: boxlayout.CodexPinFile, Data: append(b, '\n'), Mode: 0o644}, nil
 }
 
 func checkCodexPin(_ context.Context, p *Provisioner) (Status, error) {

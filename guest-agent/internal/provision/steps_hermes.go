@@ -98,7 +98,7 @@ func (p *Provisioner) gateTarget() GateTarget {
 	// Hermes is asked as root here: its home still belongs to root until the
 	// cleanup step hands it (and anything the probe wrote) to hermes.
 	return GateTarget{Root: p.cfg.Root, Source: boxlayout.HermesTree, Python: boxlayout.HermesVenv + "/bin/python",
-		Config: boxlayout.HermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
+		Config: boxlayout.HermesConfig, Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
 }
 
 // GateMissing is the reason the gated-approval step gives while no
@@ -196,12 +196,12 @@ func applyHermesEnv(_ context.Context, p *Provisioner) error {
 
 // cleanupPaths are build leftovers the image does not need.
 var cleanupPaths = []string{
-	"/root/.cache", "/root/.npm", "/var/cache/hermes-box",
+	"/root/.cache", "/root/.npm", boxlayout.CacheDir,
 	boxlayout.HermesTree + "/.git", boxlayout.HermesTree + "/apps", boxlayout.HermesTree + "/tests", boxlayout.HermesTree + "/website",
 }
 
 // hermesTrees must belong to hermes throughout.
-var hermesTrees = []string{boxlayout.HermesVenv, "/home/hermes", boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
+var hermesTrees = []string{boxlayout.HermesVenv, boxlayout.ServiceHome, boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
 
 func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 	var pending []string
@@ -270,10 +270,8 @@ func applyCleanup(_ context.Context, p *Provisioner) error {
 
 // --- smoke checks ----------------------------------------------------------
 
-const smokeMarker = "/var/lib/hermes-box/smoke-passed"
-
 func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
-	if exists(p.path(smokeMarker)) {
+	if exists(p.path(boxlayout.SmokeMarker)) {
 		return Status{}, nil
 	}
 	return Status{Pending: []string{"run the smoke checks (hermes, discord, node, npm, tmux, terminfo, sshd)"}}, nil
@@ -283,7 +281,7 @@ func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
 func (p *Provisioner) smokeCommands() []command.Command {
 	asHermes := func(args ...string) command.Command {
 		return command.Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
-			Env: append(p.hermesEnv(), "HOME=/home/hermes"), Timeout: 2 * time.Minute}
+			Env: append(p.hermesEnv(), "HOME="+boxlayout.ServiceHome), Timeout: 2 * time.Minute}
 	}
 	keygen := []string{"-A"}
 	sshdTest := []string{"-t"}
@@ -314,7 +312,7 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 	if err := p.ensureDir(seedDir); err != nil {
 		return err
 	}
-	return p.writeFile(file{Path: smokeMarker, Data: []byte("ok\n"), Mode: 0o600})
+	return p.writeFile(file{Path: boxlayout.SmokeMarker, Data: []byte("ok\n"), Mode: 0o600})
 }
 
 // --- workspace seed --------------------------------------------------------

@@ -98,7 +98,7 @@ func contains(list []string, s string) bool {
 
 // --- apt -----------------------------------------------------------------
 
-var aptConfig = file{Path: "/etc/apt/apt.conf.d/80-hermes-box-network", Data: asset("apt-network.conf"), Mode: 0o644}
+var aptConfig = file{Path: boxlayout.AptNetworkConf, Data: asset("apt-network.conf"), Mode: 0o644}
 
 func checkAptConfig(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(aptConfig)
@@ -373,7 +373,7 @@ func (p *Provisioner) runAll(ctx context.Context, step string, cmds []command.Co
 
 // --- sudoers and sshd: validated before they are put in place -------------
 
-var sudoersFile = file{Path: "/etc/sudoers.d/hermes-box", Data: asset("sudoers"), Mode: 0o440}
+var sudoersFile = file{Path: boxlayout.SudoersFile, Data: asset("sudoers"), Mode: 0o440}
 
 func checkSudoers(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(sudoersFile)
@@ -394,7 +394,7 @@ var SSHDDropIn = asset("sshd-hermes-box.conf")
 // Sudoers is the sudo policy of the box.
 var Sudoers = asset("sudoers")
 
-var sshdFile = file{Path: "/etc/ssh/sshd_config.d/99-hermes-box.conf", Data: SSHDDropIn, Mode: 0o644}
+var sshdFile = file{Path: boxlayout.SSHDDropIn, Data: SSHDDropIn, Mode: 0o644}
 
 func checkSSHD(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(sshdFile)
@@ -491,10 +491,10 @@ func (p *Provisioner) authorizedKeys() (file, error) {
 	if n == 0 {
 		return file{}, errors.New("authorized keys hold no key")
 	}
-	return file{Path: "/home/boxadmin/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}, nil
+	return file{Path: boxlayout.AdminHome + "/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}, nil
 }
 
-var boxadminSSHDir = dir{Path: "/home/boxadmin/.ssh", Mode: 0o700, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}
+var boxadminSSHDir = dir{Path: boxlayout.AdminHome + "/.ssh", Mode: 0o700, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}
 
 func checkAuthorizedKeys(_ context.Context, p *Provisioner) (Status, error) {
 	if len(p.cfg.AuthorizedKeys) == 0 {
@@ -517,15 +517,15 @@ func applyAuthorizedKeys(_ context.Context, p *Provisioner) error {
 }
 
 var loginShellFiles = []file{
-	{Path: "/usr/local/share/hermes-box/boxadmin.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644},
-	{Path: "/home/boxadmin/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
+	{Path: boxlayout.AdminProfileTemplate, Data: asset("boxadmin.bash_profile"), Mode: 0o644},
+	{Path: boxlayout.AdminHome + "/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
 	{Path: "/usr/local/bin/tm", Data: asset("tm"), Mode: 0o755},
 	{Path: "/etc/tmux.conf", Data: asset("tmux.conf"), Mode: 0o644},
 }
 
 // inBoxLinks make the agent answer as supervisorctl inside the box (`sudo
 // supervisorctl restart hermes`), as the reference's supervisord did.
-var inBoxLinks = []link{{Path: "/usr/local/bin/supervisorctl", Target: "/usr/local/sbin/hermes-box-agent"}}
+var inBoxLinks = []link{{Path: "/usr/local/bin/supervisorctl", Target: boxlayout.AgentPath}}
 
 func checkLoginShell(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect(nil, loginShellFiles, inBoxLinks)
@@ -545,7 +545,7 @@ var workspaceDirs = []dir{
 	{Path: boxlayout.WorkDir, Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 }
 
-var workspaceLinks = []link{{Path: "/home/hermes/.hermes", Target: boxlayout.HermesHome, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}
+var workspaceLinks = []link{{Path: boxlayout.ServiceHome + "/.hermes", Target: boxlayout.HermesHome, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}
 
 func checkWorkspace(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect(workspaceDirs, nil, workspaceLinks)
@@ -556,7 +556,7 @@ func applyWorkspace(_ context.Context, p *Provisioner) error {
 	return p.put(workspaceDirs, nil, workspaceLinks)
 }
 
-var profileEnv = file{Path: "/etc/profile.d/hermes-box.sh", Data: asset("profile.sh"), Mode: 0o644}
+var profileEnv = file{Path: boxlayout.ProfileScript, Data: asset("profile.sh"), Mode: 0o644}
 
 func checkProfileEnv(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(profileEnv)

@@ -29,15 +29,15 @@ func (p *Provisioner) nodeDir() string {
 
 func (p *Provisioner) nodeLayout() ([]dir, []link) {
 	dirs := []dir{
-		{Path: "/home/hermes/.local", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
-		{Path: "/home/hermes/.local/bin", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: boxlayout.ServiceHome + "/.local", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: boxlayout.ServiceHome + "/.local/bin", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 	}
 	var links []link
 	for _, t := range nodeTools {
 		target := p.nodeDir() + "/bin/" + t
 		links = append(links,
 			link{Path: "/usr/local/bin/" + t, Target: target},
-			link{Path: "/home/hermes/.local/bin/" + t, Target: target, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID})
+			link{Path: boxlayout.ServiceHome + "/.local/bin/" + t, Target: target, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID})
 	}
 	return dirs, links
 }

@@ -62,6 +62,29 @@ var ErrInterrupted = errors.New("restore interrupted")
 // candidateMark is in every candidate machine's name.
 const candidateMark = "-restore-"
 
+// candidateName is the name of a restore's candidate machine:
+// <machine>-restore-<pid>-<nanos>.
+func candidateName(machine string, pid int, nanos int64) string {
+	return fmt.Sprintf("%s%s%d-%d", machine, candidateMark, pid, nanos)
+}
+
+// IsCandidate reports whether name is exactly the shape of a candidate of
+// machine (candidateName): a machine that merely starts with
+// "<machine>-restore-" is someone else's, and never reaped.
+func IsCandidate(machine, name string) bool {
+	rest, ok := strings.CutPrefix(name, machine+candidateMark)
+	if !ok {
+		return false
+	}
+	pid, nanos, ok := strings.Cut(rest, "-")
+	return ok && isDecimal(pid) && isDecimal(nanos) && pid[0] != '0' && len(pid) <= 10 && len(nanos) <= 19
+}
+
+// isDecimal reports a non-empty run of ASCII digits.
+func isDecimal(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // Restore is the restore state machine for one machine.
 type Restore struct {
 	Ops      MachineOps
@@ -184,7 +207,7 @@ func (r *Restore) replace(ctx context.Context, dir string) error {
 
 // candidate proves the backup on a throwaway machine, then removes it.
 func (r *Restore) candidate(ctx context.Context, dir string, port int) error {
-	name := fmt.Sprintf("%s%s%d-%d", r.Machine, candidateMark, os.Getpid(), r.Now().UnixNano())
+	name := candidateName(r.Machine, os.Getpid(), r.Now().UnixNano())
 	if err := r.Ops.CreateRestore(ctx, name, port); err != nil {
 		return fmt.Errorf("creating candidate %s: %w", name, err)
 	}
@@ -333,7 +356,7 @@ func ReapCandidates(ctx context.Context, ops MachineOps, machine string) ([]stri
 	var removed []string
 	var errs []error
 	for _, n := range names {
-		if !strings.HasPrefix(n, machine+candidateMark) {
+		if !IsCandidate(machine, n) {
 			continue
 		}
 		_ = ops.Stop(ctx, n)

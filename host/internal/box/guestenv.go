@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -55,9 +54,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if err != nil {
 		return err
 	}
-	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-		return b.call(ctx, tr, argv, stdin, stdout)
-	}
+	call := b.client(tr)
 	if deliver {
 		if err := b.deliverSecrets(ctx, call, s, "the gateway of "+name); err != nil {
 			return err
@@ -83,7 +80,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 
 // deliverSecrets sends the mapped secrets to the gateway as one shown step
 // (to names where they go).
-func (b *Box) deliverSecrets(ctx context.Context, call secrets.Caller, s protocol.Secrets, to string) error {
+func (b *Box) deliverSecrets(ctx context.Context, call secrets.Setter, s protocol.Secrets, to string) error {
 	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to %s", len(s.Env), to))
 	err := secrets.Deliver(ctx, call, s)
 	done(err)
@@ -146,10 +143,7 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-		return b.call(ctx, tr, argv, stdin, stdout)
-	}
-	err = b.deliverSecrets(ctx, call, s, "the gateway of the restored "+name)
+	err = b.deliverSecrets(ctx, b.client(tr), s, "the gateway of the restored "+name)
 	if err == nil {
 		err = b.waitGateway(ctx, name, tr)
 	}

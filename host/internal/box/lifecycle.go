@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -98,10 +99,10 @@ func (b *Box) stopServices(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 		defer cancel()
 		done := b.ui.Step("services-stop", "all services")
-		err = b.call(ctx, tr, []string{"services", "stop", "all"}, nil, nil)
+		err = b.client(tr).StopService(ctx, "all")
 		done(err)
 	}
-	var exit *ExitError
+	var exit *agent.ExitError
 	if errors.As(err, &exit) && exit.Code == 2 {
 		b.ui.Warn("the agent has no services verb; stopping the machine directly")
 		return

@@ -240,9 +240,20 @@ func (b *Box) MachineState(ctx context.Context) (string, error) {
 }
 
 // CheckExecutorListener fails unless Executor's port listens on loopback
-// only.
+// only, and only the box's VMM (or a process it started) holds it: the API
+// key goes to the box, never to whatever else took the port.
 func (b *Box) CheckExecutorListener(ctx context.Context) error {
 	if err := b.listen.CheckLoopback(ctx, b.cfg.ExecutorPort); err != nil {
+		return fmt.Errorf("refusing to use Executor's port: %w", err)
+	}
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil {
+		return err
+	}
+	if m.PID == nil || m.State != smolvm.StateRunning {
+		return fmt.Errorf("refusing to use Executor's port: smolvm reports no VMM process of %s (%s)", m.Name, m.State)
+	}
+	if err := b.listen.CheckOwner(ctx, b.cfg.ExecutorPort, *m.PID); err != nil {
 		return fmt.Errorf("refusing to use Executor's port: %w", err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
-	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -93,15 +91,9 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 	if m.State != smolvm.StateRunning {
 		return nil, userr.WithHint(fmt.Errorf("%s is %s", m.Name, m.State), "start it with hermes-box start")
 	}
-	var out bytes.Buffer
-	if err := b.RunAgent(ctx, []string{"services", "status", "--json"}, nil, &out); err != nil {
+	st, err := b.runningClient().ServicesStatus(ctx)
+	if err != nil {
 		return nil, err
-	}
-	var st struct {
-		Services []health.Service `json:"services"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-		return nil, fmt.Errorf("decoding the services of %s: %w", m.Name, err)
 	}
 	names := make([]string, len(st.Services))
 	for i, s := range st.Services {

@@ -143,7 +143,7 @@ func (b *Box) waitFor(ctx context.Context, w *waiter, tr relay.Transport, wantDe
 	var last error
 	deep := false
 	for {
-		report, err := b.healthReport(ctx, tr, deep)
+		report, err := b.client(tr).Health(ctx, deep)
 		if err == nil {
 			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil

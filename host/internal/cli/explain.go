@@ -37,6 +37,12 @@ type errorClass struct {
 // one (the table test in explain_test.go runs one error of each class
 // through the binary).
 var errorClasses = []errorClass{
+	// A machine that stopped during a wait: its own message (the console's
+	// tail) says why; a dial error inside it is only its last answer.
+	{name: "machine stopped", match: func(err error) bool { return errors.Is(err, box.ErrMachineStopped) },
+		next: func(*cobra.Command, error) string {
+			return "hermes-box start tries again; hermes-box shell opens its root console"
+		}},
 	{name: "usage", match: func(err error) bool { return userr.Code(err) == userr.ExitUsage || isUsageError(err) },
 		next: func(cmd *cobra.Command, _ error) string { return "see " + cmd.CommandPath() + " --help" }},
 	{name: "host key mismatch", match: func(err error) bool { return errors.Is(err, box.ErrHostKeyMismatch) },
@@ -51,9 +57,9 @@ var errorClasses = []errorClass{
 			return "the box was made with another key: use that project's state/hermes-box-ed25519 (HERMES_BOX_SSH_KEY), or restore a backup of this project"
 		}},
 	{name: "connection refused", match: func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
-		cause: "nothing answers on the box's SSH port (connection refused)",
+		cause: "nothing answers on the box's published port (connection refused)",
 		next: func(*cobra.Command, error) string {
-			return "hermes-box status says whether the box runs; hermes-box restart brings its port back"
+			return "hermes-box status says whether the box runs; hermes-box restart brings its ports back"
 		}},
 	{name: "smolvm missing", match: func(err error) bool { return errors.Is(err, exec.ErrNotFound) },
 		cause: "smolvm is not installed (or not on PATH)",

@@ -128,7 +128,7 @@ func TestErrorClassesOfABox(t *testing.T) {
 	must(t, syscall.Kill(rec.PID, syscall.SIGKILL))
 	waitGone(t, rec.PID)
 	expectFailure(t, "logs with nothing on the port", h.run("logs"), 1,
-		[]string{"nothing answers on the box's SSH port (connection refused)", "next: hermes-box status says whether the box runs"})
+		[]string{"nothing answers on the box's published port (connection refused)", "next: hermes-box status says whether the box runs"})
 	mustRun(t, h, "restart")
 
 	// A start hangs in smolvm while it holds the operation lock.
@@ -386,6 +386,15 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 			t.Errorf("status does not name the difference %q:\n%s", w, r.stdout)
 		}
 	}
+	// executor status reports the box as it was created: without it.
+	drift := h.extra
+	h.extra = append(append([]string(nil), drift...), "HERMES_BOX_EXECUTOR_ENABLED=true")
+	r = h.run("executor", "status", "--json")
+	var ex struct{ Enabled *bool }
+	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || ex.Enabled == nil || *ex.Enabled {
+		t.Errorf("executor status of a box created without the Executor, now configured with it: %v %q %s", err, r.stdout, r.stderr)
+	}
+	h.extra = drift
 	mustRun(t, h, "stop")
 	r = mustRun(t, h, "start")
 	warn, listener := strings.Index(r.stderr, wantDrift[0]), strings.Index(r.stderr, "[listener]")

@@ -44,7 +44,7 @@ func TestProofCorroborated(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			a := &agent{proof: tt.proof}
-			if _, err := Prove(context.Background(), a.call, &stopper{}, dir, "hermes-box", plan, tt.denials); err != nil {
+			if _, err := Prove(context.Background(), a.call(), &stopper{}, dir, "hermes-box", plan, tt.denials); err != nil {
 				t.Fatal(err)
 			}
 			p, ok, err := Last(dir)

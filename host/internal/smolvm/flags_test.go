@@ -75,18 +75,25 @@ func (h *helpRunner) Run(ctx context.Context, c Cmd) (Result, error) {
 	return h.recorder.Run(ctx, c)
 }
 
+// tempBinary is a smolvm executable holding content, and a record of
+// checked binaries (in its own state directory) that finds it.
+func tempBinary(t *testing.T, content string) (string, *Binaries) {
+	t.Helper()
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "smolvm")
+	if err := os.WriteFile(exe, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exe, &Binaries{File: filepath.Join(dir, "state", BinariesFile), Locate: func() (string, error) { return exe, nil }}
+}
+
 // TestCheckFlagsOnFirstDrive: the first Release of a binary reads every
 // used subcommand's help; a flag it does not list is refused naming the
 // flag, the subcommand and the release, before any other call; a checked
 // binary (same path and content) is not asked again, a changed one is.
 func TestCheckFlagsOnFirstDrive(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "smolvm")
-	if err := os.WriteFile(exe, []byte("v1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bins := &Binaries{File: filepath.Join(dir, "state", BinariesFile), Locate: func() (string, error) { return exe, nil }}
+	exe, bins := tempBinary(t, "v1")
 
 	r := &helpRunner{drop: "machine create --net-backend"}
 	d := New(r)
@@ -142,12 +149,7 @@ func TestUndeclaredFlagRefused(t *testing.T) {
 // naming the rows; while qualifying, the old verdict is not applied.
 func TestDoctorVerdicts(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "smolvm")
-	if err := os.WriteFile(exe, []byte("1.25"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bins := &Binaries{File: filepath.Join(dir, BinariesFile), Locate: func() (string, error) { return exe, nil }}
+	exe, bins := tempBinary(t, "1.25")
 	driver := func(version string, qualifying bool) (*Driver, *[]string) {
 		d := onHost(New(&helpRunner{version: version}), "darwin", "arm64", nil)
 		d.RememberIn(bins)

@@ -31,9 +31,6 @@ import (
 // GatewayProgram is the Hermes gateway's name in the supervisor's table.
 const GatewayProgram = "hermes"
 
-// hermesCLI is the Hermes command inside the box, under the root.
-const hermesCLI = "usr/local/bin/hermes"
-
 // Timeouts of connect-hermes' steps.
 const (
 	surfaceTimeout = 30 * time.Second
@@ -169,7 +166,7 @@ func (c *Connector) mcpTest(ctx context.Context, key string) error {
 func (c *Connector) mcpTestCommand(u passwd.User) command.Command {
 	home := filepath.Join(c.Root, boxlayout.HermesHome)
 	env := []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "HERMES_HOME=" + home, "NO_COLOR=1"}
-	argv := []string{filepath.Join(c.Root, hermesCLI), "mcp", "test", "executor"}
+	argv := []string{filepath.Join(c.Root, boxlayout.HermesCLI), "mcp", "test", "executor"}
 	if c.Root == "/" && os.Geteuid() == 0 {
 		return command.Command{Path: "runuser", Args: append(append([]string{"-u", u.Name, "--", "env"}, env...), argv...),
 			Dir: home, Timeout: mcpTestTimeout}
