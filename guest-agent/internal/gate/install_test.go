@@ -45,13 +45,8 @@ func intended(m pins.GateMechanism) Effective {
 	e.Reviewer.Provider, e.Reviewer.Model, e.Reviewer.ReasoningEffort, e.Reviewer.ServiceTier, e.Reviewer.Timeout = "openai-codex", "gpt-5.5", "low", "priority", 30
 	if m == pins.GateSmartPlugin {
 		e.Timeout = 300
-		e.Plugin = &struct {
-			Found   bool     `json:"found"`
-			Enabled bool     `json:"enabled"`
-			Error   string   `json:"error"`
-			Hooks   []string `json:"hooks"`
-			Wrapped bool     `json:"wrapped"`
-		}{Found: true, Enabled: true, Hooks: []string{"post_approval_response", "pre_approval_request"}, Wrapped: true}
+		e.Plugin = &PluginState{Found: true, Enabled: true, Hooks: []string{"post_approval_response", "pre_approval_request"}, Wrapped: true,
+			Bundled: true, Source: "bundled"}
 		return e
 	}
 	e.Timeout = 60
@@ -76,6 +71,8 @@ func TestVerify(t *testing.T) {
 		{"plugin disabled", smart, func(e *Effective) { e.Plugin.Enabled, e.Plugin.Error = false, "disabled via config" }, "disabled via config"},
 		{"plugin missing", smart, func(e *Effective) { e.Plugin = nil }, "does not find"},
 		{"wraps missing", smart, func(e *Effective) { e.Plugin.Wrapped = false }, "wraps are not in place"},
+		{"user copy overrides", smart, func(e *Effective) { e.Plugin.Bundled, e.Plugin.Source, e.Plugin.Path = false, "user", "/h/plugins/x" },
+			"loaded the hermes-box-gate plugin from /h/plugins/x (user), not root's copy"},
 		{"hook missing", smart, func(e *Effective) { e.Plugin.Hooks = e.Plugin.Hooks[:1] }, "did not register pre_approval_request"},
 		{"gateway wait 60", smart, func(e *Effective) { e.Timeout = 60 }, "gateway wait"},
 		{"other reviewer model", smart, func(e *Effective) { e.Reviewer.Model = "cheap" }, "reviewer model"},
@@ -134,7 +131,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 		t.Error("the smart-plugin mechanism installed the source-patch reviewer module")
 	}
 	for name, want := range PluginFiles() {
-		if got := read(t, tgt.Home, PluginDir+"/"+name); got != string(want) {
+		if got := read(t, tgt.Source, PluginDir+"/"+name); got != string(want) {
 			t.Errorf("plugin file %s differs", name)
 		}
 	}
@@ -273,6 +270,14 @@ func TestInstallRealTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("Hermes %s: %s; reviewer %+v resolved by %q; managed keys %q", version, c.Message, eff.Reviewer, eff.ResolvedBy, eff.ManagedKeys)
+			for _, f := range gateFiles(t, tgt, rel) {
+				if problem := exclusive(f); problem != "" {
+					t.Errorf("gate file: %s", problem)
+				}
+			}
+			if rel.Mechanism == pins.GateSmartPlugin {
+				userCopyOverrides(t, tgt)
+			}
 			if rel.ManagedScope {
 				stderr := hermesConfigSet(t, tgt, "approvals.mode", "off")
 				t.Logf("Hermes %s refused `hermes config set approvals.mode off`: %s", version, stderr)
@@ -413,4 +418,57 @@ func hermesConfigSet(t *testing.T, tgt Target, key, value string) string {
 		t.Fatalf("hermes config set %s changed the user's config:\n%s", key, after)
 	}
 	return strings.TrimSpace(stderr.String())
+}
+
+// gateFiles lists every file of the installed gate: the edited sources and
+// the reviewer module, the plugin and its directory, the managed config and
+// its directory.
+func gateFiles(t *testing.T, tgt Target, rel pins.HermesRelease) []string {
+	t.Helper()
+	set, err := patch.SetByID(rel.AnchorSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range set.Files() {
+		out = append(out, filepath.Join(tgt.Source, f))
+	}
+	if set.Reviewer {
+		out = append(out, filepath.Join(tgt.Source, patch.ModulePath))
+	}
+	if rel.Mechanism == pins.GateSmartPlugin {
+		out = append(out, filepath.Join(tgt.Source, PluginDir))
+		for name := range PluginFiles() {
+			out = append(out, filepath.Join(tgt.Source, PluginDir, name))
+		}
+	}
+	if rel.ManagedScope {
+		out = append(out, tgt.Managed, tgt.managedConfig())
+	}
+	return out
+}
+
+// userCopyOverrides puts a copy of the plugin in HERMES_HOME/plugins, where
+// Hermes prefers it to the tree's: the health check names it, and the
+// installer removes it.
+func userCopyOverrides(t *testing.T, tgt Target) {
+	t.Helper()
+	ctx := context.Background()
+	for name, data := range PluginFiles() {
+		write(t, tgt.Home, UserPluginDir+"/"+name, string(data))
+	}
+	c, g := Health(ctx, tgt, time.Now())
+	if c.Status != health.StatusUnhealthy || !strings.Contains(c.Message, "(user), not root's copy in the Hermes tree's plugins/hermes-box-gate") {
+		t.Fatalf("a user copy of the plugin went unnoticed: %+v %+v", c, g)
+	}
+	pending, err := Installer{}.Pending(ctx, tgt)
+	if err != nil || len(pending) != 1 || !strings.Contains(pending[0], "remove the overriding copy") {
+		t.Fatalf("pending %q %v", pending, err)
+	}
+	if err := (Installer{}).Apply(ctx, tgt); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := Health(ctx, tgt, time.Now()); c.Status != health.StatusHealthy {
+		t.Fatalf("after removing the user copy: %+v", c)
+	}
 }

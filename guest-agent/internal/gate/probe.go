@@ -61,14 +61,23 @@ type Effective struct {
 	} `json:"reviewer"`
 	// ManagedKeys are the dotted keys Hermes' managed scope pins, as
 	// hermes_cli.managed_scope reads them (absent before 0.17.0).
-	ManagedKeys []string `json:"managedKeys,omitempty"`
-	Plugin      *struct {
-		Found   bool     `json:"found"`
-		Enabled bool     `json:"enabled"`
-		Error   string   `json:"error"`
-		Hooks   []string `json:"hooks"`
-		Wrapped bool     `json:"wrapped"`
-	} `json:"plugin,omitempty"`
+	ManagedKeys []string     `json:"managedKeys,omitempty"`
+	Plugin      *PluginState `json:"plugin,omitempty"`
+}
+
+// PluginState is the hermes-box-gate plugin as Hermes' plugin manager
+// loaded it.
+type PluginState struct {
+	Found   bool     `json:"found"`
+	Enabled bool     `json:"enabled"`
+	Error   string   `json:"error"`
+	Hooks   []string `json:"hooks"`
+	Wrapped bool     `json:"wrapped"`
+	// Bundled is true when Hermes loaded the copy in the tree's plugins/
+	// (root's); Source and Path say which copy it loaded.
+	Bundled bool   `json:"bundled"`
+	Source  string `json:"source"`
+	Path    string `json:"path"`
 }
 
 // Probe runs Hermes' own code, with its own interpreter, to read how it
@@ -193,6 +202,10 @@ func (p *problems) plugin(eff Effective) {
 		}
 		if !pl.Wrapped {
 			p.add("the plugin's reviewer, gateway-wait and CLI-prompt wraps are not in place")
+		}
+		if !pl.Bundled {
+			p.add(fmt.Sprintf("Hermes loaded the %s plugin from %s (%s), not root's copy in the Hermes tree's %s",
+				hermesconfig.PluginName, pl.Path, pl.Source, PluginDir))
 		}
 	}
 }

@@ -83,6 +83,13 @@ def plugin(out, approval):
         info["hooks"] = sorted(loaded.hooks_registered or [])
         module = loaded.module
         info["wrapped"] = bool(module is not None and module.installed(approval))
+        manifest = loaded.manifest
+        info["source"] = str(manifest.source or "")
+        info["path"] = str(manifest.path or "")
+        # Root's copy in the tree's plugins/, not one in HERMES_HOME overriding it.
+        bundled = os.path.realpath(os.path.join(os.getcwd(), "plugins", PLUGIN))
+        info["bundled"] = bool(manifest.source == "bundled" and manifest.path
+                               and os.path.realpath(str(manifest.path)) == bundled)
     out["plugin"] = info
 
 
