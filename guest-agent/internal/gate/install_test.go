@@ -41,7 +41,7 @@ func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, 
 func intended(m pins.GateMechanism) Effective {
 	var e Effective
 	e.Mode, e.CronMode = m.IntendedMode(), "deny"
-	e.ManagedKeys = hermesconfig.ManagedKeys(hermesconfig.SettingsFor(m))
+	e.ManagedKeys = hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(m))
 	e.Reviewer.Provider, e.Reviewer.Model, e.Reviewer.ReasoningEffort, e.Reviewer.ServiceTier, e.Reviewer.Timeout = "openai-codex", "gpt-5.5", "low", "priority", 30
 	if m == pins.GateSmartPlugin {
 		e.Timeout = 300
@@ -155,7 +155,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 // writable by its owner alone; a file others may write is pending.
 func checkManaged(t *testing.T, tgt Target, m pins.GateMechanism) {
 	t.Helper()
-	want, err := hermesconfig.Managed(hermesconfig.SettingsFor(m))
+	want, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +281,10 @@ func TestInstallRealTrees(t *testing.T) {
 			if rel.ManagedScope {
 				stderr := hermesConfigSet(t, tgt, "approvals.mode", "off")
 				t.Logf("Hermes %s refused `hermes config set approvals.mode off`: %s", version, stderr)
+				hermesConfigSet(t, tgt, "command_allowlist", "*")
+				if rel.Mechanism == pins.GateSmartPlugin {
+					hermesConfigSet(t, tgt, "approvals.deny", "[]")
+				}
 			}
 			b, _ := os.ReadFile(filepath.Join(tgt.Home, "config.yaml"))
 			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: manual", 1))

@@ -28,7 +28,7 @@ func managedPending(t Target, rel pins.HermesRelease) ([]string, error) {
 	if t.Managed == "" {
 		return nil, fmt.Errorf("hermes %s pins the gate in its managed scope, but no managed directory was given", rel.Version)
 	}
-	want, err := hermesconfig.Managed(hermesconfig.SettingsFor(rel.Mechanism))
+	want, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(rel.Mechanism))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func WriteManaged(dir string, rel pins.HermesRelease) error {
 	if !rel.ManagedScope {
 		return nil
 	}
-	data, err := hermesconfig.Managed(hermesconfig.SettingsFor(rel.Mechanism))
+	data, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(rel.Mechanism))
 	if err != nil {
 		return err
 	}

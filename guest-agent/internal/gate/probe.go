@@ -158,7 +158,7 @@ func Verify(rel pins.HermesRelease, eff Effective) []string {
 	}
 	if rel.ManagedScope {
 		var loose []string
-		for _, key := range hermesconfig.ManagedKeys(hermesconfig.SettingsFor(rel.Mechanism)) {
+		for _, key := range hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(rel.Mechanism)) {
 			if !slices.Contains(eff.ManagedKeys, key) {
 				loose = append(loose, key)
 			}
