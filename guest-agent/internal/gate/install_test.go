@@ -356,6 +356,7 @@ func TestReviewerCodexRequestRealTree(t *testing.T) {
 	}
 	unedited := tgt
 	unedited.Source = tree
+	t.Setenv("HBX_TEST_GATE_PLUGINS", filepath.Join(src, "plugins")) // the plugin as installed, with the unedited tree
 	if req := codexRequest(t, unedited); req.Calls != 1 || req.Request.ServiceTier != "" {
 		t.Errorf("the unedited 0.19.0 tree: %+v (the source edit is what forwards the tier)", req)
 	}
