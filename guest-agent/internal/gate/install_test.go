@@ -82,7 +82,7 @@ func TestVerify(t *testing.T) {
 		{"gate disabled", gated, func(e *Effective) { off := false; e.Reviewer.Enabled = &off }, "disabled"},
 		{"mode not managed", smart, func(e *Effective) { e.ManagedKeys = e.ManagedKeys[1:] }, "managed scope (/etc/hermes/config.yaml), so the agent could change them: approvals.mode"},
 		{"nothing managed on 0.17", release(t, "0.17.0"), func(e *Effective) { e.ManagedKeys = nil }, "approvals.gate.model"},
-		{"0.16 has no managed scope", gated, func(e *Effective) { e.ManagedKeys = nil }, ""},
+		{"nothing managed on 0.16", gated, func(e *Effective) { e.ManagedKeys = nil }, "approvals.mode, approvals.timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,11 +236,12 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 // TestInstallRealTrees installs the gate into copies of the real 0.16.0,
 // 0.17.0 and 0.19.0 trees (HERMES_BOX_HERMES_TREES) with this machine's
 // python3 (or HERMES_BOX_HERMES_PYTHON) as Hermes' interpreter and asks each
-// Hermes for its effective mode. On 0.17.0 and 0.19.0 the settings are
-// pinned in the managed scope: Hermes reports every gate key managed, its
-// own `hermes config set approvals.mode off` is refused, and neither that
-// nor the mode edited in the user's config changes the effective mode; on
-// 0.16.0 (no managed scope) the edited config does. It also shows 0.18.2
+// Hermes for its effective mode. The settings are pinned in the managed
+// scope, so every gate key is reported managed and mode off (and an
+// allowlist entry) in the user's config changes nothing until the managed
+// config is removed; on 0.17.0 and 0.19.0 Hermes' own `hermes config set`
+// refuses approvals.mode, command_allowlist (and 0.19.0's approvals.deny).
+// It also shows 0.18.2
 // with the source-patch config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
 	python := hermestest.Python(t)
@@ -287,13 +288,16 @@ func TestInstallRealTrees(t *testing.T) {
 				}
 			}
 			b, _ := os.ReadFile(filepath.Join(tgt.Home, "config.yaml"))
-			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: manual", 1))
+			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: off", 1)+"command_allowlist:\n- '*'\n")
 			c, g = Health(ctx, tgt, time.Now())
-			if rel.ManagedScope && (c.Status != health.StatusHealthy || g.EffectiveMode != intended) {
-				t.Fatalf("mode manual in the user's config overrode the managed scope: %+v %+v", c, g)
+			if c.Status != health.StatusHealthy || g.EffectiveMode != intended {
+				t.Fatalf("mode off in the user's config overrode the managed scope: %+v %+v", c, g)
 			}
-			if !rel.ManagedScope && (c.Status != health.StatusUnhealthy || g.EffectiveMode != "manual") {
-				t.Fatalf("mode manual: %+v %+v", c, g)
+			if err := os.Remove(tgt.managedConfig()); err != nil {
+				t.Fatal(err)
+			}
+			if c, g := Health(ctx, tgt, time.Now()); c.Status != health.StatusUnhealthy || g.EffectiveMode != "off" {
+				t.Fatalf("without the managed config the user's mode off must show: %+v %+v", c, g)
 			}
 		})
 	}
@@ -447,10 +451,7 @@ func gateFiles(t *testing.T, tgt Target, rel pins.HermesRelease) []string {
 			out = append(out, filepath.Join(tgt.Source, PluginDir, name))
 		}
 	}
-	if rel.ManagedScope {
-		out = append(out, tgt.Managed, tgt.managedConfig())
-	}
-	return out
+	return append(out, tgt.Managed, tgt.managedConfig())
 }
 
 // userCopyOverrides puts a copy of the plugin in HERMES_HOME/plugins, where

@@ -59,8 +59,9 @@ type Effective struct {
 		MinConfidence   *float64 `json:"minConfidence,omitempty"`
 		MaxRisk         string   `json:"maxRisk,omitempty"`
 	} `json:"reviewer"`
-	// ManagedKeys are the dotted keys Hermes' managed scope pins, as
-	// hermes_cli.managed_scope reads them (absent before 0.17.0).
+	// ManagedKeys are the dotted keys the managed scope pins, as
+	// hermes_cli.managed_scope reads them (from 0.17.0), or the source
+	// patch's reviewer module on 0.16.0.
 	ManagedKeys []string     `json:"managedKeys,omitempty"`
 	Plugin      *PluginState `json:"plugin,omitempty"`
 }
@@ -156,18 +157,7 @@ func Verify(rel pins.HermesRelease, eff Effective) []string {
 		p.wantNum("approvals.timeout (gateway wait)", eff.Timeout, 300)
 		p.plugin(eff)
 	}
-	if rel.ManagedScope {
-		var loose []string
-		for _, key := range hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(rel.Mechanism)) {
-			if !slices.Contains(eff.ManagedKeys, key) {
-				loose = append(loose, key)
-			}
-		}
-		if len(loose) > 0 {
-			p.add(fmt.Sprintf("not pinned in Hermes' managed scope (%s/config.yaml), so the agent could change them: %s",
-				hermesconfig.ManagedDir, strings.Join(loose, ", ")))
-		}
-	}
+	p.managed(rel, eff)
 	return p.list
 }
 
@@ -184,6 +174,20 @@ func (p *problems) want(what, got, want string) {
 func (p *problems) wantNum(what string, got, want float64) {
 	if got != want {
 		p.add(fmt.Sprintf("%s resolves to %v, want %v", what, got, want))
+	}
+}
+
+// managed names every key of the mechanism the managed scope does not pin.
+func (p *problems) managed(rel pins.HermesRelease, eff Effective) {
+	var loose []string
+	for _, key := range hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(rel.Mechanism)) {
+		if !slices.Contains(eff.ManagedKeys, key) {
+			loose = append(loose, key)
+		}
+	}
+	if len(loose) > 0 {
+		p.add(fmt.Sprintf("not pinned in the managed scope (%s/config.yaml), so the agent could change them: %s",
+			hermesconfig.ManagedDir, strings.Join(loose, ", ")))
 	}
 }
 
