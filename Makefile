@@ -102,7 +102,7 @@ e2e-arm64: ## The box's lifecycle in an arm64 guest under qemu-system-aarch64 (T
 	HERMES_BOX_E2E=1 SMOLVM_QEMU_ARCH=arm64 $(GO) test -count=1 -timeout 90m -v -run TestBoxLifecycle ./tests/e2e/...
 
 .PHONY: e2e-smolvm
-e2e-smolvm: build ## Disposable lifecycle test on a host with real smolvm (HERMES_BOX_E2E=1 and disposable HERMES_BOX_MACHINE_NAME, _BUILDER_NAME, _SSH_PORT)
+e2e-smolvm: build ## hermes-box doctor, then the disposable lifecycle test on a host with real smolvm (HERMES_BOX_E2E=1 and disposable HERMES_BOX_MACHINE_NAME, _BUILDER_NAME, _SSH_PORT)
 	$(GO) run ./tests/lifecycle/e2e-smolvm $(BIN)/hermes-box
 
 .PHONY: clean

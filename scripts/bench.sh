@@ -4,6 +4,8 @@
 # each goal of the issues with the figure it constrains, the baseline's
 # figure and their ratio where the goal is a ratio, and whether it is met.
 # Usage: scripts/bench.sh [COUNT]
+# HB_BENCH_BOX_MB sizes the incremental snapshot benchmark's tree (default
+# 2048 MB and 100,000 entries; each run of it takes minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-5}
@@ -24,6 +26,15 @@ unpack, disk | BenchmarkUnpackRealShaped agent-disk-s | BenchmarkUnpackRealShape
 unpack peak memory, tmpfs | BenchmarkUnpackRealShaped agent-peak-rss-tmpfs-MiB | - | <= | 40
 unpack peak memory, disk | BenchmarkUnpackRealShaped agent-peak-rss-disk-MiB | - | <= | 40
 hermes-box status, whole process | BenchmarkStatusWholeProcess status-ms | - | <= | 100
+incremental: 2nd adds vs a full v2 | BenchmarkIncrementalBox inc-second-added-MB | BenchmarkIncrementalBox v2-second-MB | <= | 0.05
+incremental: 2nd snapshot vs v2 | BenchmarkIncrementalBox inc-second-s | BenchmarkIncrementalBox v2-second-s | <= | 0.15
+incremental: 2nd adds vs restic | BenchmarkIncrementalBox inc-second-added-MB | BenchmarkIncrementalBox restic-second-added-MB | <= | 1.0
+incremental: 2nd snapshot vs restic | BenchmarkIncrementalBox inc-second-s | BenchmarkIncrementalBox restic-second-s | <= | 0.5
+incremental: 1st snapshot vs v2 | BenchmarkIncrementalBox inc-first-s | BenchmarkIncrementalBox v2-first-s | <= | 1.1
+incremental: restore vs v2 | BenchmarkIncrementalBox inc-restore-s | BenchmarkIncrementalBox v2-restore-s | <= | 1.2
+incremental: peak heap, 1st snapshot | BenchmarkIncrementalBox inc-first-peak-MiB | - | <= | 128
+incremental: peak heap, 2nd snapshot | BenchmarkIncrementalBox inc-second-peak-MiB | - | <= | 128
+incremental: peak heap, restore | BenchmarkIncrementalBox inc-restore-peak-MiB | - | <= | 128
 EOF_GOALS
 go test -run '^$' -bench . -benchmem -count "$count" ./... | tee "$out"
 echo

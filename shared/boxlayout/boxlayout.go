@@ -41,6 +41,30 @@ const (
 	HermesSourceMarker = HermesTree + "/.hermes-box-source"
 	// HermesCLI is the hermes command.
 	HermesCLI = "/usr/local/bin/hermes"
+	// HermesConfig is Hermes' config, in the workspace.
+	HermesConfig = HermesHome + "/config.yaml"
+	// HermesManagedDir is Hermes' managed scope (0.17.0 and later):
+	// root-owned, its config.yaml wins over HERMES_HOME's at every leaf,
+	// and `hermes config set`/`unset` refuse the keys it holds.
+	HermesManagedDir = "/etc/hermes"
+)
+
+// The system files hermes-box adds to the guest.
+const (
+	// SudoersFile gives the admin account its password-less sudo.
+	SudoersFile = "/etc/sudoers.d/hermes-box"
+	// SSHDDropIn is sshd's configuration for the box.
+	SSHDDropIn = "/etc/ssh/sshd_config.d/99-hermes-box.conf"
+	// AptNetworkConf bounds apt's network use.
+	AptNetworkConf = "/etc/apt/apt.conf.d/80-hermes-box-network"
+	// ProfileScript sets the box's environment in login shells.
+	ProfileScript = "/etc/profile.d/hermes-box.sh"
+	// SecretsProfile sources the mapped secrets in the service user's
+	// login shells.
+	SecretsProfile = "/etc/profile.d/hermes-box-secrets.sh"
+	// AdminProfileTemplate is the admin account's login profile as shipped,
+	// copied to its home.
+	AdminProfileTemplate = "/usr/local/share/hermes-box/" + AdminUser + ".bash_profile"
 )
 
 // Ports inside the guest.
@@ -90,8 +114,12 @@ const (
 	RestoredID = StateDir + "/workspace-restored.id"
 	// CodexPinFile records the Codex release first boot installs.
 	CodexPinFile = StateDir + "/codex-pin.json"
+	// CacheDir holds the agent's caches, which provisioning empties last.
+	CacheDir = "/var/cache/hermes-box"
 	// DownloadCache holds verified downloads.
-	DownloadCache = "/var/cache/hermes-box/downloads"
+	DownloadCache = CacheDir + "/downloads"
+	// SmokeMarker records that the image's smoke test passed.
+	SmokeMarker = StateDir + "/smoke-passed"
 	// StartupLog is boot's log of its first-boot steps.
 	StartupLog = "/var/log/hermes-box-startup.log"
 	// SeedArchive is the tar of the builder's workspace the image carries
@@ -116,8 +144,8 @@ const (
 	SSHDLog = RunDir + "/sshd.log"
 	// SecretsDir is the root-only tmpfs file tree of the mapped secrets.
 	SecretsDir = "/run/hermes-box-secrets"
-	// ExecutorDiscoveryRefreshed marks that this boot refreshed Hermes'
-	// discovery of Executor's tools.
+	// ExecutorDiscoveryRefreshed records the boot whose gateway was
+	// restarted after Executor turned healthy, so Hermes discovers its tools.
 	ExecutorDiscoveryRefreshed = "/run/hermes-box-executor-discovery-refreshed"
 )
 
@@ -154,10 +182,4 @@ const (
 	EnvExecutorEnabled  = "HERMES_BOX_EXECUTOR_ENABLED"
 	EnvExecutorHostPort = "HERMES_BOX_EXECUTOR_HOST_PORT"
 	EnvExecutorImage    = "HERMES_BOX_EXECUTOR_IMAGE"
-)
-
-// Host-side file names.
-const (
-	// BaseArtifact is the packed base image in the images directory.
-	BaseArtifact = "hermes-base.smolmachine"
 )

@@ -70,7 +70,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestBoundsAndConcatenation(t *testing.T) {
-	zeros := make([]byte, 5<<20)
+	zeros := make([]byte, 2*MaxSize+5)
 	tests := []struct {
 		name string
 		data []byte
@@ -78,7 +78,7 @@ func TestBoundsAndConcatenation(t *testing.T) {
 		{"empty", nil},
 		{"one byte", []byte{1}},
 		{"below min", stream("a", MinSize-1)},
-		{"random", stream("b", 9<<20+123)},
+		{"random", stream("b", 3<<20+123)},
 		{"zeros (no cut point: max size)", zeros},
 	}
 	for _, tt := range tests {
@@ -92,10 +92,12 @@ func TestBoundsAndConcatenation(t *testing.T) {
 			}
 			var written [][]byte
 			w := NewWriter(func(c []byte) error { written = append(written, bytes.Clone(c)); return nil })
-			for _, b := range bytes.SplitAfter(tt.data, []byte{0}) { // uneven writes
-				if _, err := w.Write(b); err != nil {
+			for rest, n := tt.data, 1; len(rest) > 0; n = n*7%40000 + 1 { // uneven writes
+				k := min(n, len(rest))
+				if _, err := w.Write(rest[:k]); err != nil {
 					t.Fatal(err)
 				}
+				rest = rest[k:]
 			}
 			if err := w.Close(); err != nil {
 				t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // File names inside the project root.
@@ -26,6 +28,12 @@ const (
 	NetworkFull   NetworkMode = "full"
 	NetworkStrict NetworkMode = "strict"
 	NetworkNone   NetworkMode = "none"
+)
+
+// The values of HERMES_BOX_VMM_CONFINEMENT.
+const (
+	ConfinementEnforce = "enforce"
+	ConfinementOff     = "off"
 )
 
 // Config is the resolved hermes-box configuration. Each field names the
@@ -54,14 +62,15 @@ type Config struct {
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
 	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
-	// SmolvmAllowNewer (HERMES_BOX_SMOLVM_ALLOW_NEWER) lets the host drive
-	// a smolvm release newer than every row of the pins table, with the
-	// newest row's capabilities and a warning on every command.
-	SmolvmAllowNewer bool
-	HermesCommit     string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
-	ExecutorEnabled  bool   // HERMES_BOX_EXECUTOR_ENABLED
-	ExecutorPort     int    // HERMES_BOX_EXECUTOR_PORT
-	ExecutorImage    string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
+	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
+	// on Linux every call that boots a VMM asks smolvm for its seccomp and
+	// Landlock confinement, and a started VMM without a seccomp filter is
+	// refused; ConfinementOff asks for neither, and every command warns.
+	VMMConfinement  string
+	HermesCommit    string // HERMES_BOX_HERMES_COMMIT, 40 hex characters
+	ExecutorEnabled bool   // HERMES_BOX_EXECUTOR_ENABLED
+	ExecutorPort    int    // HERMES_BOX_EXECUTOR_PORT
+	ExecutorImage   string // HERMES_BOX_EXECUTOR_IMAGE, NAME:TAG@sha256:<digest>
 
 	// DataDirOverride is HERMES_BOX_DATA_DIR as configured; "" means the
 	// project root. Use DataDir for the resolved path.
@@ -194,7 +203,9 @@ func (c *Config) applyFile(named bool) (problems []error, err error) {
 		if !twice {
 			seen[a.Key] = a.Line
 		}
-		if s, ok := lookupSetting(a.Key); !ok && a.Key != upper {
+		if why, ok := replacedSettings[a.Key]; ok {
+			problem.Msg = a.Key + " " + why
+		} else if s, ok := lookupSetting(a.Key); !ok && a.Key != upper {
 			problem.Msg = fmt.Sprintf("%q is not a setting: settings are upper-case (%s)", a.Key, upper)
 		} else if twice {
 			problem.Msg = fmt.Sprintf("%s is set twice (lines %d and %d): keep one", a.Key, first, a.Line)
@@ -220,6 +231,10 @@ func (c *Config) applyEnviron(env map[string]string) []error {
 	var problems []error
 	for _, key := range slices.Sorted(maps.Keys(env)) {
 		if hosts[key] || key == EnvConfig || key == envE2E || key == envProjectRoot {
+			continue
+		}
+		if why, ok := replacedSettings[key]; ok {
+			problems = append(problems, &Error{Key: key, Msg: "environment variable " + key + " " + why})
 			continue
 		}
 		s, ok := lookupSetting(key)
@@ -286,19 +301,19 @@ func (c *Config) DataDir() string {
 }
 
 // StateDir is <DataDir>/state: keys, pinned host keys and other host state.
-func (c *Config) StateDir() string { return filepath.Join(c.DataDir(), "state") }
+func (c *Config) StateDir() string { return filepath.Join(c.DataDir(), filenames.StateDir) }
 
 // BackupsDir is <DataDir>/backups.
-func (c *Config) BackupsDir() string { return filepath.Join(c.DataDir(), "backups") }
+func (c *Config) BackupsDir() string { return filepath.Join(c.DataDir(), filenames.BackupsDir) }
 
 // ImagesDir is <DataDir>/images.
-func (c *Config) ImagesDir() string { return filepath.Join(c.DataDir(), "images") }
+func (c *Config) ImagesDir() string { return filepath.Join(c.DataDir(), filenames.ImagesDir) }
 
 // SSHKeyPath is the private key used to reach the guest: HERMES_BOX_SSH_KEY
 // resolved against the project root, or <StateDir>/hermes-box-ed25519.
 func (c *Config) SSHKeyPath() string {
 	if c.SSHKeyOverride == "" {
-		return filepath.Join(c.StateDir(), "hermes-box-ed25519")
+		return filepath.Join(c.StateDir(), filenames.SSHKey)
 	}
 	return c.resolve(c.SSHKeyOverride)
 }

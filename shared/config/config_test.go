@@ -56,6 +56,7 @@ func TestDefault(t *testing.T) {
 		StorageGB:       15,
 		OverlayGB:       6,
 		NetworkMode:     NetworkFull,
+		VMMConfinement:  ConfinementEnforce,
 		HermesCommit:    "3ef6bbd201263d354fd83ec55b3c306ded2eb72a",
 		ExecutorEnabled: false,
 		ExecutorPort:    4788,
@@ -207,6 +208,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "syntax error", conf: "A=1\nrm -rf /", wantErr: "FILE:2: expected KEY=VALUE assignment"},
 		{name: "unknown key in file", conf: "A=1\nHERMES_BOX_NOPE=1", wantErr: `FILE:2: unknown Hermes Box setting "HERMES_BOX_NOPE"`},
 		{name: "control name in file", conf: "HERMES_BOX_CONFIG=/x", wantErr: `FILE:1: unknown Hermes Box setting "HERMES_BOX_CONFIG"`},
+		{name: "replaced key in file", conf: "HERMES_BOX_SMOLVM_ALLOW_NEWER=true", wantErr: "FILE:1: HERMES_BOX_SMOLVM_ALLOW_NEWER was replaced by `hermes-box doctor`, which qualifies a newer smolvm on this host (a release that passes is accepted for that binary); remove the setting"},
 		{
 			name:    "secret host name in file",
 			conf:    "HERMES_BOX_TOKEN=x",
@@ -371,6 +373,7 @@ func TestValidate(t *testing.T) {
 		{"empty machine name", func(c *Config) { c.MachineName = "" }, "HERMES_BOX_MACHINE_NAME must not be empty"},
 		{"empty builder name", func(c *Config) { c.BuilderName = "" }, "HERMES_BOX_BUILDER_NAME must not be empty"},
 		{"dotted machine name", func(c *Config) { c.MachineName = "box.v2" }, `HERMES_BOX_MACHINE_NAME may hold only letters, digits, '-' and '_' (smolvm's rule), got "box.v2"`},
+		{"confinement", func(c *Config) { c.VMMConfinement = "audit" }, `HERMES_BOX_VMM_CONFINEMENT must be enforce or off, got "audit"`},
 		{"builder name ending in a hyphen", func(c *Config) { c.BuilderName = "builder-" }, `HERMES_BOX_BUILDER_NAME must not end with a hyphen, got "builder-"`},
 		{"ssh port", func(c *Config) { c.SSHPort = -5 }, "HERMES_BOX_SSH_PORT must be a port from 1 to 65535, got -5"},
 		{"empty network mode", func(c *Config) { c.NetworkMode = "" }, `HERMES_BOX_NETWORK_MODE must be one of full, strict or none, got ""`},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,41 @@ func FuzzLoadNetworkHosts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestListFileExamples: secret-env.txt.example and network-hosts.txt.example
+// load as they are (every example commented out), and every example line,
+// uncommented, is a valid mapping or host.
+func TestListFileExamples(t *testing.T) {
+	example := regexp.MustCompile(`(?m)^# ([A-Za-z0-9_.=-]+)$`)
+	for _, tt := range []struct {
+		name string
+		load func(path string) (int, error)
+	}{
+		{"secret-env.txt.example", func(p string) (int, error) { m, err := LoadSecretMappings(p); return len(m), err }},
+		{"network-hosts.txt.example", func(p string) (int, error) { h, err := LoadNetworkHosts(p); return len(h), err }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join("..", "..", tt.name)
+			if n, err := tt.load(path); err != nil || n != 0 {
+				t.Fatalf("%s as it is: %d entries, %v", tt.name, n, err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := example.FindAllStringSubmatch(string(data), -1)
+			var b strings.Builder
+			for _, l := range lines {
+				b.WriteString(l[1] + "\n")
+			}
+			uncommented := filepath.Join(t.TempDir(), tt.name)
+			if err := os.WriteFile(uncommented, []byte(b.String()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := tt.load(uncommented); err != nil || n < 2 || n != len(lines) {
+				t.Errorf("%s uncommented: %d of %d lines, %v", tt.name, n, len(lines), err)
+			}
+		})
+	}
 }

@@ -23,7 +23,7 @@ const (
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
-	keySmolvmNewer     = "HERMES_BOX_SMOLVM_ALLOW_NEWER"
+	keyVMMConfinement  = "HERMES_BOX_VMM_CONFINEMENT"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
 	keyExecutorEnabled = "HERMES_BOX_EXECUTOR_ENABLED"
 	keyExecutorPort    = "HERMES_BOX_EXECUTOR_PORT"
@@ -64,7 +64,7 @@ var settings = []setting{
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
-	{keySmolvmNewer, "false", func(c *Config) any { return &c.SmolvmAllowNewer }, nil},
+	{keyVMMConfinement, ConfinementEnforce, func(c *Config) any { return &c.VMMConfinement }, checkConfinement},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},
 	{keyExecutorEnabled, "false", func(c *Config) any { return &c.ExecutorEnabled }, nil},
 	// The Executor port and image are checked by Validate, and only when enabled.
@@ -74,6 +74,14 @@ var settings = []setting{
 	{keySSHKey, "", func(c *Config) any { return &c.SSHKeyOverride }, nil},
 	{keyUVSHA256, "", func(c *Config) any { return &c.UVSHA256 }, checkSHA256},
 	{keyCodexSHA256, "", func(c *Config) any { return &c.CodexSHA256 }, checkSHA256},
+}
+
+// replacedSettings are keys that are no longer settings, with what
+// replaced them: the configuration that still sets one is refused, so
+// nothing is silently ignored.
+var replacedSettings = map[string]string{
+	"HERMES_BOX_SMOLVM_ALLOW_NEWER": "was replaced by `hermes-box doctor`, which qualifies a newer smolvm on this host " +
+		"(a release that passes is accepted for that binary); remove the setting",
 }
 
 // lookupSetting returns the setting named key.
@@ -171,6 +179,15 @@ func checkNetworkMode(p any) error {
 		return nil
 	default:
 		return fmt.Errorf("must be one of full, strict or none, got %q", m)
+	}
+}
+
+func checkConfinement(p any) error {
+	switch v := *p.(*string); v {
+	case ConfinementEnforce, ConfinementOff:
+		return nil
+	default:
+		return fmt.Errorf("must be %s or %s, got %q", ConfinementEnforce, ConfinementOff, v)
 	}
 }
 

@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,6 +62,30 @@ type SmolvmRelease struct {
 	CopyMode bool
 	// FrozenState: `frozen` is a machine state (fork bases).
 	FrozenState bool
+	// SeccompArches are the Linux architectures (GOARCH names) on which
+	// SMOLVM_SECCOMP=enforce has the VMM process (`_boot-vm`) install its
+	// syscall allow-list before it loads libkrun, failing closed
+	// (src/cli/internal_boot.rs: x86_64 from 1.0.4, aarch64 from 1.3.8).
+	// Unset, the VMM runs unconfined on every release.
+	SeccompArches []string
+	// LandlockVar: SMOLVM_LANDLOCK=enforce confines the VMM's view of the
+	// host's files with Landlock on Linux, failing closed; unset means off.
+	LandlockVar bool
+}
+
+// VMMConfinement says which of smolvm's VMM confinements the release
+// applies on goos/goarch when asked: seccomp and Landlock exist only on
+// Linux (macOS runs the VMM under Hypervisor.framework's own sandboxing).
+func (r SmolvmRelease) VMMConfinement(goos, goarch string) (seccomp, landlock bool) {
+	if goos != "linux" {
+		return false, false
+	}
+	for _, a := range r.SeccompArches {
+		if a == goarch {
+			seccomp = true
+		}
+	}
+	return seccomp, r.LandlockVar
 }
 
 // NetworkModesEnforced says whether `strict` and `none` can be offered: the
@@ -73,7 +98,7 @@ func (r SmolvmRelease) NetworkModesEnforced() bool {
 // SmolvmReleases is the table of supported smolvm releases, oldest first.
 // Facts read in smol-machines/smolvm at each tag.
 var SmolvmReleases = []SmolvmRelease{
-	{Version: "1.0.4", Extract: ExtractPrivate, DefaultFloorStrict: true},
+	{Version: "1.0.4", Extract: ExtractPrivate, DefaultFloorStrict: true, SeccompArches: []string{"amd64"}, LandlockVar: true},
 	smolvm19("1.9.0"),
 	smolvm19("1.9.1"),
 	smolvm19("1.9.2"),
@@ -82,7 +107,8 @@ var SmolvmReleases = []SmolvmRelease{
 
 func smolvm19(v string) SmolvmRelease {
 	return SmolvmRelease{Version: v, Extract: ExtractSharedOnLinux, EgressFloorVar: true, HostLoopbackAlias: true,
-		AllowListOnCreateFrom: true, LargeExecStdin: true, EgressEvents: true, CopyMode: true, FrozenState: true}
+		AllowListOnCreateFrom: true, LargeExecStdin: true, EgressEvents: true, CopyMode: true, FrozenState: true,
+		SeccompArches: []string{"amd64", "arm64"}, LandlockVar: true}
 }
 
 // SmolvmRecommended is the release the install instructions name.
@@ -98,28 +124,56 @@ func SmolvmInstallCommand(version string) string {
 var ErrUnsupportedSmolvm = errors.New("unsupported smolvm release")
 
 // Smolvm returns the row of version. An unlisted version is refused with
-// the table and the install command, unless allowNewer is set and version
-// is newer than every row: then the newest row's capabilities are returned
-// with unlisted set, and every command must warn.
-func Smolvm(version string, allowNewer bool) (r SmolvmRelease, unlisted bool, err error) {
+// the table, the install command and the way to qualify it on this host,
+// unless beyond is set (hermes-box doctor qualifying it, or a binary it
+// qualified) and version is newer than every row: then the row is
+// SmolvmBeyond's, with unlisted set.
+func Smolvm(version string, beyond bool) (r SmolvmRelease, unlisted bool, err error) {
 	for _, r := range SmolvmReleases {
 		if r.Version == version {
 			return r, false, nil
 		}
 	}
 	newest := SmolvmReleases[len(SmolvmReleases)-1]
-	if allowNewer && versionLess(newest.Version, version) {
-		r = newest
-		r.Version = version
-		return r, true, nil
+	if beyond && versionLess(newest.Version, version) {
+		return SmolvmBeyond(version), true, nil
 	}
 	hint := "install a supported release: " + SmolvmInstallCommand(SmolvmRecommended)
-	if allowNewer {
-		hint = "HERMES_BOX_SMOLVM_ALLOW_NEWER only admits releases newer than " + newest.Version + "; " + hint
-	} else {
-		hint += " (or, to try a newer release than " + newest.Version + " at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true)"
+	if versionLess(newest.Version, version) {
+		hint += " (or qualify this newer release on this host with the disposable test `hermes-box doctor`; a release that passes is accepted for that binary)"
 	}
 	return SmolvmRelease{}, false, fmt.Errorf("%w %q\n%s%s", ErrUnsupportedSmolvm, version, SmolvmTable(), hint)
+}
+
+// SmolvmLater is what is known of the releases after the table's newest,
+// from reports and single indexed files (reference/upstream-today.md),
+// oldest first. SmolvmBeyond applies what changes a capability; doctor
+// measures the rest on the user's host.
+var SmolvmLater = []struct {
+	Since string
+	Note  string
+	apply func(*SmolvmRelease)
+}{
+	{"1.13.0", "the default egress floor no longer lets a guest reach the host's loopback (PR #1060), the LAN still; hermes-box still passes the strict floor",
+		func(r *SmolvmRelease) { r.HostLoopbackAlias = false }},
+	{"1.22.0", "exec reworked: doctor checks exit statuses, --timeout and a large exec -i", nil},
+	{"1.22.2", "pack create --from-vm reported to drop extended attributes", nil},
+	{"1.25.4", "newest release seen; machines can be paused and pausing (machine pause/resume), ls/status JSON gains keys", nil},
+}
+
+// SmolvmBeyond is the row hermes-box drives a release newer than the
+// table with: the newest row's capabilities, with the later changes known
+// for that version applied.
+func SmolvmBeyond(version string) SmolvmRelease {
+	r := SmolvmReleases[len(SmolvmReleases)-1]
+	r.Version = version
+	r.SeccompArches = slices.Clone(r.SeccompArches)
+	for _, l := range SmolvmLater {
+		if l.apply != nil && !versionLess(version, l.Since) {
+			l.apply(&r)
+		}
+	}
+	return r
 }
 
 // SmolvmTable renders the table as text: one row per release, the
@@ -127,7 +181,7 @@ func Smolvm(version string, allowNewer bool) (r SmolvmRelease, unlisted bool, er
 func SmolvmTable() string {
 	var b strings.Builder
 	b.WriteString("supported smolvm releases:\n")
-	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i\n")
+	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  VMM confinement (Linux)\n")
 	for _, r := range SmolvmReleases {
 		exposed := "no"
 		if !r.DefaultFloorStrict {
@@ -136,10 +190,25 @@ func SmolvmTable() string {
 				exposed = "LAN, host loopback"
 			}
 		}
-		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %s\n", r.Version, r.Extract, exposed,
-			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin))
+		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %s\n", r.Version, r.Extract, exposed,
+			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), confinementText(r))
 	}
 	return b.String()
+}
+
+// confinementText names the confinements the release has on Linux.
+func confinementText(r SmolvmRelease) string {
+	var parts []string
+	if len(r.SeccompArches) > 0 {
+		parts = append(parts, "seccomp ("+strings.Join(r.SeccompArches, ", ")+")")
+	}
+	if r.LandlockVar {
+		parts = append(parts, "Landlock")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " + ")
 }
 
 func yesNo(b bool) string {

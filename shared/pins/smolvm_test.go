@@ -33,45 +33,82 @@ func TestSmolvmTableRows(t *testing.T) {
 
 func TestSmolvmRefusesUnlisted(t *testing.T) {
 	cases := []struct {
-		version    string
-		allowNewer bool
-		wantErr    string
+		version string
+		beyond  bool
+		wantErr string
 	}{
-		{"1.8.3", false, "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"},
-		{"1.8.3", true, "only admits releases newer than 1.9.3"},
-		{"1.10.0", false, "install a supported release: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3"},
+		{"1.8.3", false, "install a supported release"},
+		{"1.8.3", true, "install a supported release"},
+		{"1.10.0", false, "install a supported release: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3 (or qualify this newer release on this host with the disposable test `hermes-box doctor`"},
 		{"1.9.3-dirty", true, "unsupported smolvm release"},
 		{"", true, "unsupported smolvm release"},
 		{"01.10.0", true, "unsupported smolvm release"},
 	}
 	for _, c := range cases {
-		_, _, err := Smolvm(c.version, c.allowNewer)
+		_, _, err := Smolvm(c.version, c.beyond)
 		if !errors.Is(err, ErrUnsupportedSmolvm) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "1.0.4  ") {
-			t.Errorf("Smolvm(%q, %v) = %v, want %q and the table", c.version, c.allowNewer, err, c.wantErr)
+			t.Errorf("Smolvm(%q, %v) = %v, want %q and the table", c.version, c.beyond, err, c.wantErr)
 		}
+	}
+	if _, _, err := Smolvm("1.8.3", false); strings.Contains(err.Error(), "doctor") {
+		t.Errorf("an older release is offered the doctor: %v", err)
 	}
 }
 
-func TestSmolvmAllowNewer(t *testing.T) {
-	for _, v := range []string{"1.10.0", "1.16.2", "2.0.0", "1.9.4"} {
-		r, unlisted, err := Smolvm(v, true)
-		if err != nil || !unlisted || r.Version != v || !r.NetworkModesEnforced() || r.Extract != ExtractSharedOnLinux {
-			t.Errorf("Smolvm(%q, true) = %+v, %v, %v", v, r, unlisted, err)
+// TestSmolvmBeyond: a newer release is driven as the newest row with the
+// later changes known for its version: from 1.13.0 the default floor
+// keeps the host's loopback out.
+func TestSmolvmBeyond(t *testing.T) {
+	for _, c := range []struct {
+		version  string
+		loopback bool
+	}{{"1.10.0", true}, {"1.12.9", true}, {"1.13.0", false}, {"1.25.4", false}, {"2.0.0", false}} {
+		r, unlisted, err := Smolvm(c.version, true)
+		if err != nil || !unlisted || r.Version != c.version || !r.NetworkModesEnforced() || r.Extract != ExtractSharedOnLinux || r.HostLoopbackAlias != c.loopback {
+			t.Errorf("Smolvm(%q, true) = %+v, %v, %v", c.version, r, unlisted, err)
 		}
 	}
 	if _, unlisted, err := Smolvm("1.9.2", true); err != nil || unlisted {
 		t.Errorf("a listed release is never unlisted: %v %v", unlisted, err)
+	}
+	if SmolvmReleases[len(SmolvmReleases)-1].HostLoopbackAlias != true {
+		t.Error("SmolvmBeyond changed the table's row")
 	}
 }
 
 func TestSmolvmTableText(t *testing.T) {
 	text := SmolvmTable()
 	for _, want := range []string{
-		"1.0.4    private          no                   no                no                 no",
-		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes",
+		"1.0.4    private          no                   no                no                 no             seccomp (amd64) + Landlock",
+		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes            seccomp (amd64, arm64) + Landlock",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestSmolvmVMMConfinement: seccomp where internal_boot.rs installs it
+// (x86_64 from 1.0.4, aarch64 from 1.3.8), Landlock on Linux, nothing on
+// macOS.
+func TestSmolvmVMMConfinement(t *testing.T) {
+	tests := []struct {
+		version, goos, goarch string
+		seccomp, landlock     bool
+	}{
+		{"1.0.4", "linux", "amd64", true, true},
+		{"1.0.4", "linux", "arm64", false, true},
+		{"1.9.3", "linux", "arm64", true, true},
+		{"1.9.0", "linux", "amd64", true, true},
+		{"1.9.3", "darwin", "arm64", false, false},
+	}
+	for _, tt := range tests {
+		r, _, err := Smolvm(tt.version, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, l := r.VMMConfinement(tt.goos, tt.goarch); s != tt.seccomp || l != tt.landlock {
+			t.Errorf("%s on %s/%s: seccomp %v, Landlock %v; want %v, %v", tt.version, tt.goos, tt.goarch, s, l, tt.seccomp, tt.landlock)
 		}
 	}
 }

@@ -200,8 +200,9 @@ func Args(args ...any) []any {
 // controls — written as \u escapes. The JSON means exactly the same (those
 // characters can only occur inside strings); only its bytes are safe to
 // print. Text that is not valid JSON (a raw answer passed through) gets its
-// C0 controls other than white space escaped the same way, and bytes that
-// are not UTF-8 replaced.
+// C0 controls other than newline and tab escaped the same way, and bytes
+// that are not UTF-8 replaced. A carriage return, in JSON only white space
+// outside strings, is dropped before a newline and a space elsewhere.
 func JSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
@@ -211,7 +212,16 @@ func JSON(b []byte) []byte {
 			out = append(out, "\uFFFD"...)
 			b = b[size:]
 			continue
-		case r < 0x20 && r != '\n' && r != '\t' && r != '\r':
+		case r == '\r':
+			// JSON white space outside strings (raw, it cannot be inside
+			// one): dropped before a newline, else a space, so it cannot
+			// return the cursor over what was printed.
+			if len(b) < 2 || b[1] != '\n' {
+				out = append(out, ' ')
+			}
+			b = b[size:]
+			continue
+		case r < 0x20 && r != '\n' && r != '\t':
 			out = fmt.Appendf(out, `\u%04x`, r)
 			b = b[size:]
 			continue

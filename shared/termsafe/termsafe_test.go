@@ -126,4 +126,15 @@ func TestJSON(t *testing.T) {
 	if got := string(JSON([]byte("x\x1b]0;t\x07\xff\n"))); got != `x\u001b]0;t\u0007`+"\uFFFD\n" {
 		t.Fatalf("raw text: %q", got)
 	}
+	// A CR outside strings is JSON white space (an Executor's answer may
+	// carry one): it must not return the cursor.
+	crlf := []byte("{\"a\":1,\r\n\r\"b\":\"x\\r\"}\r")
+	got := JSON(crlf)
+	if bytes.ContainsRune(got, '\r') {
+		t.Fatalf("CR left in %q", got)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(got, &m); err != nil || m["b"] != "x\r" {
+		t.Fatalf("JSON with CRs changed its meaning: %q → %v (%v)", got, m, err)
+	}
 }

@@ -70,7 +70,12 @@ func (f *fake) startEntrypoint(r *record) (int, error) {
 		}
 		argv = append(argv, "--table", table)
 	}
-	console, err := os.OpenFile(filepath.Join(f.dir(r.Name), "console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	// The guest's console, where smolvm keeps it: the machine's data
+	// directory's agent-console.log (vm_data_dir(name) in src/agent).
+	if err := os.MkdirAll(f.data(r.Name), 0o755); err != nil {
+		return 0, err
+	}
+	console, err := os.OpenFile(filepath.Join(f.data(r.Name), "agent-console.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return 0, err
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 )
 
-// startForwarder runs `fakesmolvm _forward` detached for the machine's
-// published ports and waits until it listens (or says why it cannot).
+// startForwarder runs `fakesmolvm _forward` detached, the machine's VMM
+// process with its published ports, and waits until it runs and listens
+// (or says why it cannot).
 func (f *fake) startForwarder(r *record) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -98,14 +99,23 @@ func alive(pid int) bool {
 	return true
 }
 
-// forwardMain is the `_forward BIND HOSTPORT=TARGET...` daemon. Like 1.0.4
-// it listens on BIND and best effort on the IPv6 twin (127.0.0.1 → ::1,
-// 0.0.0.0 → ::), reports "ok" on fd 3, and forwards until SIGTERM.
+// forwardMain is the `_forward BIND [HOSTPORT=TARGET...]` daemon, the
+// machine's VMM process (smolvm's `_boot-vm`): it runs while the machine
+// does, confines itself first as the VMM does under SMOLVM_SECCOMP=enforce
+// (failing closed), then, like 1.0.4, listens on BIND and best effort on
+// the IPv6 twin (127.0.0.1 → ::1, 0.0.0.0 → ::), reports "ok" on fd 3, and
+// forwards until SIGTERM.
 func forwardMain(args []string) int {
 	ready := os.NewFile(3, "ready")
-	if len(args) < 2 {
-		fmt.Fprintln(ready, "error: usage: _forward BIND HOSTPORT=TARGET...")
+	if len(args) < 1 {
+		fmt.Fprintln(ready, "error: usage: _forward BIND [HOSTPORT=TARGET...]")
 		return 2
+	}
+	if os.Getenv("SMOLVM_SECCOMP") == "enforce" && !broken(brokenUnconfinedVMM) {
+		if err := installSeccomp(); err != nil {
+			fmt.Fprintf(ready, "error: [seccomp] enforce install failed, refusing to boot unconfined: %v\n", err)
+			return 1
+		}
 	}
 	var listeners []net.Listener
 	for _, m := range args[1:] {

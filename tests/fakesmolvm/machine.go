@@ -135,6 +135,9 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 		fmt.Printf("Machine '%s' is already running\n", r.Name)
 		return nil
 	}
+	if r.State == statePaused || r.State == statePausing {
+		return fmt.Errorf("machine '%s' is %s; resume it with `smolvm machine resume --name %s`", r.Name, r.State, r.Name)
+	}
 	if r.From != "" {
 		if _, err := os.Stat(filepath.Join(f.layers(r.Name), markerName)); err != nil {
 			r.State = stateFailed
@@ -150,10 +153,8 @@ func (f *fake) start(in *smolvmcli.Invocation) error {
 	if err := f.allocGuest(r); err != nil {
 		return err
 	}
-	if len(r.Ports) > 0 {
-		if r.PID, err = f.startForwarder(r); err != nil {
-			return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
-		}
+	if r.PID, err = f.startForwarder(r); err != nil {
+		return fmt.Errorf("failed to start machine '%s': %w", r.Name, err)
 	}
 	if len(r.Entrypoint)+len(r.Cmd) > 0 {
 		if r.EntryPID, err = f.startEntrypoint(r); err != nil {
@@ -375,4 +376,31 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, dst)
+}
+
+// pause freezes a running machine's vCPUs (1.25 profile): its processes
+// keep running here, only the state says paused.
+func (f *fake) pause(in *smolvmcli.Invocation) error {
+	r, err := f.load(nameOr(in))
+	if err != nil {
+		return err
+	}
+	if r.State != stateRunning {
+		return fmt.Errorf("machine '%s' is not running", r.Name)
+	}
+	r.State = statePaused
+	return f.save(r)
+}
+
+// resume thaws a paused machine.
+func (f *fake) resume(in *smolvmcli.Invocation) error {
+	r, err := f.load(nameOr(in))
+	if err != nil {
+		return err
+	}
+	if r.State != statePaused && r.State != statePausing {
+		return fmt.Errorf("machine '%s' is not paused", r.Name)
+	}
+	r.State = stateRunning
+	return f.save(r)
 }

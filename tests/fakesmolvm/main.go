@@ -1,8 +1,11 @@
-// The fakesmolvm command stands in for smolvm 1.0.4 or 1.9.3 in tests
-// ($FAKESMOLVM_VERSION, default 1.0.4; any other release prints its own
-// version and behaves as 1.9.3). Installed on PATH as `smolvm`, it
-// parses its command line with that release's grammar
-// (tests/internal/smolvmcli) and refuses anything else as clap would, keeps
+// The fakesmolvm command stands in for smolvm 1.0.4, 1.9.3 or the 1.25
+// profile in tests ($FAKESMOLVM_VERSION, default 1.0.4; 1.25.x adds the
+// status keys and the paused/pausing states of the 1.25 line and `machine
+// pause`/`resume`; any other release prints its own version and behaves as
+// 1.9.3). Installed on PATH as `smolvm`, it parses its command line with
+// that release's grammar (tests/internal/smolvmcli), answers `SUB --help`
+// with that grammar's help in clap's layout, and refuses anything else as
+// clap would, keeps
 // machines as directories under $FAKESMOLVM_STATE, prints the `ls --json` and
 // `status --json` shapes, and records every argv as one JSON line in
 // $FAKESMOLVM_LOG.
@@ -37,11 +40,18 @@
 //
 // `pack create --smolfile` keeps the Smolfile's entrypoint and cmd in the
 // artifact, and `start` of a machine created --from it runs them detached,
-// as the guest's init would: the agent (with --root <root>, and `--table`
+// as the guest's init would (its output is the console,
+// data/agent-console.log): the agent (with --root <root>, and `--table`
 // with $FAKESMOLVM_BOOT_TABLE rendered for the machine), the machine's -e and
 // --secret-env variables in its environment. `stop` sends it SIGTERM, waits
 // (bounded), then kills its session; `delete --force` does the same, and the
 // machine is `running` only while the entrypoint lives (entrypoint.go).
+//
+// Every running machine has a VMM process (`_forward`, whose pid status
+// reports): under SMOLVM_SECCOMP=enforce it puts itself under a real
+// seccomp filter before it reports ready, as smolvm's `_boot-vm` does.
+// Broken profiles ($FAKESMOLVM_BROKEN, profile.go) depart from smolvm on
+// purpose: a VMM that ignores SMOLVM_SECCOMP, a help that lacks a flag.
 //
 // With $FAKESMOLVM_OWNER_PID set, `start` also runs a detached watcher
 // (`_watch`) that stops the machine's processes when that process (the
@@ -88,6 +98,10 @@ func run(args []string) int {
 	}
 	if in.Version {
 		fmt.Println(smolvmcli.VersionLine(release()))
+		return 0
+	}
+	if in.Help {
+		fmt.Print(smolvmcli.Help(in.Command, helpOmits(in.Command.Name())...))
 		return 0
 	}
 	if code, failed := f.hang(in); failed {

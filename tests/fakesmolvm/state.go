@@ -8,19 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hermes-box/hermes-box/tests/internal/smolvmcli"
 )
 
-// Machine states of 1.0.4 (src/config.rs).
+// Machine states of 1.0.4 (src/config.rs), and the 1.25 profile's
+// paused and pausing (`machine pause`, `machine resume`).
 const (
 	stateCreated     = "created"
 	stateRunning     = "running"
 	stateStopped     = "stopped"
 	stateFailed      = "failed"
 	stateUnreachable = "unreachable"
+	statePaused      = "paused"
+	statePausing     = "pausing"
 )
 
 // record is a machine as the fake keeps it. The JSON keys that `ls --json`
@@ -45,7 +49,7 @@ type record struct {
 	EgressFloor string `json:"egress_floor,omitempty"`
 	NetBackend  string `json:"net_backend,omitempty"`
 	CreatedAt   string `json:"created_at"`
-	PID         int    `json:"pid,omitempty"` // the forwarder, while running
+	PID         int    `json:"pid,omitempty"` // the VMM (_forward), while running
 	// Entrypoint and Cmd come from the packed Smolfile (create --from).
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
@@ -66,7 +70,7 @@ func (r *record) statusJSON() map[string]any {
 	if r.Image != "" {
 		image = r.Image
 	}
-	return map[string]any{
+	m := map[string]any{
 		"name": r.Name, "state": r.State, "cpus": r.CPUs, "memory_mib": r.MemoryMiB, "pid": pid,
 		"mounts": 0, "ports": len(r.Ports), "created_at": r.CreatedAt, "storage_gb": r.StorageGB,
 		"overlay_gb": r.OverlayGB, "image": image, "entrypoint": orEmpty(r.Entrypoint), "cmd": orEmpty(r.Cmd),
@@ -74,6 +78,12 @@ func (r *record) statusJSON() map[string]any {
 		"restart_max_retries": 0, "restart_count": 0, "health_cmd": nil, "health_interval_secs": nil,
 		"health_timeout_secs": nil, "health_retries": nil, "health_startup_grace_secs": nil, "network": r.Net,
 	}
+	if newer125() {
+		// 1.25 only adds keys (reference/upstream-today.md).
+		m["published_ports"], m["labels"], m["detached"] = orEmpty(r.Ports), map[string]string{}, false
+		m["block_io"], m["disks"], m["forkable"], m["cuda"] = nil, []any{}, false, false
+	}
+	return m
 }
 
 func orEmpty(s []string) []string {
@@ -92,13 +102,19 @@ func release() string {
 }
 
 // grammar is the release whose grammar the fake parses with: 1.0.4's for
-// 1.0.4, 1.9.3's for any other (a newer release stands in as 1.9.3).
+// 1.0.4, the 1.25 profile's for 1.25.x, 1.9.3's for any other.
 func grammar() string {
-	if release() == smolvmcli.V104 {
+	switch r := release(); {
+	case r == smolvmcli.V104:
 		return smolvmcli.V104
+	case newer125():
+		return smolvmcli.V125
 	}
 	return smolvmcli.V193
 }
+
+// newer125 says whether the fake stands in for a 1.25 release.
+func newer125() bool { return strings.HasPrefix(release(), "1.25.") }
 
 // sharedStore says whether create --from uses the shared extraction store.
 func sharedStore() bool {
@@ -179,6 +195,8 @@ func (f *fake) dispatch(in *smolvmcli.Invocation) int {
 		"machine data-dir": f.dataDir,
 		"machine cp":       f.copy,
 		"pack create":      f.pack,
+		"machine pause":    f.pause,
+		"machine resume":   f.resume,
 	}
 	switch in.Command.Name() {
 	case "machine exec":

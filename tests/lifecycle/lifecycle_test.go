@@ -107,6 +107,7 @@ func (f *fakeBox) Run(_ context.Context, env []string, args ...string) (Result, 
 		return Result{Code: 1, Stderr: "hermes-box: " + f.failOn + " broke"}, nil
 	}
 	switch {
+	case args[0] == "doctor":
 	case args[0] == "init":
 		f.exists = true
 	case args[0] == "destroy":
@@ -155,7 +156,7 @@ func TestRunPhases(t *testing.T) {
 	for _, p := range l.Phases {
 		names = append(names, p.Name+"="+strings.SplitN(p.Outcome, ":", 2)[0])
 	}
-	want := "init=ok status=ok ssh=ok logs=ok write note=ok snapshot=ok change note=ok restore (replacement)=ok " +
+	want := "doctor=ok init=ok status=ok ssh=ok logs=ok write note=ok snapshot=ok change note=ok restore (replacement)=ok " +
 		"executor status=skipped destroy=ok restore (fresh)=ok destroy (final)=ok"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("phases:\n%s\nwant\n%s", got, want)

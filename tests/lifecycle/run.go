@@ -71,6 +71,9 @@ func (s skipped) Error() string { return string(s) }
 func (l *Lifecycle) Run(ctx context.Context) error {
 	var backup string
 	steps := []step{
+		// The installed smolvm is qualified first: a failing row names what
+		// this host's smolvm cannot do before any box exists.
+		{"doctor", func(ctx context.Context) error { return l.must(ctx, "doctor") }},
 		{"init", func(ctx context.Context) error { return l.must(ctx, "init") }},
 		{"status", l.status},
 		{"ssh", l.sshChecks},

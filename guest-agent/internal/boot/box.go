@@ -84,7 +84,7 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
-	gateway := []string{"/usr/local/bin/hermes", "gateway", "run", "--replace"}
+	gateway := []string{boxlayout.HermesCLI, "gateway", "run", "--replace"}
 	if o.GatewayExternalSupervisor {
 		gateway = append(gateway, "--external-supervisor")
 	}
@@ -95,11 +95,11 @@ func BoxTable(o BoxOptions) Table {
 		// sshd keeps serving while a snapshot streams the root and the
 		// workspace over it, so its log lives under /run, which neither
 		// part archives: a log line written mid-stream cannot fail it.
-		Log: supervise.Log{Path: "/run/hermes-box/sshd.log", MaxBytes: 10 << 20, Backups: 3},
+		Log: supervise.Log{Path: boxlayout.SSHDLog, MaxBytes: 10 << 20, Backups: 3},
 	}, {
 		Name: boxlayout.HermesService, Command: gateway,
-		User: boxlayout.ServiceUser, Dir: boxlayout.WorkDir, SecretsFile: "/" + secrets.RootFile,
-		Env:      []string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin"},
+		User: boxlayout.ServiceUser, Dir: boxlayout.WorkDir, SecretsFile: secrets.RootFile,
+		Env:      []string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=" + boxlayout.ServiceHome, "PATH=/usr/local/bin:/usr/bin:/bin"},
 		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
 		StartTime: 3 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 30 * time.Second,
 		Log: supervise.Log{Path: boxlayout.LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},

@@ -66,7 +66,7 @@ var SudoPaths = []rootPath{
 	{"/etc/sudoers", 0o440, false},
 	{"/etc/sudoers.d", 0o755, false},
 	{"/etc/sudoers.d/README", 0, true},
-	{"/etc/sudoers.d/hermes-box", 0o440, true},
+	{boxlayout.SudoersFile, 0o440, true},
 	{"/etc/pam.d/sudo", 0, true},
 	{"/etc/pam.d/sudo-i", 0, true},
 	{"/usr/bin/sudo.ws", 0, true},

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/boot"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -25,15 +26,15 @@ import (
 func installCodex(ctx context.Context, root string, fetcher provision.Fetcher) (string, error) {
 	pin, err := provision.ReadCodexPin(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", boot.Skipped("no Codex pin in the image (/" + provision.CodexPinFile + ")")
+		return "", boot.Skipped("no Codex pin in the image (" + boxlayout.CodexPinFile + ")")
 	}
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(root, codexHome, "bin/codex")
+	bin := filepath.Join(root, boxlayout.CodexHome, "bin/codex")
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-		if _, err := os.Lstat(filepath.Join(root, codexHome, "config.toml")); err == nil {
-			return "", boot.Skipped("Codex is installed in " + codexHome)
+		if _, err := os.Lstat(filepath.Join(root, boxlayout.CodexHome, "config.toml")); err == nil {
+			return "", boot.Skipped("Codex is installed in " + boxlayout.CodexHome)
 		}
 	}
 	var roots *x509.CertPool
@@ -44,7 +45,7 @@ func installCodex(ctx context.Context, root string, fetcher provision.Fetcher) (
 		}
 	}
 	var events eventLog
-	cache := filepath.Join(root, "var/cache/hermes-box/downloads")
+	cache := filepath.Join(root, boxlayout.DownloadCache)
 	cfg := provision.Config{Root: root, Owner: provision.SystemOwner{}, Events: &events, Fetcher: fetcher}
 	if cfg.Fetcher == nil {
 		cfg.Fetcher = download.New(download.Options{CacheDir: cache, RootCAs: roots})
@@ -58,7 +59,7 @@ func installCodex(ctx context.Context, root string, fetcher provision.Fetcher) (
 		return "", fmt.Errorf("installing Codex %s-%s: %w", pin.Version, pin.Target, err)
 	}
 	_ = os.RemoveAll(cache)
-	return fmt.Sprintf("Codex %s-%s installed in %s (%d changes; %s)", pin.Version, pin.Target, codexHome, rep.Changed, events.summary()), nil
+	return fmt.Sprintf("Codex %s-%s installed in %s (%d changes; %s)", pin.Version, pin.Target, boxlayout.CodexHome, rep.Changed, events.summary()), nil
 }
 
 // eventLog keeps the first boot's provisioning messages for its log line.

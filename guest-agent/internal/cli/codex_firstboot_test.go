@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // TestInstallCodexOnFirstBoot: boot's codex step, as the agent wires it,
@@ -46,21 +47,21 @@ func TestInstallCodexOnFirstBoot(t *testing.T) {
 		t.Fatalf("without a pin: %q, %v", msg, err)
 	}
 	b, _ := json.Marshal(pin)
-	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(provision.CodexPinFile)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(boxlayout.CodexPinFile)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, provision.CodexPinFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, boxlayout.CodexPinFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	msg, err := installCodex(t.Context(), root, nil)
 	if err != nil || !strings.Contains(msg, "Codex 0.141.0-x86_64-unknown-linux-musl installed in /workspace/codex-home") {
 		t.Fatalf("first boot: %q, %v", msg, err)
 	}
-	out, err := os.ReadFile(filepath.Join(root, codexHome, "bin/codex"))
+	out, err := os.ReadFile(filepath.Join(root, boxlayout.CodexHome, "bin/codex"))
 	if err != nil || !strings.Contains(string(out), "codex-cli 0.141.0") {
 		t.Fatalf("bin/codex: %q, %v", out, err)
 	}
-	if fi, err := os.Stat(filepath.Join(root, codexHome, "config.toml")); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(filepath.Join(root, boxlayout.CodexHome, "config.toml")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("config.toml: %v %v", fi, err)
 	}
 	if _, err := installCodex(t.Context(), root, nil); err == nil || !strings.Contains(err.Error(), "Codex is installed") || gets != 1 {

@@ -264,8 +264,8 @@ func checkExecutorRuns(t *testing.T, b *executorBox, ref string, layout oci.Layo
 	if err != nil || cur == nil || cur.ImageReference != ref || cur.Layout != layout {
 		t.Fatalf("current release %+v (%v), want %s in the %s layout", cur, err, ref, layout)
 	}
-	wantEnv := []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false", "EXECUTOR_DATA_DIR=" + data,
-		"EXECUTOR_HOST=0.0.0.0", "EXECUTOR_WEB_BASE_URL=http://localhost:14788", "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin", "PORT=4788"}
+	wantEnv := []string{"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "DO_NOT_TRACK=1", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false", "EXECUTOR_DATA_DIR=" + data,
+		"EXECUTOR_DISABLE_ANALYTICS=1", "EXECUTOR_HOST=0.0.0.0", "EXECUTOR_WEB_BASE_URL=http://localhost:14788", "HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin", "PORT=4788"}
 	wantArgv := []string{filepath.Join(cur.Dir, "usr/local/bin/bun"), "run", layout.Entry()}
 	if got.PID != svcs["executor"].PID || got.Cwd != filepath.Join(cur.Dir, "app/apps/host-selfhost") || !slices.Equal(got.Env, wantEnv) ||
 		!slices.Equal(got.Argv, wantArgv) {

@@ -61,7 +61,7 @@ func TestExecutorRunPullsActivatesAndExecs(t *testing.T) {
 		dir:  filepath.Join(cur.Dir, "app/apps/host-selfhost"),
 		env: []string{"HOME=/home/hermes", "PATH=/usr/local/bin:/usr/bin:/bin",
 			"BUN_FEATURE_FLAG_DISABLE_IPV6=1", "EXECUTOR_HOST=0.0.0.0", "PORT=4788", "EXECUTOR_ALLOW_LOCAL_NETWORK=false", "EXECUTOR_ALLOW_STDIO_MCP=false",
-			"EXECUTOR_DATA_DIR=" + data, "EXECUTOR_WEB_BASE_URL=http://localhost:14788"},
+			"EXECUTOR_DATA_DIR=" + data, "EXECUTOR_WEB_BASE_URL=http://localhost:14788", "DO_NOT_TRACK=1", "EXECUTOR_DISABLE_ANALYTICS=1"},
 		user: "hermes",
 	}
 	if len(*calls) != 1 || !sameCall((*calls)[0], want) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/gate"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/probe"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -60,9 +60,9 @@ func printHealth(e *env, r *health.Report) error {
 // addGateHealth adds the "gate" check: the approval gate of the installed
 // Hermes, with the effective mode read from Hermes itself.
 func addGateHealth(ctx context.Context, e *env, r *health.Report) {
-	src := filepath.Join(e.root, hermesSourceDir)
+	src := filepath.Join(e.root, boxlayout.HermesTree)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
-		Home: filepath.Dir(filepath.Join(e.root, hermesconfig.DefaultPath)), Managed: filepath.Join(e.root, hermesconfig.ManagedDir),
+		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir),
 		Runner: command.ExecRunner{}}
 	if e.root == "/" {
 		t.User = "hermes"

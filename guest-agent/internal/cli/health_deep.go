@@ -18,17 +18,15 @@ import (
 )
 
 // hermesEnv is the environment Hermes' own commands run with.
-var hermesEnv = []string{"HOME=/home/hermes", "HERMES_HOME=" + boxlayout.HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
-
-const codexHome = "/workspace/codex-home"
+var hermesEnv = []string{"HOME=" + boxlayout.ServiceHome, "HERMES_HOME=" + boxlayout.HermesHome, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
 // toolChecks are the deep health checks: one per thing provisioning (or
 // the first boot) installed, as the reference's smoke tests and start
 // script prove them.
 func toolChecks() []toolcheck.ToolCheck {
 	return []toolcheck.ToolCheck{
-		{Code: health.CheckHermesVersion, Files: []string{"/usr/local/bin/hermes"},
-			Commands: [][]string{{"/usr/local/bin/hermes", "--version"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
+		{Code: health.CheckHermesVersion, Files: []string{boxlayout.HermesCLI},
+			Commands: [][]string{{boxlayout.HermesCLI, "--version"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
 		{Code: health.CheckHermesExtras, Files: []string{boxlayout.HermesVenv + "/bin/python"},
 			Commands: [][]string{{boxlayout.HermesVenv + "/bin/python", "-c", "import discord"}}, User: boxlayout.ServiceUser, Env: hermesEnv},
 		{Code: health.CheckNodeNPM, Files: []string{"/usr/local/bin/node", "/usr/local/bin/npm"},
@@ -38,9 +36,9 @@ func toolChecks() []toolcheck.ToolCheck {
 				"/usr/share/terminfo/x/xterm-256color|/lib/terminfo/x/xterm-256color"},
 			Commands: [][]string{{"/usr/bin/tmux", "-V"}, {"/usr/bin/infocmp", "tmux-256color"}, {"/usr/bin/infocmp", "xterm-256color"}},
 			Env:      []string{"PATH=/usr/bin:/bin", "TERM=dumb"}},
-		{Code: health.CheckCodexVersion, Files: []string{codexHome + "/bin/codex", codexHome + "/config.toml"},
-			Commands: [][]string{{codexHome + "/bin/codex", "--version"}}, User: boxlayout.ServiceUser,
-			Env: append([]string{"CODEX_HOME=" + codexHome}, hermesEnv...)},
+		{Code: health.CheckCodexVersion, Files: []string{boxlayout.CodexHome + "/bin/codex", boxlayout.CodexHome + "/config.toml"},
+			Commands: [][]string{{boxlayout.CodexHome + "/bin/codex", "--version"}}, User: boxlayout.ServiceUser,
+			Env: append([]string{"CODEX_HOME=" + boxlayout.CodexHome}, hermesEnv...)},
 	}
 }
 
@@ -56,24 +54,20 @@ func executorCheck(root string) (toolcheck.ToolCheck, bool) {
 		Cheap: func(root string) (string, error) { return activeImage(root, o.ExecutorImage) }}, true
 }
 
-// executorRuntime is where the Executor's releases live (oci's default
-// runtime root; the lean agent does not link the oci package).
-const executorRuntime = "/workspace/.hermes-box-runtime/executor"
-
 func activeImage(root, image string) (string, error) {
 	_, digest, ok := strings.Cut(image, "@")
 	if !ok || !strings.HasPrefix(digest, "sha256:") {
 		return "", fmt.Errorf("executor image %q is not pinned by digest", image)
 	}
-	cur := filepath.Join(root, executorRuntime, "current")
+	cur := filepath.Join(root, boxlayout.ExecutorRuntimeDir, "current")
 	target, err := os.Readlink(cur)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no active Executor release (%s is missing)", executorRuntime+"/current")
+		return "", fmt.Errorf("no active Executor release (%s is missing)", boxlayout.ExecutorRuntimeDir+"/current")
 	}
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(root, executorRuntime, target, ".repository-digest"))
+	b, err := os.ReadFile(filepath.Join(root, boxlayout.ExecutorRuntimeDir, target, ".repository-digest"))
 	if err != nil {
 		return "", fmt.Errorf("active Executor release %s: %w", target, err)
 	}

@@ -12,11 +12,9 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/gate"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
-
-// hermesSourceDir is where the installer puts Hermes, relative to the root.
-const hermesSourceDir = "usr/local/lib/hermes-agent"
 
 // runPatch accepts `patch hermes [flags] [DIR]` and `patch --check DIR`.
 func runPatch(ctx context.Context, e *env, args []string) error {
@@ -24,11 +22,11 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		args = args[1:]
 	}
 	fs := newFlags(e, "patch", "hermes [--root DIR] [--commit SHA] [--config FILE] [--no-seed] [--check] [--json] [DIR]")
-	dir := fs.String("root", "", "Hermes source tree (default <root>/"+hermesSourceDir+")")
+	dir := fs.String("root", "", "Hermes source tree (default <root>/"+boxlayout.HermesTree+")")
 	commit := fs.String("commit", pins.DefaultHermesCommit, "the pinned Hermes commit the tree must hold")
 	check := fs.Bool("check", false, "only check DIR: name its version and gate mechanism and count every anchor, hook, config key and flag the mechanism relies on; write nothing")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	config := fs.String("config", "", "Hermes config to seed afterwards (default <root>/"+hermesconfig.DefaultPath+")")
+	config := fs.String("config", "", "Hermes config to seed afterwards (default <root>/"+boxlayout.HermesConfig+")")
 	noSeed := fs.Bool("no-seed", false, "do not seed the Hermes config")
 	python := fs.String("python", "", "Python for byte-compiling and the suite (default: the tree's venv, else python3)")
 	noIntegration := fs.Bool("no-integration", false, "run the suite without driving the patched tools.approval (for trees without Hermes' dependencies)")
@@ -39,7 +37,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		*dir = fs.Arg(0)
 	}
 	if *dir == "" {
-		*dir = filepath.Join(e.root, hermesSourceDir)
+		*dir = filepath.Join(e.root, boxlayout.HermesTree)
 	}
 	if *check {
 		return runPatchCheck(e, *dir, *asJSON)
@@ -51,9 +49,9 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	}
 	if !*noSeed {
 		if *config == "" {
-			*config = filepath.Join(e.root, hermesconfig.DefaultPath)
+			*config = filepath.Join(e.root, boxlayout.HermesConfig)
 		}
-		if err := seedGate(*commit, *dir, *config, filepath.Join(e.root, hermesconfig.ManagedDir)); err != nil {
+		if err := seedGate(*commit, *dir, *config, filepath.Join(e.root, boxlayout.HermesManagedDir)); err != nil {
 			return err
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -32,8 +34,8 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := provision.Config{
-		Root: e.root, Pins: p, Runner: provision.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
-		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, "var/cache/hermes-box/downloads"), RootCAs: roots}),
+		Root: e.root, Pins: p, Runner: command.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
+		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, boxlayout.DownloadCache), RootCAs: roots}),
 	}
 	if !tp.SkipGate {
 		cfg.Gate = newGatePatcher()

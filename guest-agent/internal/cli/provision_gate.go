@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/gate"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // gatePatcher plugs the approval gate (guest-agent/internal/gate) into
@@ -24,7 +24,7 @@ func newGatePatcher() *gatePatcher {
 func (g *gatePatcher) target(t provision.GateTarget) gate.Target {
 	at := func(p string) string { return filepath.Join(t.Root, filepath.FromSlash(p)) }
 	return gate.Target{Source: at(t.Source), Python: at(t.Python), Home: filepath.Dir(at(t.Config)),
-		Managed: at(hermesconfig.ManagedDir), Commit: t.Commit, User: t.User, Runner: t.Runner}
+		Managed: at(boxlayout.HermesManagedDir), Commit: t.Commit, User: t.User, Runner: t.Runner}
 }
 
 // Pending reports what Apply would change.

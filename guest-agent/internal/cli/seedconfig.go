@@ -6,18 +6,19 @@ import (
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 func runSeedConfig(_ context.Context, e *env, args []string) error {
 	fs := newFlags(e, "seed-config", "[--file PATH] [--commit SHA]")
-	file := fs.String("file", "", "Hermes config file (default <root>/"+hermesconfig.DefaultPath+")")
+	file := fs.String("file", "", "Hermes config file (default <root>/"+boxlayout.HermesConfig+")")
 	commit := fs.String("commit", pins.DefaultHermesCommit, "the pinned Hermes commit whose gate mechanism the settings are for")
 	if err := parseFlags(fs, args, 0); err != nil {
 		return err
 	}
 	if *file == "" {
-		*file = filepath.Join(e.root, hermesconfig.DefaultPath)
+		*file = filepath.Join(e.root, boxlayout.HermesConfig)
 	}
 	rel, err := pins.Hermes(*commit)
 	if err != nil {

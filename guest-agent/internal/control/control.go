@@ -16,15 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// SocketPath is the socket's path relative to the agent's root.
-const SocketPath = "run/hermes-box/agent.sock"
-
 // Socket returns the socket path under root.
-func Socket(root string) string { return filepath.Join(root, SocketPath) }
+func Socket(root string) string { return filepath.Join(root, boxlayout.ControlSocket) }
 
 // Op is what a request asks for.
 type Op string

@@ -35,6 +35,11 @@ func Program(p Paths, hostPort int) (supervise.Program, error) {
 			"EXECUTOR_ALLOW_STDIO_MCP=false",
 			"EXECUTOR_DATA_DIR=" + p.Data,
 			"EXECUTOR_WEB_BASE_URL=http://localhost:" + strconv.Itoa(hostPort),
+			// Executor sends anonymous analytics unless one of these is
+			// set (its self-host changelog, 0.0.36): nothing leaves the
+			// box that the user did not ask for.
+			"DO_NOT_TRACK=1",
+			"EXECUTOR_DISABLE_ANALYTICS=1",
 		},
 		User: boxlayout.ServiceUser,
 		Dir:  e.Dir,

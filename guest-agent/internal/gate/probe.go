@@ -15,6 +15,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -30,7 +31,7 @@ type Target struct {
 	Source string
 	Python string
 	Home   string
-	// Managed is Hermes' managed-scope directory (hermesconfig.ManagedDir
+	// Managed is Hermes' managed-scope directory (boxlayout.HermesManagedDir
 	// under the root), where releases that have one get the gate's settings.
 	Managed string
 	Commit  string
@@ -187,7 +188,7 @@ func (p *problems) managed(rel pins.HermesRelease, eff Effective) {
 	}
 	if len(loose) > 0 {
 		p.add(fmt.Sprintf("not pinned in the managed scope (%s/config.yaml), so the agent could change them: %s",
-			hermesconfig.ManagedDir, strings.Join(loose, ", ")))
+			boxlayout.HermesManagedDir, strings.Join(loose, ", ")))
 	}
 }
 

@@ -9,11 +9,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// ManagedDir is Hermes' managed scope (0.17.0 and later), a guest path:
-// root-owned, its config.yaml wins over HERMES_HOME's at every leaf, and
-// `hermes config set`/`unset` refuse the keys it holds.
-const ManagedDir = "/etc/hermes"
-
 // managedHeader opens the managed config hermes-box writes.
 const managedHeader = "# Written by hermes-box: the approval gate's settings, pinned in Hermes' managed scope\n" +
 	"# (root-owned; these keys win over HERMES_HOME/config.yaml and `hermes config set` refuses them).\n"

@@ -23,9 +23,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// DefaultPath is where the box keeps Hermes' config, relative to the root.
-const DefaultPath = "workspace/hermes-home/config.yaml"
-
 // Setting is one value Hermes Box pins, by its key path.
 type Setting struct {
 	Path  []string

@@ -157,10 +157,10 @@ func TestActiveEntryPackaged(t *testing.T) {
 // recordingRunner records the validation command and runs it.
 type recordingRunner struct {
 	mu   sync.Mutex
-	cmds []Cmd
+	cmds []command.Command
 }
 
-func (r *recordingRunner) Run(ctx context.Context, c Cmd) (command.Output, error) {
+func (r *recordingRunner) Run(ctx context.Context, c command.Command) (command.Output, error) {
 	r.mu.Lock()
 	r.cmds = append(r.cmds, c)
 	r.mu.Unlock()

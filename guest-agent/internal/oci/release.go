@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -32,7 +33,7 @@ type Store struct {
 	// PullOptions tune image pulls.
 	PullOptions PullOptions
 	// Runner runs the validation build; nil means ExecRunner.
-	Runner Runner
+	Runner command.Runner
 	// RunAs, when set, runs the validation build as that user.
 	RunAs *syscall.Credential
 	// UID and GID own unpacked files; -1 means the agent's own ids.
@@ -194,7 +195,7 @@ func (s *Store) install(ctx context.Context, ref Reference, img *Image) (*Releas
 	return s.load(name)
 }
 
-func (s *Store) runner() Runner {
+func (s *Store) runner() command.Runner {
 	if s.Runner == nil {
 		return ExecRunner
 	}

@@ -12,17 +12,10 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 )
 
-// The release validation runs bun through the agent's one command runner
-// and its environment policy (a fixed base plus the entries named here).
-type (
-	// Cmd is one command the release validation runs.
-	Cmd = command.Command
-	// Runner runs commands; tests substitute a stand-in.
-	Runner = command.Runner
-)
-
-// ExecRunner runs the validation as a child process in its own process
-// group, killed 5 s after SIGTERM at the deadline.
+// ExecRunner runs the release validation (bun, through the agent's one
+// command runner and its environment policy: a fixed base plus the entries
+// named here) as a child process in its own process group, killed 5 s
+// after SIGTERM at the deadline. Tests substitute a stand-in Runner.
 var ExecRunner = command.ExecRunner{KillAfter: 5 * time.Second}
 
 // ValidateTimeout bounds the validation build.
@@ -34,7 +27,7 @@ const ValidateTimeout = 60 * time.Second
 // packages must resolve from app/node_modules) for the bun target into a
 // private temp dir, with an isolated home, caches and data dir, without
 // running it, within ValidateTimeout.
-func validateRelease(ctx context.Context, run Runner, runtimeRoot, release string, cred *syscall.Credential) error {
+func validateRelease(ctx context.Context, run command.Runner, runtimeRoot, release string, cred *syscall.Credential) error {
 	layout, err := checkPayload(release)
 	if err != nil {
 		return err
@@ -50,7 +43,7 @@ func validateRelease(ctx context.Context, run Runner, runtimeRoot, release strin
 		}
 	}
 	out := filepath.Join(tmp, "build")
-	c := Cmd{
+	c := command.Command{
 		Path: filepath.Join(release, bunPath),
 		Args: []string{"build", filepath.Join(release, selfhostDir, layout.Entry()), "--target=bun", "--outdir=" + out},
 		Dir:  tmp,

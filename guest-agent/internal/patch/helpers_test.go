@@ -84,11 +84,11 @@ func sameSnapshot(t testing.TB, got, want map[string]string) {
 // fakeRunner records commands and returns err for each.
 type fakeRunner struct {
 	mu   sync.Mutex
-	cmds []Command
+	cmds []command.Command
 	err  error
 }
 
-func (f *fakeRunner) Run(_ context.Context, c Command) (command.Output, error) {
+func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cmds = append(f.cmds, c)

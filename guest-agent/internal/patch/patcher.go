@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -21,7 +22,7 @@ const DefaultTimeout = 5 * time.Minute
 
 // Patcher applies an anchor set to a Hermes tree.
 type Patcher struct {
-	Runner Runner // nil means ExecRunner
+	Runner command.Runner // nil means ExecRunner
 	// Python runs py_compile and the suite; "" means the tree's
 	// venv/bin/python when present, else python3.
 	Python  string

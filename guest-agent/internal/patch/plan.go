@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 )
 
@@ -127,11 +128,11 @@ func (p *Patcher) validate(ctx context.Context, dir string, set Set) error {
 	}
 	run := p.Runner
 	if run == nil {
-		run = ExecRunner{}
+		run = command.ExecRunner{}
 	}
 	python := p.python(dir)
 	// The byte code goes to the scratch dir, so the tree holds only our edits.
-	compile := Command{Path: python, Args: append([]string{"-m", "py_compile"}, files...), Dir: dir, Timeout: timeout,
+	compile := command.Command{Path: python, Args: append([]string{"-m", "py_compile"}, files...), Dir: dir, Timeout: timeout,
 		Env: []string{"PYTHONPYCACHEPREFIX=" + filepath.Join(scratch, "pycache")}}
 	if _, err := run.Run(ctx, compile); err != nil {
 		return fmt.Errorf("byte-compiling patched files: %w", err)
@@ -150,7 +151,7 @@ func (p *Patcher) validate(ctx context.Context, dir string, set Set) error {
 	if p.Integration {
 		integration = "1"
 	}
-	test := Command{Path: python, Timeout: timeout, Args: []string{"-m", "unittest", "discover", "-s", suiteDir, "-p", "test_gated_approval.py"}, Dir: suiteDir,
+	test := command.Command{Path: python, Timeout: timeout, Args: []string{"-m", "unittest", "discover", "-s", suiteDir, "-p", "test_gated_approval.py"}, Dir: suiteDir,
 		Env: []string{"HERMES_GATE_MODULE=" + files[0], "HERMES_GATE_SOURCE=" + dir, "HERMES_GATE_INTEGRATION=" + integration,
 			"HERMES_HOME=" + filepath.Join(scratch, "home"), "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}}
 	if _, err := run.Run(ctx, test); err != nil {

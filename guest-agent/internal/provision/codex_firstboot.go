@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // Codex is installed on the box's first boot, into the workspace, not into
@@ -20,10 +23,6 @@ import (
 // maintains it (standalone/releases/<version>-<target>, `current`,
 // bin/codex) owned by hermes, and seeds config.toml's defaults when there
 // is none.
-
-// CodexPinFile holds the resolved Codex pin in the image (relative to the
-// root).
-const CodexPinFile = "var/lib/hermes-box/codex-pin.json"
 
 // CodexPin is everything the first boot needs to install Codex.
 type CodexPin struct {
@@ -48,17 +47,17 @@ func (c CodexPin) validate() error {
 // ReadCodexPin reads the pin provisioning recorded under root.
 func ReadCodexPin(root string) (CodexPin, error) {
 	var c CodexPin
-	b, err := os.ReadFile(filepath.Join(root, CodexPinFile))
+	b, err := os.ReadFile(filepath.Join(root, boxlayout.CodexPinFile))
 	if err != nil {
 		return c, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("/%s: %w", CodexPinFile, err)
+		return c, fmt.Errorf("%s: %w", boxlayout.CodexPinFile, err)
 	}
 	if err := c.validate(); err != nil {
-		return c, fmt.Errorf("/%s: %w", CodexPinFile, err)
+		return c, fmt.Errorf("%s: %w", boxlayout.CodexPinFile, err)
 	}
 	return c, nil
 }
@@ -69,7 +68,7 @@ func (p *Provisioner) codexPin() (file, error) {
 	if err != nil {
 		return file{}, err
 	}
-	return file{Path: "/" + CodexPinFile, Data: append(b, '\n'), Mode: 0o644}, nil
+	return file{Path: boxlayout.CodexPinFile, Data: append(b, '\n'), Mode: 0o644}, nil
 }
 
 func checkCodexPin(_ context.Context, p *Provisioner) (Status, error) {
@@ -122,8 +121,8 @@ func NewFirstBoot(cfg Config, pin CodexPin) (*Provisioner, error) {
 // noRunner refuses every command.
 type noRunner struct{}
 
-func (noRunner) Run(_ context.Context, c Command) (Output, error) {
-	return Output{}, fmt.Errorf("the first boot runs no command (asked for %s)", c)
+func (noRunner) Run(_ context.Context, c command.Command) (command.Output, error) {
+	return command.Output{}, fmt.Errorf("the first boot runs no command (asked for %s)", c)
 }
 
 // The first boot seeds Codex's configuration only when there is none: a

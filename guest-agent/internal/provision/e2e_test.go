@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -31,11 +32,11 @@ func e2eFixture(t *testing.T) (*fixture, Config) {
 			if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 				t.Fatal(err)
 			}
-			f.runner.handlers["sshd"] = func(c Command) (Output, error) {
+			f.runner.handlers["sshd"] = func(c command.Command) (command.Output, error) {
 				if strings.Contains(c.Args[len(c.Args)-1], "hermes-box-sshd-check-") {
 					return realCommand(c)
 				}
-				return Output{}, nil
+				return command.Output{}, nil
 			}
 		}
 	}
@@ -278,8 +279,8 @@ func checkProductionPins(t *testing.T) {
 func TestProvisionStopsAtTheFirstFailureAndResumes(t *testing.T) {
 	f, cfg := e2eFixture(t)
 	// The smoke checks fail: a terminfo entry is missing.
-	f.runner.handlers["infocmp"] = func(Command) (Output, error) {
-		return Output{Stderr: []byte("infocmp: couldn't open terminfo file")}, errors.New("exit status 1")
+	f.runner.handlers["infocmp"] = func(command.Command) (command.Output, error) {
+		return command.Output{Stderr: []byte("infocmp: couldn't open terminfo file")}, errors.New("exit status 1")
 	}
 	p := f.provisioner(cfg)
 	rep, err := p.Run(t.Context())

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -87,11 +88,11 @@ type fakeRunner struct {
 	owner    Owner
 	tl       *timeline
 	mu       sync.Mutex
-	calls    []Command
-	handlers map[string]func(c Command) (Output, error)
+	calls    []command.Command
+	handlers map[string]func(c command.Command) (command.Output, error)
 }
 
-func (r *fakeRunner) Run(ctx context.Context, c Command) (Output, error) {
+func (r *fakeRunner) Run(ctx context.Context, c command.Command) (command.Output, error) {
 	if c.Timeout <= 0 {
 		r.t.Errorf("command %s has no timeout", c)
 	}
@@ -107,7 +108,7 @@ func (r *fakeRunner) Run(ctx context.Context, c Command) (Output, error) {
 }
 
 // key names the program a command runs (through runuser, the inner one).
-func (r *fakeRunner) key(c Command) string {
+func (r *fakeRunner) key(c command.Command) string {
 	if filepath.Base(c.Path) == "runuser" && len(c.Args) > 3 {
 		return filepath.Base(c.Args[3])
 	}
@@ -117,10 +118,10 @@ func (r *fakeRunner) key(c Command) string {
 	return filepath.Base(c.Path)
 }
 
-func (r *fakeRunner) commands() []Command {
+func (r *fakeRunner) commands() []command.Command {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Command(nil), r.calls...)
+	return append([]command.Command(nil), r.calls...)
 }
 
 // lines returns the recorded command lines with the root replaced by ROOT.
@@ -147,7 +148,7 @@ func (r *fakeRunner) appendFile(guest, text string) {
 	}
 }
 
-func (r *fakeRunner) system(c Command) (Output, error) {
+func (r *fakeRunner) system(c command.Command) (command.Output, error) {
 	a := c.Args
 	switch r.key(c) {
 	case "apt-get":
@@ -178,10 +179,10 @@ func (r *fakeRunner) system(c Command) (Output, error) {
 		r.editShadow(a[1], a[0])
 	case "uv":
 		if len(a) == 1 && a[0] == "--version" {
-			return Output{Stdout: []byte("uv " + pins.UV.Version + " (stand-in)\n")}, nil
+			return command.Output{Stdout: []byte("uv " + pins.UV.Version + " (stand-in)\n")}, nil
 		}
 	}
-	return Output{}, nil
+	return command.Output{}, nil
 }
 
 func (r *fakeRunner) editShadow(name, flag string) {
@@ -209,8 +210,8 @@ func (r *fakeRunner) editShadow(name, flag string) {
 }
 
 // realCommand runs c for real, for validators such as visudo and sshd.
-func realCommand(c Command) (Output, error) {
-	return ExecRunner{KillAfter: 5 * time.Second}.Run(context.Background(), c)
+func realCommand(c command.Command) (command.Output, error) {
+	return command.ExecRunner{KillAfter: 5 * time.Second}.Run(context.Background(), c)
 }
 
 // inodeOwner is the Owner for tests that do not run as root: it remembers
@@ -298,8 +299,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, root: t.TempDir(), owner: testOwner(), tl: &timeline{}, served: map[string][]byte{}}
 	f.events = &eventLog{tl: f.tl}
-	f.runner = &fakeRunner{t: t, root: f.root, owner: f.owner, tl: f.tl, handlers: map[string]func(Command) (Output, error){}}
-	f.runner.handlers["bash"] = func(c Command) (Output, error) { return realCommand(c) }
+	f.runner = &fakeRunner{t: t, root: f.root, owner: f.owner, tl: f.tl, handlers: map[string]func(command.Command) (command.Output, error){}}
+	f.runner.handlers["bash"] = func(c command.Command) (command.Output, error) { return realCommand(c) }
 	f.writeRoot("/etc/hostname", "hermes-box-builder\n", 0o644)
 	f.writeRoot("/etc/hosts", "127.0.0.1 localhost\n", 0o644)
 	f.makeArtifacts()

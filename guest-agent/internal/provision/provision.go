@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -53,7 +54,7 @@ type Config struct {
 	Root string
 	Pins Pins
 	// Runner runs every external command.
-	Runner Runner
+	Runner command.Runner
 	// Owner changes and reads file ownership.
 	Owner Owner
 	// Fetcher downloads artifacts; it must verify digests.
@@ -221,7 +222,7 @@ func (p *Provisioner) Plan(ctx context.Context) (Report, error) {
 func (p *Provisioner) path(guest string) string { return filepath.Join(p.cfg.Root, guest) }
 
 // run runs c and reports it as a log event first.
-func (p *Provisioner) run(ctx context.Context, step string, c Command) (Output, error) {
+func (p *Provisioner) run(ctx context.Context, step string, c command.Command) (command.Output, error) {
 	p.emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelDebug, Step: step, Message: "running " + c.String(),
 		Fields: map[string]string{"timeout": c.Timeout.String()}})
 	return p.cfg.Runner.Run(ctx, c)

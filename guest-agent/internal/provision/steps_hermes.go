@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -51,7 +52,7 @@ func applyHermes(ctx context.Context, p *Provisioner) error {
 		return err
 	}
 	for _, stage := range HermesStages {
-		_, err := p.run(ctx, "hermes", Command{
+		_, err := p.run(ctx, "hermes", command.Command{
 			Path: "/bin/bash",
 			Args: []string{installer, "--non-interactive", "--hermes-home", p.path(boxlayout.HermesHome),
 				"--commit", p.cfg.Pins.HermesCommit, "--stage", stage},
@@ -83,7 +84,7 @@ type GateTarget struct {
 	Config string
 	Commit string
 	User   string
-	Runner Runner
+	Runner command.Runner
 }
 
 // GatePatcher puts the approval gate in (guest-agent/internal/gate).
@@ -97,7 +98,7 @@ func (p *Provisioner) gateTarget() GateTarget {
 	// Hermes is asked as root here: its home still belongs to root until the
 	// cleanup step hands it (and anything the probe wrote) to hermes.
 	return GateTarget{Root: p.cfg.Root, Source: boxlayout.HermesTree, Python: boxlayout.HermesVenv + "/bin/python",
-		Config: boxlayout.HermesHome + "/config.yaml", Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
+		Config: boxlayout.HermesConfig, Commit: p.cfg.Pins.HermesCommit, Runner: p.cfg.Runner}
 }
 
 // GateMissing is the reason the gated-approval step gives while no
@@ -133,7 +134,7 @@ func checkUVSync(_ context.Context, p *Provisioner) (Status, error) {
 
 // applyUVSync adds the messaging extras from the lockfile, hash-checked.
 func applyUVSync(ctx context.Context, p *Provisioner) error {
-	_, err := p.run(ctx, "uv-sync", Command{
+	_, err := p.run(ctx, "uv-sync", command.Command{
 		Path:    p.path(uvBin + "/uv"),
 		Args:    []string{"sync", "--extra", "all", "--extra", "messaging", "--locked"},
 		Dir:     p.path(boxlayout.HermesTree),
@@ -195,12 +196,12 @@ func applyHermesEnv(_ context.Context, p *Provisioner) error {
 
 // cleanupPaths are build leftovers the image does not need.
 var cleanupPaths = []string{
-	"/root/.cache", "/root/.npm", "/var/cache/hermes-box",
+	"/root/.cache", "/root/.npm", boxlayout.CacheDir,
 	boxlayout.HermesTree + "/.git", boxlayout.HermesTree + "/apps", boxlayout.HermesTree + "/tests", boxlayout.HermesTree + "/website",
 }
 
 // hermesTrees must belong to hermes throughout.
-var hermesTrees = []string{boxlayout.HermesVenv, "/home/hermes", boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
+var hermesTrees = []string{boxlayout.HermesVenv, boxlayout.ServiceHome, boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
 
 func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 	var pending []string
@@ -269,20 +270,18 @@ func applyCleanup(_ context.Context, p *Provisioner) error {
 
 // --- smoke checks ----------------------------------------------------------
 
-const smokeMarker = "/var/lib/hermes-box/smoke-passed"
-
 func checkSmoke(_ context.Context, p *Provisioner) (Status, error) {
-	if exists(p.path(smokeMarker)) {
+	if exists(p.path(boxlayout.SmokeMarker)) {
 		return Status{}, nil
 	}
 	return Status{Pending: []string{"run the smoke checks (hermes, discord, node, npm, tmux, terminfo, sshd)"}}, nil
 }
 
 // smokeCommands prove the image works before it is packed.
-func (p *Provisioner) smokeCommands() []Command {
-	asHermes := func(args ...string) Command {
-		return Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
-			Env: append(p.hermesEnv(), "HOME=/home/hermes"), Timeout: 2 * time.Minute}
+func (p *Provisioner) smokeCommands() []command.Command {
+	asHermes := func(args ...string) command.Command {
+		return command.Command{Path: "runuser", Args: append([]string{"-u", "hermes", "--"}, args...),
+			Env: append(p.hermesEnv(), "HOME="+boxlayout.ServiceHome), Timeout: 2 * time.Minute}
 	}
 	keygen := []string{"-A"}
 	sshdTest := []string{"-t"}
@@ -290,7 +289,7 @@ func (p *Provisioner) smokeCommands() []Command {
 		keygen = append(keygen, "-f", p.cfg.Root)
 		sshdTest = append(sshdTest, "-f", p.path("/etc/ssh/sshd_config"))
 	}
-	return []Command{
+	return []command.Command{
 		asHermes(p.path(boxlayout.HermesCLI), "--version"),
 		asHermes(p.path(boxlayout.HermesVenv+"/bin/python"), "-c", "import discord"),
 		{Path: p.path("/usr/local/bin/node"), Args: []string{"--version"}, Timeout: time.Minute},
@@ -313,7 +312,7 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 	if err := p.ensureDir(seedDir); err != nil {
 		return err
 	}
-	return p.writeFile(file{Path: smokeMarker, Data: []byte("ok\n"), Mode: 0o600})
+	return p.writeFile(file{Path: boxlayout.SmokeMarker, Data: []byte("ok\n"), Mode: 0o600})
 }
 
 // --- workspace seed --------------------------------------------------------

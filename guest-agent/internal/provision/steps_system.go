@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -97,7 +98,7 @@ func contains(list []string, s string) bool {
 
 // --- apt -----------------------------------------------------------------
 
-var aptConfig = file{Path: "/etc/apt/apt.conf.d/80-hermes-box-network", Data: asset("apt-network.conf"), Mode: 0o644}
+var aptConfig = file{Path: boxlayout.AptNetworkConf, Data: asset("apt-network.conf"), Mode: 0o644}
 
 func checkAptConfig(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(aptConfig)
@@ -185,7 +186,7 @@ func checkAptIndex(ctx context.Context, p *Provisioner) (Status, error) {
 func applyAptIndex(ctx context.Context, p *Provisioner) error {
 	var last error
 	for i := 1; i <= aptIndexAttempts; i++ {
-		_, err := p.run(ctx, "apt-index", Command{Path: "apt-get", Args: []string{"update", "-o", "APT::Update::Error-Mode=any"}, Env: aptEnv, Timeout: aptIndexTimeout})
+		_, err := p.run(ctx, "apt-index", command.Command{Path: "apt-get", Args: []string{"update", "-o", "APT::Update::Error-Mode=any"}, Env: aptEnv, Timeout: aptIndexTimeout})
 		if err == nil {
 			return nil
 		}
@@ -206,7 +207,7 @@ func applyAptIndex(ctx context.Context, p *Provisioner) error {
 
 func applyPackages(ctx context.Context, p *Provisioner) error {
 	args := append([]string{"install", "-y", "--no-install-recommends"}, Packages...)
-	_, err := p.run(ctx, "packages", Command{Path: "apt-get", Args: args, Env: aptEnv, Timeout: aptInstallTime})
+	_, err := p.run(ctx, "packages", command.Command{Path: "apt-get", Args: args, Env: aptEnv, Timeout: aptInstallTime})
 	return err
 }
 
@@ -329,12 +330,12 @@ func applyAccounts(ctx context.Context, p *Provisioner) error {
 			return err
 		}
 		id := strconv.Itoa(a.id)
-		var cmds []Command
+		var cmds []command.Command
 		if states[a.name].needGroup {
-			cmds = append(cmds, Command{Path: "groupadd", Args: []string{"--gid", id, a.name}})
+			cmds = append(cmds, command.Command{Path: "groupadd", Args: []string{"--gid", id, a.name}})
 		}
 		if states[a.name].needUser {
-			cmds = append(cmds, Command{Path: "useradd", Args: []string{"--uid", id, "--gid", id, "--create-home", "--shell", "/bin/bash", a.name}})
+			cmds = append(cmds, command.Command{Path: "useradd", Args: []string{"--uid", id, "--gid", id, "--create-home", "--shell", "/bin/bash", a.name}})
 		}
 		if err := p.runAll(ctx, "accounts", cmds); err != nil {
 			return err
@@ -350,7 +351,7 @@ func applyAccounts(ctx context.Context, p *Provisioner) error {
 		if a.locked {
 			flag = "--lock"
 		}
-		if err := p.runAll(ctx, "accounts", []Command{{Path: "passwd", Args: []string{flag, a.name}}}); err != nil {
+		if err := p.runAll(ctx, "accounts", []command.Command{{Path: "passwd", Args: []string{flag, a.name}}}); err != nil {
 			return err
 		}
 	}
@@ -358,7 +359,7 @@ func applyAccounts(ctx context.Context, p *Provisioner) error {
 }
 
 // runAll runs short commands one after another, one minute each.
-func (p *Provisioner) runAll(ctx context.Context, step string, cmds []Command) error {
+func (p *Provisioner) runAll(ctx context.Context, step string, cmds []command.Command) error {
 	for _, c := range cmds {
 		if c.Timeout == 0 {
 			c.Timeout = time.Minute
@@ -372,7 +373,7 @@ func (p *Provisioner) runAll(ctx context.Context, step string, cmds []Command) e
 
 // --- sudoers and sshd: validated before they are put in place -------------
 
-var sudoersFile = file{Path: "/etc/sudoers.d/hermes-box", Data: asset("sudoers"), Mode: 0o440}
+var sudoersFile = file{Path: boxlayout.SudoersFile, Data: asset("sudoers"), Mode: 0o440}
 
 func checkSudoers(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(sudoersFile)
@@ -382,8 +383,8 @@ func checkSudoers(_ context.Context, p *Provisioner) (Status, error) {
 // applySudoers stages the file under a name sudo ignores (it contains a
 // dot), has visudo check it, and only then renames it into place.
 func applySudoers(ctx context.Context, p *Provisioner) error {
-	return p.validatedWrite(ctx, "sudoers", sudoersFile, func(staged string) (Command, func(), error) {
-		return Command{Path: "visudo", Args: []string{"-cf", staged}, Timeout: time.Minute}, func() {}, nil
+	return p.validatedWrite(ctx, "sudoers", sudoersFile, func(staged string) (command.Command, func(), error) {
+		return command.Command{Path: "visudo", Args: []string{"-cf", staged}, Timeout: time.Minute}, func() {}, nil
 	})
 }
 
@@ -393,7 +394,7 @@ var SSHDDropIn = asset("sshd-hermes-box.conf")
 // Sudoers is the sudo policy of the box.
 var Sudoers = asset("sudoers")
 
-var sshdFile = file{Path: "/etc/ssh/sshd_config.d/99-hermes-box.conf", Data: SSHDDropIn, Mode: 0o644}
+var sshdFile = file{Path: boxlayout.SSHDDropIn, Data: SSHDDropIn, Mode: 0o644}
 
 func checkSSHD(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(sshdFile)
@@ -406,18 +407,18 @@ func applySSHD(ctx context.Context, p *Provisioner) error {
 	if err := os.MkdirAll(p.path("/run/sshd"), 0o755); err != nil {
 		return fmt.Errorf("creating /run/sshd: %w", err)
 	}
-	return p.validatedWrite(ctx, "sshd", sshdFile, func(staged string) (Command, func(), error) {
+	return p.validatedWrite(ctx, "sshd", sshdFile, func(staged string) (command.Command, func(), error) {
 		tmp, err := os.MkdirTemp("", "hermes-box-sshd-check-")
 		if err != nil {
-			return Command{}, nil, fmt.Errorf("creating the sshd check dir: %w", err)
+			return command.Command{}, nil, fmt.Errorf("creating the sshd check dir: %w", err)
 		}
 		cleanup := func() { _ = os.RemoveAll(tmp) }
 		conf, err := SSHDCheckConfig(tmp, staged, p.path("/etc/ssh/sshd_config"))
 		if err != nil {
 			cleanup()
-			return Command{}, nil, err
+			return command.Command{}, nil, err
 		}
-		return Command{Path: "/usr/sbin/sshd", Args: []string{"-t", "-f", conf}, Timeout: time.Minute}, cleanup, nil
+		return command.Command{Path: "/usr/sbin/sshd", Args: []string{"-t", "-f", conf}, Timeout: time.Minute}, cleanup, nil
 	})
 }
 
@@ -452,7 +453,7 @@ func SSHDCheckConfig(dir, dropIn, main string) (string, error) {
 
 // validatedWrite writes f under a staging name, runs the validator command
 // on it, and renames it into place only when the validator accepts it.
-func (p *Provisioner) validatedWrite(ctx context.Context, step string, f file, validator func(staged string) (Command, func(), error)) error {
+func (p *Provisioner) validatedWrite(ctx context.Context, step string, f file, validator func(staged string) (command.Command, func(), error)) error {
 	staged := file{Path: filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".new"), Data: f.Data, Mode: f.Mode, UID: f.UID, GID: f.GID}
 	if err := p.writeFile(staged); err != nil {
 		return err
@@ -490,10 +491,10 @@ func (p *Provisioner) authorizedKeys() (file, error) {
 	if n == 0 {
 		return file{}, errors.New("authorized keys hold no key")
 	}
-	return file{Path: "/home/boxadmin/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}, nil
+	return file{Path: boxlayout.AdminHome + "/.ssh/authorized_keys", Data: p.cfg.AuthorizedKeys, Mode: 0o600, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}, nil
 }
 
-var boxadminSSHDir = dir{Path: "/home/boxadmin/.ssh", Mode: 0o700, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}
+var boxadminSSHDir = dir{Path: boxlayout.AdminHome + "/.ssh", Mode: 0o700, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID}
 
 func checkAuthorizedKeys(_ context.Context, p *Provisioner) (Status, error) {
 	if len(p.cfg.AuthorizedKeys) == 0 {
@@ -516,15 +517,15 @@ func applyAuthorizedKeys(_ context.Context, p *Provisioner) error {
 }
 
 var loginShellFiles = []file{
-	{Path: "/usr/local/share/hermes-box/boxadmin.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644},
-	{Path: "/home/boxadmin/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
+	{Path: boxlayout.AdminProfileTemplate, Data: asset("boxadmin.bash_profile"), Mode: 0o644},
+	{Path: boxlayout.AdminHome + "/.bash_profile", Data: asset("boxadmin.bash_profile"), Mode: 0o644, UID: boxlayout.AdminUID, GID: boxlayout.AdminUID},
 	{Path: "/usr/local/bin/tm", Data: asset("tm"), Mode: 0o755},
 	{Path: "/etc/tmux.conf", Data: asset("tmux.conf"), Mode: 0o644},
 }
 
 // inBoxLinks make the agent answer as supervisorctl inside the box (`sudo
 // supervisorctl restart hermes`), as the reference's supervisord did.
-var inBoxLinks = []link{{Path: "/usr/local/bin/supervisorctl", Target: "/usr/local/sbin/hermes-box-agent"}}
+var inBoxLinks = []link{{Path: "/usr/local/bin/supervisorctl", Target: boxlayout.AgentPath}}
 
 func checkLoginShell(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect(nil, loginShellFiles, inBoxLinks)
@@ -544,7 +545,7 @@ var workspaceDirs = []dir{
 	{Path: boxlayout.WorkDir, Mode: 0o750, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 }
 
-var workspaceLinks = []link{{Path: "/home/hermes/.hermes", Target: boxlayout.HermesHome, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}
+var workspaceLinks = []link{{Path: boxlayout.ServiceHome + "/.hermes", Target: boxlayout.HermesHome, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID}}
 
 func checkWorkspace(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.collect(workspaceDirs, nil, workspaceLinks)
@@ -555,7 +556,7 @@ func applyWorkspace(_ context.Context, p *Provisioner) error {
 	return p.put(workspaceDirs, nil, workspaceLinks)
 }
 
-var profileEnv = file{Path: "/etc/profile.d/hermes-box.sh", Data: asset("profile.sh"), Mode: 0o644}
+var profileEnv = file{Path: boxlayout.ProfileScript, Data: asset("profile.sh"), Mode: 0o644}
 
 func checkProfileEnv(_ context.Context, p *Provisioner) (Status, error) {
 	s, err := p.fileStatus(profileEnv)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -119,10 +120,10 @@ func TestAptIndexRetries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			calls := 0
-			f.runner.handlers["apt-get"] = func(c Command) (Output, error) {
+			f.runner.handlers["apt-get"] = func(c command.Command) (command.Output, error) {
 				if c.Args[0] == "update" {
 					if calls++; calls <= tt.failures {
-						return Output{}, &CommandError{Command: c.String(), ExitCode: 100, Stderr: "W: some warning\nE: Could not resolve 'ports.ubuntu.com'\n"}
+						return command.Output{}, &command.CommandError{Command: c.String(), ExitCode: 100, Stderr: "W: some warning\nE: Could not resolve 'ports.ubuntu.com'\n"}
 					}
 				}
 				return f.runner.system(c)
@@ -233,9 +234,9 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 		t.Run(tt.step+" refused", func(t *testing.T) {
 			f := newFixture(t)
 			var staged []byte
-			f.runner.handlers[tt.program] = func(c Command) (Output, error) {
+			f.runner.handlers[tt.program] = func(c command.Command) (command.Output, error) {
 				staged = readStaged(t, c)
-				return Output{}, &CommandError{Command: c.String(), ExitCode: 1, Stderr: "syntax error near line 2"}
+				return command.Output{}, &command.CommandError{Command: c.String(), ExitCode: 1, Stderr: "syntax error near line 2"}
 			}
 			_, err := f.provisioner(f.config(), tt.step).Run(t.Context())
 			if err == nil || !strings.Contains(err.Error(), "nothing installed") || !strings.Contains(err.Error(), "syntax error near line 2") {
@@ -251,11 +252,11 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 		})
 		t.Run(tt.step+" accepted", func(t *testing.T) {
 			f := newFixture(t)
-			f.runner.handlers[tt.program] = func(c Command) (Output, error) {
+			f.runner.handlers[tt.program] = func(c command.Command) (command.Output, error) {
 				if c.Timeout != time.Minute {
 					t.Errorf("%s: timeout %s", c, c.Timeout)
 				}
-				return Output{}, nil
+				return command.Output{}, nil
 			}
 			f.runTwice(f.provisioner(f.config(), tt.step))
 			f.wantFile(tt.path, tt.data, tt.mode, 0, 0)
@@ -268,7 +269,7 @@ func TestValidatedFilesAreCheckedBeforeTheyAreInstalled(t *testing.T) {
 
 // readStaged returns the file a validator command is pointed at: visudo's
 // -cf argument, or the drop-in included by sshd's check config.
-func readStaged(t *testing.T, c Command) []byte {
+func readStaged(t *testing.T, c command.Command) []byte {
 	t.Helper()
 	target := c.Args[len(c.Args)-1]
 	if filepath.Base(c.Path) == "sshd" {
@@ -385,7 +386,9 @@ func TestUVStepMismatchLeavesNothingInstalled(t *testing.T) {
 
 func TestUVStepWrongVersionIsRemoved(t *testing.T) {
 	f := newFixture(t)
-	f.runner.handlers["uv"] = func(Command) (Output, error) { return Output{Stdout: []byte("uv 0.11.22\n")}, nil }
+	f.runner.handlers["uv"] = func(command.Command) (command.Output, error) {
+		return command.Output{Stdout: []byte("uv 0.11.22\n")}, nil
+	}
 	_, err := f.provisioner(f.config(), "uv").Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), `printed "uv 0.11.22"; want uv 0.11.21`) {
 		t.Fatalf("got %v", err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -28,15 +29,15 @@ func (p *Provisioner) nodeDir() string {
 
 func (p *Provisioner) nodeLayout() ([]dir, []link) {
 	dirs := []dir{
-		{Path: "/home/hermes/.local", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
-		{Path: "/home/hermes/.local/bin", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: boxlayout.ServiceHome + "/.local", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
+		{Path: boxlayout.ServiceHome + "/.local/bin", Mode: 0o755, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID},
 	}
 	var links []link
 	for _, t := range nodeTools {
 		target := p.nodeDir() + "/bin/" + t
 		links = append(links,
 			link{Path: "/usr/local/bin/" + t, Target: target},
-			link{Path: "/home/hermes/.local/bin/" + t, Target: target, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID})
+			link{Path: boxlayout.ServiceHome + "/.local/bin/" + t, Target: target, UID: boxlayout.ServiceUID, GID: boxlayout.ServiceUID})
 	}
 	return dirs, links
 }
@@ -195,7 +196,7 @@ func applyUV(ctx context.Context, p *Provisioner) error {
 			return fmt.Errorf("installing %s: %w", b, err)
 		}
 	}
-	out, err := p.run(ctx, "uv", Command{Path: p.path(uvBin + "/uv"), Args: []string{"--version"}, Timeout: time.Minute})
+	out, err := p.run(ctx, "uv", command.Command{Path: p.path(uvBin + "/uv"), Args: []string{"--version"}, Timeout: time.Minute})
 	if err == nil && !strings.HasPrefix(string(out.Stdout), "uv "+p.cfg.Pins.UVVersion) {
 		err = fmt.Errorf("uv --version printed %q; want uv %s", strings.TrimSpace(string(out.Stdout)), p.cfg.Pins.UVVersion)
 	}

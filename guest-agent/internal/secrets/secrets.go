@@ -18,19 +18,17 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// Paths relative to the agent's root.
+// The files on the secrets' tmpfs (boxlayout.SecretsDir); the profile that
+// sources UserFile in login shells is boxlayout.SecretsProfile.
 const (
-	// Dir is the tmpfs the secrets live on.
-	Dir = "run/hermes-box-secrets"
 	// RootFile is the root-only JSON object the supervisor reads.
-	RootFile = Dir + "/root/env.json"
+	RootFile = boxlayout.SecretsDir + "/root/env.json"
 	// UserFile is the hermes user's copy as shell assignments.
-	UserFile = Dir + "/hermes/env.sh"
-	// Profile sources UserFile in login shells.
-	Profile = "etc/profile.d/hermes-box-secrets.sh"
+	UserFile = boxlayout.SecretsDir + "/hermes/env.sh"
 )
 
 //go:embed profile.sh
@@ -47,7 +45,7 @@ func Write(root string, s protocol.Secrets, owner passwd.User) error {
 	rootDir := filepath.Join(root, filepath.Dir(RootFile))
 	userDir := filepath.Join(root, filepath.Dir(UserFile))
 	// The top directory only lets the hermes user through to its own.
-	top := filepath.Join(root, Dir)
+	top := filepath.Join(root, boxlayout.SecretsDir)
 	if err := os.MkdirAll(top, 0o711); err != nil {
 		return fmt.Errorf("creating %s: %w", top, err)
 	}
@@ -129,7 +127,7 @@ func mkdirOwned(dir string, uid, gid uint32) error {
 }
 
 func installProfile(root string) error {
-	p := filepath.Join(root, Profile)
+	p := filepath.Join(root, boxlayout.SecretsProfile)
 	if b, err := os.ReadFile(p); err == nil && string(b) == string(profile) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -30,8 +31,8 @@ func TestWriteAndLoad(t *testing.T) {
 		path string
 		mode os.FileMode
 	}{
-		{Dir, 0o711 | os.ModeDir}, {filepath.Dir(RootFile), 0o700 | os.ModeDir}, {RootFile, 0o600},
-		{filepath.Dir(UserFile), 0o700 | os.ModeDir}, {UserFile, 0o400}, {Profile, 0o644},
+		{boxlayout.SecretsDir, 0o711 | os.ModeDir}, {filepath.Dir(RootFile), 0o700 | os.ModeDir}, {RootFile, 0o600},
+		{filepath.Dir(UserFile), 0o700 | os.ModeDir}, {UserFile, 0o400}, {boxlayout.SecretsProfile, 0o644},
 	} {
 		info, err := os.Lstat(filepath.Join(root, c.path))
 		if err != nil || info.Mode() != c.mode {
@@ -57,8 +58,8 @@ func TestWriteAndLoad(t *testing.T) {
 			t.Errorf("sourced %s = %q (%v), want %q", k, out, err, v)
 		}
 	}
-	profile, _ := os.ReadFile(filepath.Join(root, Profile))
-	if !strings.Contains(string(profile), "/"+UserFile) {
+	profile, _ := os.ReadFile(filepath.Join(root, boxlayout.SecretsProfile))
+	if !strings.Contains(string(profile), ". "+UserFile+"\n") {
 		t.Errorf("profile snippet does not source %s:\n%s", UserFile, profile)
 	}
 	// A second write replaces, never appends.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // tmpfsMagic is TMPFS_MAGIC of statfs(2).
@@ -14,7 +16,7 @@ const tmpfsMagic = 0x01021994
 // one when the directory is on anything else; under a test root it only
 // reports whether it is one.
 func EnsureTmpfs(root string) (bool, error) {
-	dir := filepath.Join(root, Dir)
+	dir := filepath.Join(root, boxlayout.SecretsDir)
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return false, fmt.Errorf("creating %s: %w", dir, err)
 	}

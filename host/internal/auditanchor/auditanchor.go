@@ -36,9 +36,6 @@ import (
 // before the constant-size format lists every line's hash).
 const maxFile = 64 << 20
 
-// FileName is the anchor's name in the project's state directory.
-const FileName = "audit-anchor.json"
-
 // Anchor is what the host saw last time the chain held.
 type Anchor struct {
 	Count int `json:"count"`

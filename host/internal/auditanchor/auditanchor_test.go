@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // chain writes a valid log of the given decisions the way the reviewer does.
@@ -86,7 +87,7 @@ func TestAnchor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), FileName)
+			path := filepath.Join(t.TempDir(), filenames.AuditAnchor)
 			if res, err := verify(t, path, strings.NewReader(original)); err != nil || !res.OK {
 				t.Fatal(res, err)
 			}
@@ -121,7 +122,7 @@ func TestAnchor(t *testing.T) {
 // TestUncheckable: a stream that fails before any byte, not by the box's
 // doing, is no verdict: an error, the anchor kept.
 func TestUncheckable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
+	path := filepath.Join(t.TempDir(), filenames.AuditAnchor)
 	if _, err := verify(t, path, strings.NewReader(chain("deny"))); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestUncheckable(t *testing.T) {
 func TestRacingChecksNeverLower(t *testing.T) {
 	three, five := chain("deny", "approve", "deny"), chain("deny", "approve", "deny", "approve", "deny")
 	for i := range 10 {
-		path := filepath.Join(t.TempDir(), FileName)
+		path := filepath.Join(t.TempDir(), filenames.AuditAnchor)
 		var wg sync.WaitGroup
 		for j, log := range []string{three, five} {
 			wg.Add(1)
@@ -206,7 +207,7 @@ func TestLoadRefusesBadAnchor(t *testing.T) {
 // format before) is read, checked by its head, and written in the
 // constant-size format at the next check.
 func TestOlderAnchorFormat(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
+	path := filepath.Join(t.TempDir(), filenames.AuditAnchor)
 	log := chain("deny", "approve")
 	if _, err := verify(t, path, strings.NewReader(log)); err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestOlderAnchorFormat(t *testing.T) {
 
 func TestInstall(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
+	path := filepath.Join(dir, filenames.AuditAnchor)
 	if _, err := verify(t, path, strings.NewReader(chain("deny", "approve", "deny"))); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestInstall(t *testing.T) {
 }
 
 func TestVerifyResult(t *testing.T) {
-	path := filepath.Join(t.TempDir(), FileName)
+	path := filepath.Join(t.TempDir(), filenames.AuditAnchor)
 	res, err := Verify(t.Context(), path, strings.NewReader(chain("deny", "approve")), Options{Now: now, Keep: true})
 	if err != nil || !res.OK || res.Count != 2 || res.Anchored != 0 || len(res.Records) != 2 {
 		t.Fatalf("%+v %v", res, err)

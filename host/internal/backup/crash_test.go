@@ -47,7 +47,7 @@ func crashHelper(op string) int {
 		_, err = w.snapshot(ctx, "box", "manual")
 	case "restore":
 		var s *Staged
-		if s, err = Stage(ctx, os.Getenv(envBackup), w.state, testTrust); err == nil {
+		if s, err = Stage(ctx, os.Getenv(envBackup), w.state, testTrust, Limits{}); err == nil {
 			r := &Restore{Ops: w.m, Machine: "box", Port: 2222, StateDir: w.state, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 			err = r.Run(ctx, s.Dir)
 			_ = s.Remove()
@@ -214,7 +214,7 @@ func checkRestoreInvariant(t *testing.T, w *world, before map[string]entry, src 
 	if exists {
 		must(t, w.m.Delete(t.Context(), "box"))
 	}
-	s, err := Stage(t.Context(), journal, w.state, testTrust)
+	s, err := Stage(t.Context(), journal, w.state, testTrust, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
@@ -89,6 +91,11 @@ func ParseManifest(data []byte) (Manifest, error) {
 		if !ok || k == "" {
 			return Manifest{}, fmt.Errorf("%s line %d: want key=value, got %q", FileManifest, i+1, line)
 		}
+		if j := strings.IndexFunc(line, isControl); j >= 0 || !utf8.ValidString(line) {
+			// A foreign manifest's fields are printed (backups, restore):
+			// a control character there would reach the terminal.
+			return Manifest{}, fmt.Errorf("%s line %d: a control character or bytes that are not UTF-8", FileManifest, i+1)
+		}
 		if p, known := fields[k]; known {
 			*p = v
 		}
@@ -101,6 +108,10 @@ func ParseManifest(data []byte) (Manifest, error) {
 	}
 	return m, nil
 }
+
+// isControl reports a character a terminal may obey (a C0 or C1
+// control, DEL, or an invisible format character such as a bidi override).
+func isControl(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // Sums maps each checksummed file to its lowercase hex SHA-256.
 type Sums map[string]string

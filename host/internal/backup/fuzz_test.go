@@ -1,6 +1,10 @@
 package backup
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func FuzzParseSums(f *testing.F) {
 	f.Add([]byte(Sums{FileRootfs: "aa", FileListing: "bb", FileWorkspace: "cc", FileWarnings: "dd", FileManifest: "ee"}.Bytes()))
@@ -28,5 +32,22 @@ func FuzzParseManifest(f *testing.F) {
 		if m.Format != Format {
 			t.Fatalf("accepted format %q", m.Format)
 		}
+		for _, v := range []string{m.Created, m.Machine, m.Smolvm, m.GOOS, m.Fingerprint} {
+			if strings.IndexFunc(v, isControl) >= 0 || !utf8.ValidString(v) {
+				t.Fatalf("accepted the field %q", v)
+			}
+		}
 	})
+}
+
+// TestParseManifestRefusesControls: a foreign manifest whose fields would
+// write to the terminal (an escape, a CR, a bidi override) is refused,
+// naming the line.
+func TestParseManifestRefusesControls(t *testing.T) {
+	for _, bad := range []string{"machine=m\x1b]0;t\x07", "machine=m\rX", "smolvm=1\u202e", "goos=\xff", "created=\u009b2J"} {
+		_, err := ParseManifest([]byte("format=hermes-box-v2\n" + bad + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "manifest.txt line 2") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
 }

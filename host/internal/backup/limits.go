@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/shared/bounded"
 )
@@ -87,6 +89,45 @@ func (l Limits) checkFree(dir string) error {
 	}
 	if free < l.Reserve {
 		return fmt.Errorf("%w: %s has %s free, a snapshot keeps at least %s free", ErrNoSpace, dir, bounded.Human(free), bounded.Human(l.Reserve))
+	}
+	return nil
+}
+
+// maxListing bounds rootfs-files.txt: one name and its newline per entry.
+const maxListing = DefaultMaxNames + DefaultMaxEntries
+
+// checkStage checks the sizes of a backup's files (Lstat, before anything
+// is copied): each archive within MaxPart, the others within what is read
+// of them, and all of them within the free space of dir less Reserve.
+func (l Limits) checkStage(src, dir string) error {
+	var total int64
+	for _, name := range Files {
+		fi, err := os.Lstat(filepath.Join(src, name))
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, name)
+		}
+		limit, what := int64(maxSmallFile), name
+		switch name {
+		case FileRootfs, FileWorkspace:
+			limit, what = l.MaxPart, name+" (the part cap, HERMES_BOX_SNAPSHOT_MAX_MIB)"
+		case FileListing:
+			limit = maxListing
+		}
+		if fi.Size() > limit {
+			return &bounded.LimitError{What: what, Limit: limit}
+		}
+		total += fi.Size()
+	}
+	free, err := l.FreeSpace(dir)
+	if err != nil {
+		return fmt.Errorf("checking free space in %s: %w", dir, err)
+	}
+	if total > free-l.Reserve {
+		return fmt.Errorf("%w: the backup's %s need room in %s, which has %s free, and at least %s stays free",
+			ErrNoSpace, bounded.Human(total), dir, bounded.Human(free), bounded.Human(l.Reserve))
 	}
 	return nil
 }

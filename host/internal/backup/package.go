@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/progress"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // portablePrefix names the temp files of a package; Reap removes stale ones.
@@ -185,7 +186,7 @@ func (p *Package) fill(ctx context.Context, w io.Writer) error {
 	if err := dir(""); err != nil {
 		return err
 	}
-	seen := map[string]bool{"images": true, "backups": true, "state": true, "backups/" + p.BackupName: true}
+	seen := map[string]bool{filenames.ImagesDir: true, filenames.BackupsDir: true, filenames.StateDir: true, filenames.BackupsDir + "/" + p.BackupName: true}
 	names := make([]string, 0, len(p.Project)+len(p.Generated))
 	for _, pf := range p.Project {
 		names = append(names, pf.Name)
@@ -216,7 +217,7 @@ func (p *Package) fill(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
-	if err := addFile(ctx, tw, "hermes-box/images/hermes-base.smolmachine", p.BaseArtifact, 0o600, now); err != nil {
+	if err := addFile(ctx, tw, "hermes-box/"+filenames.ImagesDir+"/"+filenames.BaseArtifact, p.BaseArtifact, 0o600, now); err != nil {
 		return err
 	}
 	for _, name := range p.backupFiles() {

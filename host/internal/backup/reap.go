@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-)
 
-// LockFile is the operation lock below the state directory.
-const LockFile = "operation.lock"
+	"github.com/hermes-box/hermes-box/shared/filenames"
+)
 
 // Lock takes the host's operation lock (an exclusive flock on
 // <stateDir>/operation.lock), failing at once when another operation holds
@@ -21,7 +20,7 @@ func Lock(stateDir string) (unlock func(), err error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("taking operation lock: %w", err)
 	}
-	path := filepath.Join(stateDir, LockFile)
+	path := filepath.Join(stateDir, filenames.OperationLock)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("taking operation lock: %w", err)

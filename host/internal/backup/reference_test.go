@@ -68,7 +68,7 @@ func TestReferenceFormatVerifiesAndRestores(t *testing.T) {
 			if v.Manifest.Legacy() != (tt.name == "legacy") {
 				t.Errorf("legacy = %v", v.Manifest.Legacy())
 			}
-			s, err := Stage(t.Context(), dir, w.state, Trust{LegacyOK: true})
+			s, err := Stage(t.Context(), dir, w.state, Trust{LegacyOK: true}, Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestVerifyRejects(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Verify: %v, want an error containing %q", err, tt.want)
 			}
-			if _, err := Stage(t.Context(), dir, w.state, testTrust); err == nil {
+			if _, err := Stage(t.Context(), dir, w.state, testTrust, Limits{}); err == nil {
 				t.Fatal("Stage accepted it")
 			}
 			if left, _ := filepath.Glob(filepath.Join(w.state, stagePrefix+"*")); len(left) != 0 {

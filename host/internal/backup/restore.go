@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/detach"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // MachineOps are the machine operations the restore state machine drives.
@@ -61,9 +62,28 @@ var ErrInterrupted = errors.New("restore interrupted")
 // candidateMark is in every candidate machine's name.
 const candidateMark = "-restore-"
 
-// JournalFile, in the state directory, records a cut-over in progress: the
-// safety snapshot that holds the original machine.
-const JournalFile = "restore-journal"
+// candidateName is the name of a restore's candidate machine:
+// <machine>-restore-<pid>-<nanos>.
+func candidateName(machine string, pid int, nanos int64) string {
+	return fmt.Sprintf("%s%s%d-%d", machine, candidateMark, pid, nanos)
+}
+
+// IsCandidate reports whether name is exactly the shape of a candidate of
+// machine (candidateName): a machine that merely starts with
+// "<machine>-restore-" is someone else's, and never reaped.
+func IsCandidate(machine, name string) bool {
+	rest, ok := strings.CutPrefix(name, machine+candidateMark)
+	if !ok {
+		return false
+	}
+	pid, nanos, ok := strings.Cut(rest, "-")
+	return ok && isDecimal(pid) && isDecimal(nanos) && pid[0] != '0' && len(pid) <= 10 && len(nanos) <= 19
+}
+
+// isDecimal reports a non-empty run of ASCII digits.
+func isDecimal(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
 
 // Restore is the restore state machine for one machine.
 type Restore struct {
@@ -76,7 +96,15 @@ type Restore struct {
 	Now func() time.Time
 	// CleanupTimeout and RecoveryTimeout default to the constants.
 	CleanupTimeout, RecoveryTimeout time.Duration
+	// DiscardCurrent deletes an existing machine instead of keeping it in
+	// a safety snapshot (a compromised box, whose own snapshot fails),
+	// then restores as onto no machine.
+	DiscardCurrent bool
 }
+
+// ErrSafetySnapshot is the safety snapshot of the existing machine
+// failing: the machine is kept, and the restore did nothing.
+var ErrSafetySnapshot = errors.New("the box's own safety snapshot failed")
 
 // Run restores the verified backup in dir. A fresh machine is created in
 // restore mode and applied; an existing one is first backed up (safety
@@ -90,6 +118,14 @@ func (r *Restore) Run(ctx context.Context, dir string) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if !exists {
+		return r.fresh(ctx, dir)
+	}
+	if r.DiscardCurrent {
+		r.Log.Warn("deleting the current machine without a safety snapshot, as --discard-current says", "machine", r.Machine)
+		if err := r.remove(ctx, r.Machine); err != nil {
+			return fmt.Errorf("restore: deleting the current %s: %w", r.Machine, err)
+		}
+		crashPoint("original-discarded")
 		return r.fresh(ctx, dir)
 	}
 	return r.replace(ctx, dir)
@@ -159,7 +195,7 @@ func (r *Restore) replace(ctx context.Context, dir string) error {
 	}
 	safety, err := r.Ops.SafetySnapshot(ctx, r.Machine)
 	if err != nil {
-		return r.restartOriginal(ctx, wasRunning, fmt.Errorf("restore: safety snapshot: %w", err))
+		return r.restartOriginal(ctx, wasRunning, fmt.Errorf("restore: %w, so the box was kept as it is: %w", ErrSafetySnapshot, err))
 	}
 	r.Log.Info("safety snapshot saved", "backup", safety)
 	crashPoint("safety-snapshot")
@@ -171,7 +207,7 @@ func (r *Restore) replace(ctx context.Context, dir string) error {
 
 // candidate proves the backup on a throwaway machine, then removes it.
 func (r *Restore) candidate(ctx context.Context, dir string, port int) error {
-	name := fmt.Sprintf("%s%s%d-%d", r.Machine, candidateMark, os.Getpid(), r.Now().UnixNano())
+	name := candidateName(r.Machine, os.Getpid(), r.Now().UnixNano())
 	if err := r.Ops.CreateRestore(ctx, name, port); err != nil {
 		return fmt.Errorf("creating candidate %s: %w", name, err)
 	}
@@ -283,19 +319,19 @@ func (r *Restore) writeJournal(safety string) error {
 	if r.StateDir == "" {
 		return nil
 	}
-	return atomicfile.Write(filepath.Join(r.StateDir, JournalFile), []byte("machine="+r.Machine+"\nsafety="+safety+"\n"), 0o600)
+	return atomicfile.Write(filepath.Join(r.StateDir, filenames.RestoreJournal), []byte("machine="+r.Machine+"\nsafety="+safety+"\n"), 0o600)
 }
 
 func (r *Restore) clearJournal() {
 	if r.StateDir != "" {
-		_ = os.Remove(filepath.Join(r.StateDir, JournalFile))
+		_ = os.Remove(filepath.Join(r.StateDir, filenames.RestoreJournal))
 	}
 }
 
 // Interrupted reports the safety snapshot of a cut-over that did not
 // finish ("" when none): the original machine is in that backup.
 func Interrupted(stateDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(stateDir, JournalFile))
+	data, err := os.ReadFile(filepath.Join(stateDir, filenames.RestoreJournal))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -307,7 +343,7 @@ func Interrupted(stateDir string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no safety= line", filepath.Join(stateDir, JournalFile))
+	return "", fmt.Errorf("%s: no safety= line", filepath.Join(stateDir, filenames.RestoreJournal))
 }
 
 // ReapCandidates deletes candidate machines of machine left by an
@@ -320,7 +356,7 @@ func ReapCandidates(ctx context.Context, ops MachineOps, machine string) ([]stri
 	var removed []string
 	var errs []error
 	for _, n := range names {
-		if !strings.HasPrefix(n, machine+candidateMark) {
+		if !IsCandidate(machine, n) {
 			continue
 		}
 		_ = ops.Stop(ctx, n)

@@ -31,8 +31,8 @@ func newOps(existing ...string) *recordingOps {
 	return o
 }
 
-// candidateName hides the pid and time in candidate names.
-func candidateName(name string) string {
+// restoreNameOf hides the pid and time in candidate names.
+func restoreNameOf(name string) string {
 	if i := strings.Index(name, candidateMark); i >= 0 {
 		return name[:i] + candidateMark + "N"
 	}
@@ -40,7 +40,7 @@ func candidateName(name string) string {
 }
 
 func (o *recordingOps) call(ctx context.Context, op, name string, extra ...any) error {
-	c := strings.TrimSpace(op + " " + candidateName(name) + " " + strings.TrimSpace(fmt.Sprint(extra...)))
+	c := strings.TrimSpace(op + " " + restoreNameOf(name) + " " + strings.TrimSpace(fmt.Sprint(extra...)))
 	if o.onCall != nil {
 		o.onCall(c)
 	}
@@ -284,5 +284,32 @@ func TestRestoreDeleteFailureKeepsOriginal(t *testing.T) {
 	}
 	if last := o.calls[len(o.calls)-1]; last != "start box" {
 		t.Errorf("last call %q", last)
+	}
+}
+
+// TestIsCandidate: the reaper takes exactly the candidate name shape,
+// <machine>-restore-<pid>-<nanos>, and nothing that merely starts with it.
+func TestIsCandidate(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{candidateName("box", 4242, 1764190000123456789), true},
+		{"box-restore-1-0", true},
+		{"box-restore-", false},
+		{"box-restore-keep", false},
+		{"box-restore-12", false},
+		{"box-restore-12-", false},
+		{"box-restore-12-34-x", false},
+		{"box-restore-0012-34", false},
+		{"box-restore-12-34x", false},
+		{"box-restore-1a2b", false},
+		{"box2-restore-12-34", false},
+		{"other-box-restore-12-34", false},
+	}
+	for _, tt := range tests {
+		if got := IsCandidate("box", tt.name); got != tt.want {
+			t.Errorf("IsCandidate(box, %q) = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

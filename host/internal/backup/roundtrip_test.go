@@ -186,7 +186,7 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := Verify(ctx, dir, testTrust); err != nil {
 		t.Fatal(err)
 	}
-	staged, err := Stage(ctx, dir, w.state, testTrust)
+	staged, err := Stage(ctx, dir, w.state, testTrust, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func TestSignatureChecked(t *testing.T) {
 			tt.mutate(dir)
 			v, verr := Verify(t.Context(), dir, tt.trust)
 			state := filepath.Join(t.TempDir(), "state")
-			s, serr := Stage(t.Context(), dir, state, tt.trust)
+			s, serr := Stage(t.Context(), dir, state, tt.trust, Limits{})
 			if tt.want == nil {
 				must(t, verr)
 				must(t, serr)

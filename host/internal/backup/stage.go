@@ -27,17 +27,24 @@ type Staged struct {
 }
 
 // Stage checks the signature of the backup in src as t says, before
-// anything else, then copies it into a new directory below stateDir,
-// hashing every file while copying it (new files only, O_EXCL), verifies
-// the copy and makes it read-only. On failure nothing is left.
-func Stage(ctx context.Context, src, stateDir string, t Trust) (s *Staged, err error) {
+// anything else, then the files' sizes against lim (each part within the
+// part cap, all of them within the free space less the reserve), then
+// copies it into a new directory below stateDir, hashing and listing every
+// archive while copying it (new files only, O_EXCL; the free space checked
+// as it goes), verifies the copy and makes it read-only. On failure
+// nothing is left.
+func Stage(ctx context.Context, src, stateDir string, t Trust, lim Limits) (s *Staged, err error) {
 	ss, err := t.readSignedSums(src)
 	if err != nil {
 		return nil, err
 	}
 	sums := ss.sums
+	lim = lim.withDefaults()
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("staging backup: %w", err)
+	}
+	if err := lim.checkStage(src, stateDir); err != nil {
+		return nil, fmt.Errorf("staging %s: %w", src, err)
 	}
 	dir, err := os.MkdirTemp(stateDir, stagePrefix)
 	if err != nil {
@@ -61,7 +68,7 @@ func Stage(ctx context.Context, src, stateDir string, t Trust) (s *Staged, err e
 	}
 	sizes := map[string]int64{}
 	for _, name := range Files {
-		n, err := copyHashed(ctx, filepath.Join(src, name), filepath.Join(dir, name), sums[name])
+		n, err := copyHashed(ctx, filepath.Join(src, name), filepath.Join(dir, name), sums[name], lim)
 		if err != nil {
 			return nil, err
 		}
@@ -86,36 +93,58 @@ func Stage(ctx context.Context, src, stateDir string, t Trust) (s *Staged, err e
 }
 
 // copyHashed copies src to a new file dst and checks the SHA-256 of the
-// bytes it copied.
-func copyHashed(ctx context.Context, src, dst, want string) (int64, error) {
-	in, _, err := openRegular(src)
+// bytes it copied. An archive is listed as it is copied, so one that is
+// not a gzip tar fails within its first bytes, and the copy checks the
+// part cap and the free space of dst's file system as it goes.
+func copyHashed(ctx context.Context, src, dst, want string, lim Limits) (int64, error) {
+	in, fi, err := openRegular(src)
 	if err != nil {
 		return 0, err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	name := filepath.Base(src)
+	copyTo := func(w io.Writer) error {
+		done := func(error) {}
+		if fi.Size() >= 1<<20 {
+			w, done = progress.Track(ctx, "stage "+name, fi.Size(), w)
+		}
+		_, err := io.CopyBuffer(w, ctxReader{ctx, in}, make([]byte, 1<<20))
+		done(err)
+		return err
+	}
+	var sum string
+	if name == FileRootfs || name == FileWorkspace {
+		sum, _, err = writePart(ctx, dst, lim, func(w io.Writer) error {
+			return copyTo(&partWriter{w: w, lim: lim, dir: filepath.Dir(dst), part: name})
+		})
+	} else {
+		sum, err = copySmall(dst, copyTo)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("staging %s: %w", src, err)
+	}
+	if sum != want {
+		return 0, fmt.Errorf("%w: checksum mismatch while staging: %s", ErrInvalid, src)
+	}
+	return fi.Size(), nil
+}
+
+// copySmall fills a new file dst (within the sizes checkStage allowed)
+// and returns its SHA-256.
+func copySmall(dst string, fill func(io.Writer) error) (string, error) {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
 	}
 	defer out.Close()
 	h := sha256.New()
-	var w io.Writer = io.MultiWriter(out, h)
-	done := func(error) {}
-	if fi, err := in.Stat(); err == nil && fi.Size() >= 1<<20 {
-		w, done = progress.Track(ctx, "stage "+filepath.Base(src), fi.Size(), w)
-	}
-	n, err := io.CopyBuffer(w, ctxReader{ctx, in}, make([]byte, 1<<20))
-	done(err)
-	if err != nil {
-		return 0, fmt.Errorf("staging %s: %w", src, err)
-	}
-	if hex.EncodeToString(h.Sum(nil)) != want {
-		return 0, fmt.Errorf("%w: checksum mismatch while staging: %s", ErrInvalid, src)
+	if err := fill(io.MultiWriter(out, h)); err != nil {
+		return "", err
 	}
 	if err := out.Sync(); err != nil {
-		return 0, fmt.Errorf("staging %s: %w", src, err)
+		return "", err
 	}
-	return n, out.Close()
+	return hex.EncodeToString(h.Sum(nil)), out.Close()
 }
 
 // Remove deletes the staged copy.

@@ -156,7 +156,7 @@ func readListing(path string) ([]string, error) {
 	}
 	defer f.Close()
 	// One name and its newline per entry at most.
-	data, err := bounded.ReadAll(f, DefaultMaxNames+DefaultMaxEntries, path)
+	data, err := bounded.ReadAll(f, maxListing, path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %s: %w", ErrInvalid, path, err)
 	}

@@ -8,21 +8,23 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // checkAudit is the host's check of the box's audit chain in status.
 const checkAudit health.Code = "audit-chain"
 
-// CheckAudit reads the box's audit log (its exact bytes) over tr and
+// CheckAudit reads the box's audit log (its exact bytes) through c and
 // verifies the chain on the host against the anchor file as it streams,
 // recording the new head when it extends the last one; keep keeps the
 // records for display. A broken chain, or a log that ends short of the
 // anchor however its stream ended, is in the Result; the error is for a
 // log that could not be read or an anchor that could not be kept.
-func CheckAudit(ctx context.Context, tr relay.Transport, anchor string, keep bool) (auditanchor.Result, error) {
+func CheckAudit(ctx context.Context, c *agent.Client, anchor string, keep bool) (auditanchor.Result, error) {
 	pr, pw := io.Pipe()
 	type verdict struct {
 		res auditanchor.Result
@@ -34,14 +36,14 @@ func CheckAudit(ctx context.Context, tr relay.Transport, anchor string, keep boo
 		pr.CloseWithError(errAuditRead) // stops the stream when the verdict came first
 		done <- verdict{res, err}
 	}()
-	pw.CloseWithError(Call(ctx, tr, nil, []string{"audit", "raw"}, nil, pw))
+	pw.CloseWithError(c.AuditRaw(ctx, pw))
 	v := <-done
 	return v.res, v.err
 }
 
 // fromBox reports a stream error the box caused: its verb failed.
 func fromBox(err error) bool {
-	var ee *ExitError
+	var ee *agent.ExitError
 	return errors.As(err, &ee)
 }
 
@@ -50,7 +52,7 @@ var errAuditRead = errors.New("the audit log was read up to its first bad line")
 
 // auditAnchor is the project's anchor file.
 func (b *Box) auditAnchor() string {
-	return filepath.Join(b.cfg.StateDir(), auditanchor.FileName)
+	return filepath.Join(b.cfg.StateDir(), filenames.AuditAnchor)
 }
 
 // anchorAudit records the audit chain's head as status and snapshot do,
@@ -58,7 +60,7 @@ func (b *Box) auditAnchor() string {
 func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time) health.Check {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := CheckAudit(ctx, tr, b.auditAnchor(), false)
+	res, err := CheckAudit(ctx, agent.New(tr, nil), b.auditAnchor(), false)
 	switch {
 	case err != nil:
 		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now)

@@ -2,7 +2,6 @@ package box
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,15 +15,14 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
-	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // backupRun is one snapshot, restore or package: the box and its project
@@ -83,8 +81,13 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(),
-		Limits: backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(), Limits: e.limits()}
+}
+
+// limits bound what a snapshot takes from the box and what a restore
+// stages: each part within the part cap.
+func (e *backupRun) limits() backup.Limits {
+	return backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}
 }
 
 // snapshot writes a backup signed with the project key.
@@ -112,34 +115,34 @@ type boxOps struct {
 	stopped []string
 }
 
-// agent runs a verb in machine name (on SSH port) for the backup; its
-// events are not rendered.
-func (o *boxOps) agent(ctx context.Context, name string, port int, argv []string, stdin io.Reader, stdout io.Writer) error {
+// agent is the agent client of machine name (on SSH port) for the
+// backup; its events are not rendered.
+func (o *boxOps) agent(ctx context.Context, name string, port int) (*agent.Client, error) {
 	tr, err := o.Agent(ctx, name, port)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return Call(ctx, tr, nil, argv, stdin, stdout)
+	return agent.New(tr, nil), nil
 }
 
 // StopServices stops, in reverse priority order, the running services
 // except sshd: the snapshot's streams still come over SSH. StartServices
 // starts the ones it stopped.
 func (o *boxOps) StopServices(ctx context.Context, name string) error {
-	out := bounded.NewBuffer(maxVerbResult, "the agent's services status")
-	if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "status", "--json"}, nil, out); err != nil {
+	c, err := o.agent(ctx, name, o.env.box.cfg.SSHPort)
+	if err != nil {
 		return err
 	}
-	var st protocol.ServicesStatus
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-		return fmt.Errorf("decoding the services of %s: %w", name, err)
+	st, err := c.ServicesStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("the services of %s: %w", name, err)
 	}
 	o.stopped = nil
 	for _, s := range slices.Backward(st.Services) {
 		if s.Name == boxlayout.SSHDService || s.State != health.ServiceRunning {
 			continue
 		}
-		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "stop", s.Name}, nil, io.Discard); err != nil {
+		if err := c.StopService(ctx, s.Name); err != nil {
 			return err
 		}
 		o.stopped = append(o.stopped, s.Name)
@@ -148,8 +151,15 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 }
 
 func (o *boxOps) StartServices(ctx context.Context, name string) error {
+	if len(o.stopped) == 0 {
+		return nil
+	}
+	c, err := o.agent(ctx, name, o.env.box.cfg.SSHPort)
+	if err != nil {
+		return err
+	}
 	for _, s := range slices.Backward(o.stopped) {
-		if err := o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"services", "start", s}, nil, io.Discard); err != nil {
+		if err := c.StartService(ctx, s); err != nil {
 			return err
 		}
 	}
@@ -158,13 +168,17 @@ func (o *boxOps) StartServices(ctx context.Context, name string) error {
 }
 
 func (o *boxOps) Stream(ctx context.Context, name, part string, w io.Writer) error {
-	return o.agent(ctx, name, o.env.box.cfg.SSHPort, []string{"snapshot", "write", part}, nil, w)
+	c, err := o.agent(ctx, name, o.env.box.cfg.SSHPort)
+	if err != nil {
+		return err
+	}
+	return c.SnapshotWrite(ctx, part, w)
 }
 
 func (o *boxOps) FreePort(ctx context.Context) (int, error) { return freeLoopbackPort(ctx) }
 
 func (o *boxOps) SafetySnapshot(ctx context.Context, name string) (string, error) {
-	return o.env.snapshot(ctx, "pre-restore", true)
+	return o.env.snapshot(ctx, safetyLabel, true)
 }
 
 // Apply boots the restore-mode machine, streams the backup to the agent's
@@ -180,9 +194,13 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 			size += fi.Size()
 		}
 	}
+	c, err := o.agent(ctx, name, port)
+	if err != nil {
+		return err
+	}
 	w, done := progress.Track(ctx, "restore "+name, size, pw)
 	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, w)) }()
-	err := o.agent(ctx, name, port, []string{"snapshot", "apply"}, pr, io.Discard)
+	err = c.SnapshotApply(ctx, pr)
 	_ = pr.Close()
 	done(err)
 	if err != nil {

@@ -56,6 +56,10 @@ type Box struct {
 	// leftBuilder is set by init's preflight when the builder an
 	// interrupted init of this project left still exists.
 	leftBuilder bool
+	// wanted is the configuration as loaded when the box was created with
+	// other settings (adoptSettings): cfg then holds what it was created
+	// with. nil when they agree or nothing is recorded.
+	wanted *config.Config
 }
 
 // timings bounds every wait of the lifecycle.
@@ -69,12 +73,15 @@ type timings struct {
 	callTimeout         time.Duration // one relay or smolvm call that should be quick
 	cleanupTimeout      time.Duration // stop/delete during cleanup, on a fresh context
 	interruptGrace      time.Duration // what a cleanup step has left once the caller gave up (Ctrl-C)
+	heartbeat           time.Duration // between two "waiting for" lines of a wait (waiter)
+	machineCheck        time.Duration // between two checks that a waited-on machine still runs
 }
 
 func defaultTimings() timings {
 	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: time.Second,
 		netTotal: 5 * time.Minute, pollInterval: 500 * time.Millisecond, startupDeadline: 20 * time.Minute,
-		callTimeout: 30 * time.Second, cleanupTimeout: cleanupTimeout, interruptGrace: backup.InterruptTimeout}
+		callTimeout: 30 * time.Second, cleanupTimeout: cleanupTimeout, interruptGrace: backup.InterruptTimeout,
+		heartbeat: 5 * time.Second, machineCheck: 3 * time.Second}
 }
 
 // cleanupTimeout bounds one stop or delete of a machine during cleanup.
@@ -91,7 +98,10 @@ const cleanupTimeout = 15 * time.Second
 func fastTimings() timings {
 	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: 5 * time.Millisecond,
 		netTotal: time.Minute, pollInterval: 20 * time.Millisecond, startupDeadline: 30 * time.Second,
-		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second, interruptGrace: 2 * time.Second}
+		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second, interruptGrace: 2 * time.Second,
+		// The tests' waits are short and check exact smolvm conversations:
+		// no heartbeat and no machine check, unless "fast-watch" asks.
+		heartbeat: time.Hour, machineCheck: time.Hour}
 }
 
 // Load finds the project, loads its configuration and builds its Box,
@@ -114,11 +124,18 @@ func New(cfg *config.Config, ui UI) *Box {
 		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}), ui: ui,
 		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxlayout.AdminUser,
 	}
-	if cfg.ExecutorEnabled {
+	if err := b.adoptSettings(); err != nil {
+		ui.Warn("%v; using the configuration", err)
+	}
+	if b.cfg.ExecutorEnabled {
 		b.timing.startupDeadline = 2 * time.Hour
 	}
-	if v := hookValue(hooks.timing); v == "fast" {
+	switch hookValue(hooks.timing) {
+	case "fast":
 		b.timing = fastTimings()
+	case "fast-watch":
+		b.timing = fastTimings()
+		b.timing.heartbeat, b.timing.machineCheck = time.Second, 250*time.Millisecond
 	}
 	if hookValue(hooks.host) == "supported" {
 		b.hostCheck = func() error { return nil }
@@ -129,15 +146,12 @@ func New(cfg *config.Config, ui UI) *Box {
 	b.relayCmd = hookValue(hooks.relayCommand)
 	b.testPinsDir = hookValue(hooks.agentPins)
 	b.drv = newSmolDriver(b)
-	if cfg.SmolvmAllowNewer {
-		// Every command says so when the release is not in the table.
-		b.vm.AllowNewer(true)
-		ctx, cancel := context.WithTimeout(context.Background(), b.timing.callTimeout)
-		defer cancel()
-		if _, err := b.vm.Release(ctx); err == nil && b.vm.Unlisted() != "" {
-			b.ui.Warn("%s", b.vm.Unlisted())
-		}
+	b.vm.RememberIn(smolvm.NewBinaries(cfg.StateDir()))
+	b.vm.ConfineVMM(cfg.VMMConfinement != config.ConfinementOff)
+	if cfg.VMMConfinement == config.ConfinementOff {
+		b.ui.Warn("%s=off: smolvm's VMM runs without its seccomp and Landlock confinement, so a guest that escapes into the VMM acts with your rights on this host", smolvm.ConfinementSetting)
 	}
+	b.vm.OnNotice(func(msg string) { b.ui.Info("%s", msg) })
 	return b
 }
 

@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // BaseArtifact is the packed base image the box is created from.
-func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), boxlayout.BaseArtifact) }
+func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifact) }
 
 // buildBase builds the base image in a disposable builder and returns the
 // artifact's path. The builder is deleted whatever happens, unless a step
@@ -131,6 +133,7 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, t.netTotal)
 	defer cancel()
 	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
+	w := b.waiting(name, "the builder's IPv4 route and DNS")
 	var last error
 	for boot := 1; boot <= t.netBoots; boot++ {
 		if boot > 1 {
@@ -147,6 +150,10 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 			}
 			if ctx.Err() != nil {
 				break
+			}
+			if err := w.beat(ctx, last); err != nil {
+				done(err)
+				return err
 			}
 			if probe < t.netProbes {
 				sleep(ctx, t.netProbeInterval)
@@ -190,17 +197,11 @@ func (b *Box) cycleBuilder(ctx context.Context, name string) error {
 	return b.vm.Start(ctx, name)
 }
 
-// provisionArgv is the agent's provision request. Digests for artifacts the
+// provisionArgs is the agent's provision request. Digests for artifacts the
 // pins do not cover travel only when the user configured them.
-func (b *Box) provisionArgv() []string {
-	argv := []string{"provision", "--authorized-keys", boxlayout.AuthorizedKeysUpload, "--hermes-commit", b.cfg.HermesCommit}
-	if b.cfg.UVSHA256 != "" {
-		argv = append(argv, "--uv-sha256", b.cfg.UVSHA256)
-	}
-	if b.cfg.CodexSHA256 != "" {
-		argv = append(argv, "--codex-sha256", b.cfg.CodexSHA256)
-	}
-	return argv
+func (b *Box) provisionArgs() agent.ProvisionArgs {
+	return agent.ProvisionArgs{AuthorizedKeys: boxlayout.AuthorizedKeysUpload, HermesCommit: b.cfg.HermesCommit,
+		UVSHA256: b.cfg.UVSHA256, CodexSHA256: b.cfg.CodexSHA256}
 }
 
 // provision runs the agent's provision verb through the smolvm-exec
@@ -212,14 +213,14 @@ func (b *Box) provision(ctx context.Context, name string) (err error) {
 	}
 	defer func() { err = errors.Join(err, cleanup()) }()
 	done := b.ui.Step("provision", name)
-	err = b.call(ctx, b.provisionTransport(name, env), b.provisionArgv(), nil, nil)
+	err = b.client(b.provisionTransport(name, env)).Provision(ctx, b.provisionArgs())
 	done(err)
 	return err
 }
 
 // pack packs the stopped builder and publishes the artifact atomically.
 func (b *Box) pack(ctx context.Context, name string) (string, error) {
-	tmp := filepath.Join(b.cfg.ImagesDir(), "hermes-base.tmp-"+strconv.Itoa(os.Getpid()))
+	tmp := filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifactTemp+strconv.Itoa(os.Getpid()))
 	packed := tmp + ".smolmachine"
 	cleanup := func() { os.Remove(tmp); os.Remove(packed) }
 	cleanup()

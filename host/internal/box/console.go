@@ -12,7 +12,6 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
-	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // ExitStatus is a status passed through unchanged (of `ssh CMD`, of the
@@ -120,15 +119,5 @@ func (b *Box) Logs(ctx context.Context, w io.Writer, service string, lines int, 
 	if m.State != smolvm.StateRunning {
 		return fmt.Errorf("%s is %s; start it with hermes-box start", m.Name, m.State)
 	}
-	argv := []string{"logs", service, "-n", strconv.Itoa(lines)}
-	if follow {
-		argv = append(argv, "-f")
-	}
-	// The log is the box's: shown, never obeyed, whatever the agent did.
-	safe := termsafe.NewWriter(w)
-	err = b.RunAgent(ctx, argv, nil, safe)
-	if ferr := safe.Flush(); err == nil {
-		err = ferr
-	}
-	return err
+	return b.runningClient().Logs(ctx, w, service, lines, follow)
 }

@@ -44,14 +44,14 @@ func TestRefreshDiscovery(t *testing.T) {
 		{"restarted, then waited for", `{"restarted":true,"bootId":"b-1"}`, 0, []string{"executor refresh-discovery", "health --json"}, ""},
 		{"already restarted in this boot", `{"restarted":false,"bootId":"b-1"}`, 0, []string{"executor refresh-discovery"}, ""},
 		{"the agent refuses", "", 1, []string{"executor refresh-discovery"}, "exited with status 1"},
-		{"an endless answer", strings.Repeat("x", 5<<10), 0, []string{"executor refresh-discovery"}, "longer than 4096 bytes"},
+		{"an endless answer", strings.Repeat("x", 5<<10), 0, []string{"executor refresh-discovery"}, "exceeds the limit of 4 KiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &verbTransport{answers: map[string]string{"executor refresh-discovery": tt.answer, "health --json": string(healthy)},
 				codes: map[string]int{"executor refresh-discovery": tt.code}}
 			b := &Box{timing: fastTimings(), ui: nopUI{}}
-			err := b.refreshDiscovery(t.Context(), tr)
+			err := b.refreshDiscovery(t.Context(), "box", tr)
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("got %v, want %q", err, tt.err)
 			}

@@ -2,7 +2,6 @@ package box
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,16 +14,16 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/hermes-box/hermes-box/host/internal/userr"
-	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/mcp"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// ExecutorAgent runs one agent verb in the box through the relay: argv is
-// never parsed by a shell, stdin (may be nil) follows the request line, the
-// verb's data arrives on stdout. *Box is one.
+// ExecutorAgent is the agent's verbs about the Executor; *agent.Client is
+// one.
 type ExecutorAgent interface {
-	RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+	ExecutorStatus(ctx context.Context, sizes bool) (protocol.ExecutorStatus, error)
+	Logs(ctx context.Context, w io.Writer, service string, lines int, follow bool) error
+	ConnectHermes(ctx context.Context, key string) error
 }
 
 // SecretStore is the OS keyring (macOS Keychain, Linux Secret Service).
@@ -60,7 +59,7 @@ type Executor struct {
 func (b *Box) Executor() *Executor {
 	c := b.cfg
 	return &Executor{Machine: c.MachineName, Enabled: c.ExecutorEnabled, Port: c.ExecutorPort,
-		Agent: b, State: b.MachineState, CheckListener: b.CheckExecutorListener}
+		Agent: b.runningClient(), State: b.MachineState, CheckListener: b.CheckExecutorListener}
 }
 
 // ErrExecutorDisabled refuses a command that needs Executor in a box
@@ -192,11 +191,21 @@ func NormalizeKey(raw string) (string, error) {
 }
 
 // Client returns an MCP client authenticated with the stored key, once
-// Executor's port is known to listen on loopback only.
+// the box runs and Executor's port is known to listen on loopback only:
+// while the box is stopped, whatever holds the port is not its Executor,
+// and the key is never sent to it.
 func (e *Executor) Client(ctx context.Context) (*mcp.Client, error) {
 	key, err := e.APIKey()
 	if err != nil {
 		return nil, err
+	}
+	state, err := e.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if state != StateRunning {
+		return nil, userr.WithHint(fmt.Errorf("the box %s is %s: refusing to send the Executor API key to whatever holds port %d", e.Machine, state, e.Port),
+			"hermes-box start")
 	}
 	if err := e.CheckListener(ctx); err != nil {
 		return nil, err
@@ -241,12 +250,6 @@ type ExecutorStatus struct {
 	DataBytes     *int64 `json:"dataBytes,omitempty"`
 }
 
-// Status gathers the machine's state, Executor's health and, from the
-// agent, the active image (with sizes, the disk use too).
-// executorStatusTimeout bounds the agent's executor status (--sizes walks
-// the Executor's directories).
-const executorStatusTimeout = 2 * time.Minute
-
 // Status gathers Executor's state: the machine, its health, the agent's metadata.
 func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	v := ExecutorStatus{Enabled: e.Enabled, Machine: e.Machine, URL: e.PortalURL(), AuthStored: e.KeyStored()}
@@ -264,19 +267,8 @@ func (e *Executor) Status(ctx context.Context, sizes bool) ExecutorStatus {
 	} else {
 		v.Healthy = true
 	}
-	argv := []string{"executor", "status"}
-	if sizes {
-		argv = append(argv, "--sizes")
-	}
-	// The answer is the box's: bounded, and in bounded time.
-	out := bounded.NewBuffer(maxVerbResult, "the agent's executor status")
-	var st protocol.ExecutorStatus
-	actx, cancel := context.WithTimeout(ctx, executorStatusTimeout)
-	defer cancel()
-	if err := e.Agent.RunAgent(actx, argv, nil, out); err != nil {
+	if st, err := e.Agent.ExecutorStatus(ctx, sizes); err != nil {
 		v.MetadataError = err.Error()
-	} else if err := json.Unmarshal([]byte(out.String()), &st); err != nil {
-		v.MetadataError = "decoding the agent's executor status: " + err.Error()
 	} else {
 		if st.Current != nil {
 			v.Image, v.ImageDigest = st.Current.ImageReference, st.Current.ManifestDigest

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -54,9 +53,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if err != nil {
 		return err
 	}
-	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-		return b.call(ctx, tr, argv, stdin, stdout)
-	}
+	call := b.client(tr)
 	if deliver {
 		if err := b.deliverSecrets(ctx, call, s, "the gateway of "+name); err != nil {
 			return err
@@ -77,12 +74,12 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if !deliver {
 		return nil
 	}
-	return b.waitGateway(ctx, tr)
+	return b.waitGateway(ctx, name, tr)
 }
 
 // deliverSecrets sends the mapped secrets to the gateway as one shown step
 // (to names where they go).
-func (b *Box) deliverSecrets(ctx context.Context, call secrets.Caller, s protocol.Secrets, to string) error {
+func (b *Box) deliverSecrets(ctx context.Context, call secrets.Setter, s protocol.Secrets, to string) error {
 	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to %s", len(s.Env), to))
 	err := secrets.Deliver(ctx, call, s)
 	done(err)
@@ -91,11 +88,11 @@ func (b *Box) deliverSecrets(ctx context.Context, call secrets.Caller, s protoco
 
 // waitGateway waits, as one shown step, for the box to report healthy with
 // the gateway restarted on its secrets.
-func (b *Box) waitGateway(ctx context.Context, tr relay.Transport) error {
+func (b *Box) waitGateway(ctx context.Context, name string, tr relay.Transport) error {
 	wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	done := b.ui.Step("health", "waiting for the gateway with its secrets")
-	err := b.waitHealthy(wctx, tr)
+	err := b.waitHealthy(wctx, b.waiting(name, "the gateway of "+name+" to restart with its secrets"), tr)
 	done(err)
 	return err
 }
@@ -145,12 +142,9 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	call := func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-		return b.call(ctx, tr, argv, stdin, stdout)
-	}
-	err = b.deliverSecrets(ctx, call, s, "the gateway of the restored "+name)
+	err = b.deliverSecrets(ctx, b.client(tr), s, "the gateway of the restored "+name)
 	if err == nil {
-		err = b.waitGateway(ctx, tr)
+		err = b.waitGateway(ctx, name, tr)
 	}
 	if err != nil {
 		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")

@@ -10,6 +10,13 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 )
 
+// The SSH dial's errors the command line explains: a host key that is not
+// the pinned one, and a box that refuses the project key.
+var (
+	ErrHostKeyMismatch = relay.ErrHostKeyMismatch
+	ErrKeyRefused      = relay.ErrAuthRefused
+)
+
 // HostKeyChange is what `hostkey repin` found: the pinned key's
 // fingerprint ("" when none was pinned) and the box's, read out of band.
 type HostKeyChange struct {

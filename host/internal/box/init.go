@@ -15,6 +15,7 @@ import (
 // creates the box from it, copies the documents docs into its work dir and
 // waits until it is healthy, all under the operation lock.
 func (b *Box) Init(ctx context.Context, docs []string) error {
+	b.useConfiguration()
 	return b.interrupted(ctx, "init", b.withLock(func() error { return b.initBox(ctx, docs) }))
 }
 
@@ -23,6 +24,7 @@ func (b *Box) Init(ctx context.Context, docs []string) error {
 // ("[3/15] builder-create"). The agent's steps inside provision are not
 // counted. TestInitStepNumbers holds init's output to it.
 func (b *Box) InitPlan(docs []string) []string {
+	b.useConfiguration()
 	plan := []string{"preflight", "key", "builder-create", "builder-start", "agent-copy", "network", "provision",
 		"builder-stop", "pack", "builder-delete", "create", "start", "hostkey"}
 	for range docs {

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // ErrInterrupted is wrapped by the error of a lifecycle command the caller
@@ -100,12 +101,9 @@ func (b *Box) leftState(ctx context.Context, cmd string) (state, next string) {
 	return strings.Join(parts, "; "), next
 }
 
-// builderMark, in the state directory, says that this project's init
-// created the builder: the next init deletes a builder an interrupted one
-// left, instead of refusing it as somebody else's machine.
-const builderMark = "builder-in-use"
-
-func (b *Box) builderMarkPath() string { return filepath.Join(b.cfg.StateDir(), builderMark) }
+func (b *Box) builderMarkPath() string {
+	return filepath.Join(b.cfg.StateDir(), filenames.BuilderInUse)
+}
 
 func (b *Box) markBuilder() error {
 	return atomicfile.Write(b.builderMarkPath(), []byte(b.cfg.BuilderName+"\n"), 0o600)

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 // Start starts the box and verifies it, under the operation lock.
@@ -43,9 +46,14 @@ func (b *Box) startBox(ctx context.Context) error {
 	if err := b.checkExecutorWiring(m); err != nil {
 		return err
 	}
+	b.warnDrift()
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
 		return b.verifyRunning(ctx)
+	}
+	if m.State == smolvm.StatePaused || m.State == smolvm.StatePausing {
+		return &userr.Error{Err: fmt.Errorf("the box %s is %s (smolvm machine pause froze it); nothing was changed", m.Name, m.State),
+			Next: "resume it with: smolvm machine resume --name " + m.Name + " (then hermes-box start verifies it)"}
 	}
 	if err := b.bootAndVerify(ctx, m.Name); err != nil {
 		return err
@@ -91,10 +99,10 @@ func (b *Box) stopServices(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 		defer cancel()
 		done := b.ui.Step("services-stop", "all services")
-		err = b.call(ctx, tr, []string{"services", "stop", "all"}, nil, nil)
+		err = b.client(tr).StopService(ctx, "all")
 		done(err)
 	}
-	var exit *ExitError
+	var exit *agent.ExitError
 	if errors.As(err, &exit) && exit.Code == 2 {
 		b.ui.Warn("the agent has no services verb; stopping the machine directly")
 		return
@@ -140,6 +148,9 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 		}
 	}
 	b.unmarkBuilder()
+	if err := b.forgetSettings(); err != nil {
+		return err
+	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}
@@ -151,5 +162,5 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 
 // knownHostsPath is the known_hosts file hermes-box writes for ssh.
 func (b *Box) knownHostsPath() string {
-	return filepath.Join(b.cfg.StateDir(), "known_hosts")
+	return filepath.Join(b.cfg.StateDir(), filenames.KnownHosts)
 }

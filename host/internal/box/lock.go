@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
@@ -28,7 +29,7 @@ type staleArtifact struct {
 // must be what os.CreateTemp or a process id produces: 1–10 digits, no
 // leading zero.
 var staleArtifacts = []staleArtifact{
-	{dir: func(b *Box) string { return b.cfg.ImagesDir() }, pattern: regexp.MustCompile(`^hermes-base\.tmp-[1-9][0-9]{0,9}(\.smolmachine)?$`)},
+	{dir: func(b *Box) string { return b.cfg.ImagesDir() }, pattern: regexp.MustCompile(`^` + regexp.QuoteMeta(filenames.BaseArtifactTemp) + `[1-9][0-9]{0,9}(\.smolmachine)?$`)},
 }
 
 // prepareDirs creates the data directories with mode 0700.
@@ -72,15 +73,10 @@ func (b *Box) lock() (func(), error) {
 	return unlock, nil
 }
 
-// holderFile names the operation that holds the lock: its pid, command
-// line and start, written by the holder (the lock file itself stays empty:
-// rewriting it would race a holder's flock on the same inode).
-const holderFile = "operation.holder"
-
 // recordHolder writes who holds the lock, for a command refused meanwhile.
 func (b *Box) recordHolder() {
 	text := fmt.Sprintf("pid %d: %s (since %s)\n", os.Getpid(), strings.Join(os.Args, " "), time.Now().UTC().Format("15:04:05 UTC"))
-	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), holderFile), []byte(text), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), filenames.OperationHolder), []byte(text), 0o600); err != nil {
 		b.ui.Warn("could not record the operation holding the lock: %v", err)
 	}
 }
@@ -89,11 +85,11 @@ func (b *Box) recordHolder() {
 // holds the lock: which one, and what to do.
 func (b *Box) lockHeld() error {
 	holder := "an operation whose command is not recorded"
-	if text, rerr := os.ReadFile(filepath.Join(b.cfg.StateDir(), holderFile)); rerr == nil && len(text) > 0 {
+	if text, rerr := os.ReadFile(filepath.Join(b.cfg.StateDir(), filenames.OperationHolder)); rerr == nil && len(text) > 0 {
 		holder = termsafe.String(strings.TrimSpace(string(text)))
 	}
 	return userr.WithHint(fmt.Errorf("another hermes-box operation is in progress: %s; it holds %s", holder,
-		filepath.Join(b.cfg.StateDir(), backup.LockFile)),
+		filepath.Join(b.cfg.StateDir(), filenames.OperationLock)),
 		"wait until it ends (or stop it with Ctrl-C in its terminal), then run this command again")
 }
 
@@ -145,7 +141,7 @@ func (b *Box) withLockResuming(resume string, fn func() error) error {
 // checkInterruptedRestore refuses while the restore journal stands, naming
 // the safety snapshot that holds the original box and how to recover.
 func (b *Box) checkInterruptedRestore(resume string) error {
-	journal := filepath.Join(b.cfg.StateDir(), backup.JournalFile)
+	journal := filepath.Join(b.cfg.StateDir(), filenames.RestoreJournal)
 	safety, err := backup.Interrupted(b.cfg.StateDir())
 	switch {
 	case err != nil:

@@ -114,6 +114,7 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.b.timing.startupDeadline)
 	defer cancel()
 	var last error
+	w := d.b.waiting(name, "the agent of "+name+" to answer through smolvm exec")
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, d.b.timing.callTimeout)
 		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "version"}})
@@ -124,6 +125,9 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 		last = err
 		if err == nil {
 			last = fmt.Errorf("agent version exited with status %d: %s", res.ExitCode, tail(res.Stderr))
+		}
+		if err := w.beat(ctx, last); err != nil {
+			return err
 		}
 		if serr := sleep(ctx, d.b.timing.pollInterval); serr != nil {
 			return fmt.Errorf("the agent of %s did not answer through smolvm exec: %w", name, last)

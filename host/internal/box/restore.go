@@ -18,6 +18,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -37,7 +38,7 @@ func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
-	return dir, err
+	return dir, b.aftermath(ctx, "snapshot", err)
 }
 
 // recordAuditHead records the audit chain's head before a snapshot of a
@@ -56,11 +57,21 @@ func (b *Box) recordAuditHead(ctx context.Context) {
 	}
 }
 
+// RestoreOptions are restore's flags.
+type RestoreOptions struct {
+	// LegacyOK accepts an unsigned backup (--legacy-backup).
+	LegacyOK bool
+	// DiscardCurrent deletes the current box without a safety snapshot
+	// (--discard-current), once the backup is verified and staged.
+	DiscardCurrent bool
+}
+
 // Restore restores the backup src (an absolute path): directly when there
 // is no box, else through a candidate box. A backup not signed by this
 // project's key is refused, an unsigned one (made before backups were
-// signed) unless legacyOK vouches for it.
-func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
+// signed) unless opts.LegacyOK vouches for it; opts.DiscardCurrent
+// replaces an existing box without a safety snapshot.
+func (b *Box) Restore(ctx context.Context, src string, opts RestoreOptions) error {
 	env, err := b.backupRun()
 	if errors.Is(err, userr.ErrNoBox) {
 		return userr.WithHint(fmt.Errorf("restore needs the SSH key the backup was made with, and there is none at %s", b.cfg.SSHKeyPath()),
@@ -70,12 +81,17 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		return err
 	}
 	env.resume = src
+	return b.aftermath(ctx, "restore", b.restore(ctx, env, src, opts))
+}
+
+// restore is Restore under the lock.
+func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts RestoreOptions) error {
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
 		if err := b.restoreHostChecks(ctx); err != nil {
 			return err
 		}
-		staged, err := restorePreflight(ctx, env, src, legacyOK)
+		staged, err := restorePreflight(ctx, env, src, opts.LegacyOK)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)
 		}
@@ -92,10 +108,15 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
 			}
 		}
-		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir()}
+		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir(), DiscardCurrent: opts.DiscardCurrent}
 		if err := r.Run(ctx, staged.Dir); err != nil {
 			// A rollback may have started the original again.
-			return errors.Join(err, b.secretsAfterCutOver(ctx))
+			err = errors.Join(err, b.secretsAfterCutOver(ctx))
+			if errors.Is(err, backup.ErrSafetySnapshot) {
+				return userr.WithHint(err, "if the box is compromised, `hermes-box restore --discard-current "+src+
+					"` restores without a safety snapshot: the current box is deleted once the backup is verified and staged")
+			}
+			return err
 		}
 		if err := b.installAuditAnchor(ctx, env.anchor); err != nil {
 			return errors.Join(err, b.secretsAfterCutOver(ctx))
@@ -103,7 +124,7 @@ func (b *Box) Restore(ctx context.Context, src string, legacyOK bool) error {
 		// A restore of the safety snapshot an interrupted cut-over named
 		// recovers the original: the journal has served.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety == src {
-			if err := os.Remove(filepath.Join(cfg.StateDir(), backup.JournalFile)); err != nil {
+			if err := os.Remove(filepath.Join(cfg.StateDir(), filenames.RestoreJournal)); err != nil {
 				return err
 			}
 		}
@@ -119,7 +140,7 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK))
+	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits())
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +198,7 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false))
+		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false), env.limits())
 		if err != nil {
 			return err
 		}
@@ -234,7 +255,7 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 		if _, err := os.Stat(path); err != nil {
 			return "", fmt.Errorf("the portable package carries the project key: %w", err)
 		}
-		p.Project = append(p.Project, backup.PackFile{Name: "state/" + keyFileName + suffix, Path: path, Mode: 0o600})
+		p.Project = append(p.Project, backup.PackFile{Name: filenames.StateDir + "/" + filenames.SSHKey + suffix, Path: path, Mode: 0o600})
 	}
 	sources, err := backup.ProjectSources(cfg.ProjectRoot)
 	if err != nil {
@@ -255,9 +276,6 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 
 // portableJSON describes a portable package at its top.
 const portableJSON = "portable.json"
-
-// keyFileName is the project key's name below state/ (the default key).
-const keyFileName = "hermes-box-ed25519"
 
 // portableInfo describes the package for portable.json and PORTABLE.md.
 func portableInfo(env *backupRun, backupName string) backup.PortableInfo {

@@ -100,7 +100,13 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 	if err := b.vm.CheckExtracted(ctx, name); err != nil {
 		return err
 	}
-	return b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true})
+	if err := b.vm.Update(ctx, smolvm.UpdateSpec{Name: name, Net: true}); err != nil {
+		return err
+	}
+	if name != b.cfg.MachineName {
+		return nil
+	}
+	return b.recordSettings()
 }
 
 // pinHostKey reads the guest's host keys out of band (agent `hostkeys`

@@ -19,6 +19,7 @@ const (
 	checkMachine  health.Code = "smolvm-machine"
 	checkListener health.Code = "loopback-listener"
 	checkJournal  health.Code = "restore-journal"
+	checkVMM      health.Code = "vmm-confinement"
 )
 
 // Status is what `status --json` prints: a health report (it decodes with
@@ -33,6 +34,13 @@ type Status struct {
 	Machine     json.RawMessage `json:"machine"`
 	HealthError string          `json:"healthError,omitempty"`
 	Network     NetworkStatus   `json:"network"`
+	// VMM is the running box's VMM confinement, read from the host.
+	VMM *smolvm.Confinement `json:"vmm,omitempty"`
+	// Drift names the settings the configuration asks for that differ
+	// from what the box was created with (which box and network report).
+	Drift []string `json:"configDrift,omitempty"`
+	// DriftNext is how to apply them, when there are any.
+	DriftNext string `json:"configDriftNext,omitempty"`
 }
 
 // NetworkStatus is the network mode and its last proof (strict, none).
@@ -107,11 +115,17 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 			msg = lerr.Error()
 		}
 		st.Checks[checkListener] = hostCheck(lerr == nil, health.SeverityCritical, msg, now)
+		vmm := b.vm.VMMConfinement(m)
+		st.VMM = &vmm
+		st.Checks[checkVMM] = vmmCheck(vmm, now)
 		a := <-agent
 		agent <- a // for the deferred receive
 		mergeAgentHealth(st, a)
 	}
 	st.Network = b.networkStatus()
+	if st.Drift = b.Drift(); len(st.Drift) > 0 {
+		st.DriftNext = driftNext
+	}
 	st.Summarize()
 	st.State = string(st.Status)
 	if !running {
@@ -122,6 +136,17 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 	}
 	st.Box = b.summary(m, st)
 	return st, nil
+}
+
+// vmmCheck is the running box's VMM confinement as read from the host's
+// /proc: critical when it is missing though asked for, a warning when the
+// configuration turned it off.
+func vmmCheck(c smolvm.Confinement, now time.Time) health.Check {
+	sev := health.SeverityCritical
+	if c.State == smolvm.ConfinementOff {
+		sev = health.SeverityWarning
+	}
+	return hostCheck(c.State == smolvm.ConfinementConfined || c.State == smolvm.ConfinementNotApplicable, sev, c.Detail, now)
 }
 
 // summary is the box's line: what smolvm says of the machine, the ports
@@ -215,9 +240,20 @@ func (b *Box) MachineState(ctx context.Context) (string, error) {
 }
 
 // CheckExecutorListener fails unless Executor's port listens on loopback
-// only.
+// only, and only the box's VMM (or a process it started) holds it: the API
+// key goes to the box, never to whatever else took the port.
 func (b *Box) CheckExecutorListener(ctx context.Context) error {
 	if err := b.listen.CheckLoopback(ctx, b.cfg.ExecutorPort); err != nil {
+		return fmt.Errorf("refusing to use Executor's port: %w", err)
+	}
+	m, err := b.machineState(ctx, b.cfg.MachineName)
+	if err != nil {
+		return err
+	}
+	if m.PID == nil || m.State != smolvm.StateRunning {
+		return fmt.Errorf("refusing to use Executor's port: smolvm reports no VMM process of %s (%s)", m.Name, m.State)
+	}
+	if err := b.listen.CheckOwner(ctx, b.cfg.ExecutorPort, *m.PID); err != nil {
 		return fmt.Errorf("refusing to use Executor's port: %w", err)
 	}
 	return nil

@@ -12,7 +12,7 @@ var hooks struct {
 	sshUser      string // the SSH login user instead of boxadmin
 	relayCommand string // the remote command instead of boxlayout.RelayCommand
 	host         string // "supported" skips the host OS/arch check
-	timing       string // "fast" shortens every wait
+	timing       string // "fast" shortens every wait; "fast-watch" also beats and checks the machine every second or less
 	agentPins    string // a directory of stand-in artifacts for provision (testpins.go)
 	guestPins    string // the agent's own variable for them
 	netprobePlan string // a JSON netproof.Plan whose targets replace the production ones (tests must not probe outside addresses)

@@ -1,7 +1,6 @@
 package box
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +8,11 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
-	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -92,15 +91,9 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 	if m.State != smolvm.StateRunning {
 		return nil, userr.WithHint(fmt.Errorf("%s is %s", m.Name, m.State), "start it with hermes-box start")
 	}
-	var out bytes.Buffer
-	if err := b.RunAgent(ctx, []string{"services", "status", "--json"}, nil, &out); err != nil {
+	st, err := b.runningClient().ServicesStatus(ctx)
+	if err != nil {
 		return nil, err
-	}
-	var st struct {
-		Services []health.Service `json:"services"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil {
-		return nil, fmt.Errorf("decoding the services of %s: %w", m.Name, err)
 	}
 	names := make([]string, len(st.Services))
 	for i, s := range st.Services {
@@ -114,7 +107,7 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
 func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.cfg.ExecutorEnabled {
+	if !b.configured().ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -146,7 +139,9 @@ func (b *Box) checkSmolvmVersion(ctx context.Context) error {
 		}
 		return userr.WithHint(&unsupportedSmolvm{version: v, err: err},
 			"install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+
-				" (or, to try a release newer than every supported one at your own risk, set HERMES_BOX_SMOLVM_ALLOW_NEWER=true in "+b.cfg.File+")")
+				" (or, for a release newer than every supported one, qualify it on this host with hermes-box doctor: a binary that passes is accepted)")
+	case errors.Is(err, smolvm.ErrDoctorFailed), errors.Is(err, smolvm.ErrFlagMissing), errors.Is(err, smolvm.ErrUnconfined):
+		return err
 	}
 	return userr.WithHint(fmt.Errorf("a supported smolvm is required (supported: %s), and it could not be run: %w", pins.SmolvmTableVersions(), err),
 		"install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)+"; check it with smolvm --version, then run the command again")
@@ -160,7 +155,8 @@ type unsupportedSmolvm struct {
 }
 
 func (u *unsupportedSmolvm) Error() string {
-	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version, pins.SmolvmTableVersions())
+	return fmt.Sprintf("smolvm %s is not a release hermes-box supports (it supports %s)", u.version,
+		strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", "))
 }
 
 func (u *unsupportedSmolvm) Unwrap() error { return u.err }

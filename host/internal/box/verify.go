@@ -37,8 +37,9 @@ func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, er
 	return m, err
 }
 
-// waitPort polls until something accepts on the SSH port.
-func (b *Box) waitPort(ctx context.Context, addr string) error {
+// waitPort polls until something accepts on the SSH port; w beats
+// between the polls.
+func (b *Box) waitPort(ctx context.Context, w *waiter, addr string) error {
 	var d net.Dialer
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
@@ -47,6 +48,9 @@ func (b *Box) waitPort(ctx context.Context, addr string) error {
 		if err == nil {
 			c.Close()
 			return nil
+		}
+		if err := w.beat(ctx, nil); err != nil {
+			return err
 		}
 		if err := sleep(ctx, b.timing.pollInterval); err != nil {
 			return fmt.Errorf("waiting for %s: %w", addr, err)
@@ -82,7 +86,7 @@ func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
 		ports = append(ports, b.cfg.ExecutorPort)
 	}
 	done := b.ui.Step("listener", fmt.Sprintf("SSH of %s on 127.0.0.1:%d, loopback only", name, port))
-	err := b.checkListeners(ctx, ports)
+	err := b.checkListeners(ctx, name, ports)
 	done(err)
 	if err != nil {
 		return err
@@ -92,19 +96,20 @@ func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
 		return err
 	}
 	done = b.ui.Step("health", "waiting for the agent")
-	err = b.waitHealthy(ctx, tr)
+	err = b.waitHealthy(ctx, b.waiting(name, "the agent of "+name+" to report healthy"), tr)
 	done(err)
 	if err != nil || !b.cfg.ExecutorEnabled || name != b.cfg.MachineName {
 		return err
 	}
-	return b.refreshDiscovery(ctx, tr)
+	return b.refreshDiscovery(ctx, name, tr)
 }
 
-// checkListeners waits for the published ports and checks their binding.
-func (b *Box) checkListeners(ctx context.Context, ports []int) error {
+// checkListeners waits for machine's published ports and checks their
+// binding.
+func (b *Box) checkListeners(ctx context.Context, machine string, ports []int) error {
 	for _, p := range ports {
 		addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
-		if err := b.waitPort(ctx, addr); err != nil {
+		if err := b.waitPort(ctx, b.waiting(machine, addr+" to accept"), addr); err != nil {
 			return err
 		}
 		if err := b.listen.CheckLoopback(ctx, p); err != nil {
@@ -122,21 +127,23 @@ func (b *Box) checkListeners(ctx context.Context, ports []int) error {
 // whole wait. Once the cheap report passes, the box is ready only when a
 // deep one (the installed tools run) passes too, so a half-provisioned box
 // is never called ready.
-func (b *Box) waitHealthy(ctx context.Context, tr relay.Transport) error {
-	return b.waitFor(ctx, tr, true)
+func (b *Box) waitHealthy(ctx context.Context, w *waiter, tr relay.Transport) error {
+	return b.waitFor(ctx, w, tr, true)
 }
 
 // waitRunning is waitHealthy without the deep report: for a box already
 // proven ready whose gateway was only restarted.
-func (b *Box) waitRunning(ctx context.Context, tr relay.Transport) error {
-	return b.waitFor(ctx, tr, false)
+func (b *Box) waitRunning(ctx context.Context, w *waiter, tr relay.Transport) error {
+	return b.waitFor(ctx, w, tr, false)
 }
 
-func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) error {
+// waitFor is waitHealthy (wantDeep) or waitRunning; w beats between the
+// polls (a machine that stopped ends the wait at once).
+func (b *Box) waitFor(ctx context.Context, w *waiter, tr relay.Transport, wantDeep bool) error {
 	var last error
 	deep := false
 	for {
-		report, err := b.healthReport(ctx, tr, deep)
+		report, err := b.client(tr).Health(ctx, deep)
 		if err == nil {
 			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil
@@ -152,6 +159,9 @@ func (b *Box) waitFor(ctx context.Context, tr relay.Transport, wantDeep bool) er
 			return err
 		}
 		last = err
+		if err := w.beat(ctx, last); err != nil {
+			return err
+		}
 		if serr := sleep(ctx, b.timing.pollInterval); serr != nil {
 			return fmt.Errorf("the box was not healthy within %v: %w", b.timing.startupDeadline, last)
 		}

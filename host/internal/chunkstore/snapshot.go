@@ -110,8 +110,9 @@ func encode(r io.Reader, w *Writer) (PartRecord, error) {
 	if err != nil {
 		return PartRecord{}, fmt.Errorf("reading gzip: %w", err)
 	}
+	// Encode hashes every chunk here, on the host: no need to hash again.
 	tree, st, err := snaptree.Encode(zr, func(id snaptree.ID, data []byte) error {
-		_, err := w.Put(id, data)
+		_, err := w.add(id, data)
 		return err
 	})
 	if err != nil {

@@ -62,6 +62,14 @@ func (w *Writer) Put(id ID, data []byte) (added bool, err error) {
 	if Sum(data) != id {
 		return false, fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, id, Sum(data))
 	}
+	return w.add(id, data)
+}
+
+// add is Put of a chunk whose id this process computed.
+func (w *Writer) add(id ID, data []byte) (added bool, err error) {
+	if len(data) > MaxChunk {
+		return false, fmt.Errorf("%w: chunk %s has %d bytes, over the limit of %d", ErrCorrupt, id, len(data), MaxChunk)
+	}
 	w.stats.Chunks++
 	w.stats.Bytes += int64(len(data))
 	if w.s.Has(id) {

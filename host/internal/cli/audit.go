@@ -8,31 +8,32 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/box"
-	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // auditTarget is where the audit log is read from and where the host keeps
 // its anchor.
 type auditTarget struct {
-	tr     relay.Transport
+	box    *agent.Client
 	anchor string // the anchor file
 }
 
-// boxAudit returns the transport to the box (the SSH relay with the
-// project key and the pinned host key) and the project's anchor file.
+// boxAudit returns the agent client of the box (over the SSH relay with
+// the project key and the pinned host key) and the project's anchor file.
 var boxAudit = func(cmd *cobra.Command) (auditTarget, error) {
 	b, err := loadBox(cmd)
 	if err != nil {
 		return auditTarget{}, err
 	}
-	tr, err := b.Relay(cmd.Context(), "the audit log is read from the running box")
+	c, err := b.QuietClient(cmd.Context(), "the audit log is read from the running box")
 	if err != nil {
 		return auditTarget{}, err
 	}
-	return auditTarget{tr: tr, anchor: filepath.Join(b.Config().StateDir(), auditanchor.FileName)}, nil
+	return auditTarget{box: c, anchor: filepath.Join(b.Config().StateDir(), filenames.AuditAnchor)}, nil
 }
 
 func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Command {
@@ -64,7 +65,7 @@ func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Co
 			slog.Warn("audit anchor reset: this check anchors the log the box holds now", "moved_to", aside,
 				"logged_in", filepath.Join(filepath.Dir(t.anchor), auditanchor.ResetLog))
 		}
-		res, err := box.CheckAudit(cmd.Context(), t.tr, t.anchor, !*verify)
+		res, err := box.CheckAudit(cmd.Context(), t.box, t.anchor, !*verify)
 		if err != nil {
 			return fmt.Errorf("reading the audit log from the box: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -51,7 +52,7 @@ func runAudit(t *testing.T, box *fakeBox, anchor string, args ...string) (int, s
 		if box == nil {
 			return auditTarget{}, errors.New("no box")
 		}
-		return auditTarget{tr: box, anchor: anchor}, nil
+		return auditTarget{box: agent.New(box, nil), anchor: anchor}, nil
 	}))
 	var out, errb bytes.Buffer
 	root.SetArgs(append([]string{"audit"}, args...))

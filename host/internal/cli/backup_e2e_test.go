@@ -270,3 +270,39 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 	expectHealthy(t, h, "after the recovery")
 	mustRun(t, h, "stop")
 }
+
+// TestRestoreDiscardCurrent: a compromised box whose own safety snapshot
+// fails keeps the restore of a clean backup from replacing it; the error
+// says so and offers --discard-current, which deletes the box once the
+// backup is verified and staged and restores it as onto no box.
+func TestRestoreDiscardCurrent(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	h.writeNote("clean\n")
+	clean := strings.TrimSpace(mustRun(t, h, "snapshot", "clean").stdout)
+	h.writeNote("compromised\n")
+	h.hostile("snapshot", "tar-names")
+	r := h.run("restore", clean)
+	if r.code == 0 || !strings.Contains(r.stderr, "the box's own safety snapshot failed") ||
+		!strings.Contains(r.stderr, "hermes-box restore --discard-current "+clean) {
+		t.Fatalf("restore with a failing safety snapshot exited %d:\n%s", r.code, r.stderr)
+	}
+	if i := index(r.calls, `^machine (create|delete)`); i >= 0 {
+		t.Errorf("the refused restore changed the machines: %s", r.calls[i].line)
+	}
+	if got := h.readNote(); got != "compromised\n" {
+		t.Errorf("note = %q", got)
+	}
+
+	r = mustRun(t, h, "restore", "--discard-current", clean)
+	if got := h.readNote(); got != "clean\n" {
+		t.Errorf("note after --discard-current = %q", got)
+	}
+	deleted := index(r.calls, `^machine delete --name hermes-box --force$`)
+	created := index(r.calls, `^machine create --name hermes-box --from .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
+	if deleted < 0 || created < deleted || index(r.calls, `-restore-`) >= 0 {
+		t.Errorf("--discard-current: delete %d, create %d, no candidate:\n  %s", deleted, created, strings.Join(lines(r.calls), "\n  "))
+	}
+	expectHealthy(t, h, "after --discard-current")
+	mustRun(t, h, "stop")
+}

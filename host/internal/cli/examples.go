@@ -15,7 +15,9 @@ hermes-box ssh                  # log in (tmux session "main")
 hermes-box status               # one line per box; exit status 0 only when healthy
 hermes-box snapshot first-day   # back it up
 hermes-box help exit-codes      # what the exit statuses mean`,
-	"version":    "hermes-box version\nhermes-box version --json | jq -r .smolvm",
+	"version": "hermes-box version\nhermes-box version --json | jq -r .smolvm",
+	"doctor": `hermes-box doctor                     # qualify the installed smolvm with a throwaway machine
+hermes-box doctor --json | jq -r '.rows[] | select(.verdict != "pass") | .name'`,
 	"completion": "hermes-box completion bash > /etc/bash_completion.d/hermes-box\nhermes-box completion zsh > \"${fpath[1]}/_hermes-box\"",
 	"init": `hermes-box init
 hermes-box init --document notes.md --document plan.pdf   # copied into /workspace/work

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -166,17 +164,7 @@ func (x *executorCmd) logsCmd() *cobra.Command {
 			if err := x.load(cmd, true); err != nil {
 				return err
 			}
-			argv := []string{"logs", "executor", "-n", strconv.Itoa(lines)}
-			if follow {
-				argv = append(argv, "-f")
-			}
-			// The log is the box's: shown, never obeyed.
-			out := termsafe.NewWriter(cmd.OutOrStdout())
-			err := x.box.Agent.RunAgent(cmd.Context(), argv, nil, out)
-			if ferr := out.Flush(); err == nil {
-				err = ferr
-			}
-			return err
+			return x.box.Agent.Logs(cmd.Context(), cmd.OutOrStdout(), "executor", lines, follow)
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new lines")
@@ -371,7 +359,7 @@ func (x *executorCmd) connectHermesCmd() *cobra.Command {
 			return err
 		}
 		// The key travels on the relay's stdin, never in argv.
-		if err := x.box.Agent.RunAgent(cmd.Context(), []string{"executor", "connect-hermes"}, strings.NewReader(key+"\n"), io.Discard); err != nil {
+		if err := x.box.Agent.ConnectHermes(cmd.Context(), key); err != nil {
 			return fmt.Errorf("connecting Hermes: %w", err)
 		}
 		_, err = fmt.Fprintln(cmd.OutOrStdout(), "Hermes is connected to Executor as MCP server `executor`; start a new Hermes CLI session to load it")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +180,35 @@ func TestExecutorRefusesAnUnpublishedPort(t *testing.T) {
 	}
 	if code, _, errs := p.run("executor", "open"); code == 0 || !strings.Contains(errs, "refusing to use Executor's port") {
 		t.Fatalf("open: exit %d: %s", code, errs)
+	}
+}
+
+// TestExecutorRefusesAForeignListener: while the box runs without its
+// Executor port, another process that listens there on loopback (this
+// test) is not the box's VMM: status reports it, and open refuses,
+// without a request to the port (the MCP commands run the same check).
+func TestExecutorRefusesAForeignListener(t *testing.T) {
+	p := newExecutorProject(t)
+	p.boot(false)
+	var asked atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) }))
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p.exePort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	srv.Start()
+	defer srv.Close()
+	if st := p.status(); st.Healthy || !strings.Contains(st.HealthError, "held by a process that is not the box's") {
+		t.Errorf("status %+v", st)
+	}
+	for _, args := range [][]string{{"executor", "open"}} {
+		if code, _, errs := p.run(args...); code == 0 || !strings.Contains(errs, "refusing to use Executor's port") {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the foreign listener got %d requests", n)
 	}
 }
 

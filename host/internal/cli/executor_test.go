@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/listener"
 	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
@@ -46,14 +47,22 @@ type fakeAgent struct {
 	out    map[string]string
 }
 
-func (f *fakeAgent) RunAgent(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-	f.argvs = append(f.argvs, argv)
+// Run answers as the agent's relay does.
+func (f *fakeAgent) Run(_ context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	f.argvs = append(f.argvs, req.Argv)
 	if stdin != nil {
 		b, _ := io.ReadAll(stdin)
 		f.stdins = append(f.stdins, string(b))
 	}
-	_, err := io.WriteString(stdout, f.out[strings.Join(argv, " ")])
-	return err
+	_, err := io.WriteString(stdout, f.out[strings.Join(req.Argv, " ")])
+	return 0, err
+}
+
+// door is the agent client over a test transport.
+func door(tr interface {
+	Run(context.Context, protocol.Request, io.Reader, io.Writer, func(protocol.Event)) (int, error)
+}) *agent.Client {
+	return agent.New(tr, nil)
 }
 
 // execAgent runs the real agent binary with --root in a temp dir, speaking
@@ -65,13 +74,14 @@ type execAgent struct {
 	extra map[string][]string
 }
 
-func (a *execAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-	a.argvs = append(a.argvs, argv)
-	argv = append(slices.Clone(argv), a.extra[strings.Join(argv, " ")]...)
+// Run runs the agent's relay with the request, as sshd does.
+func (a *execAgent) Run(ctx context.Context, r protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	a.argvs = append(a.argvs, r.Argv)
+	argv := append(slices.Clone(r.Argv), a.extra[strings.Join(r.Argv, " ")]...)
 	var req bytes.Buffer
 	if err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version, Argv: argv,
 		Options: protocol.Options{Stdin: stdin != nil}}); err != nil {
-		return err
+		return -1, err
 	}
 	in := io.Reader(&req)
 	if stdin != nil {
@@ -81,9 +91,9 @@ func (a *execAgent) RunAgent(ctx context.Context, argv []string, stdin io.Reader
 	cmd := exec.CommandContext(ctx, a.bin, "--root", a.root, "relay")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("agent %v: %w: %s", argv, err, stderr.String())
+		return -1, fmt.Errorf("agent %v: %w: %s", argv, err, stderr.String())
 	}
-	return nil
+	return 0, nil
 }
 
 // buildAgent compiles the Executor helper (the agent with the executor verb
@@ -150,7 +160,7 @@ func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (
 
 func TestExecutorAuthSetReadsStdinNeverArgv(t *testing.T) {
 	keyring.MockInit()
-	box := &executorBox{Machine: "m1", Enabled: true, Port: 4788, Agent: &fakeAgent{}}
+	box := &executorBox{Machine: "m1", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, out, errs := runExecutor(t, box, "Bearer exk_from-stdin\n", "auth", "set"); code != 0 || strings.Contains(out+errs, "exk_from-stdin") {
 		t.Fatalf("exit %d, out %q, err %q", code, out, errs)
 	}
@@ -184,7 +194,7 @@ func TestExecutorMCPCommands(t *testing.T) {
 			keyring.MockInit()
 			srv := mcptest.New("exk_1", sse)
 			defer srv.Close()
-			box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: &fakeAgent{}}
+			box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{})}
 			if err := keyring.Set(keyService("m"), keyUser, "exk_1"); err != nil {
 				t.Fatal(err)
 			}
@@ -212,11 +222,11 @@ func TestExecutorMCPCommands(t *testing.T) {
 
 func TestExecutorRefusals(t *testing.T) {
 	keyring.MockInit()
-	off := &executorBox{Machine: "m", Enabled: false, Port: 4788, Agent: &fakeAgent{}}
+	off := &executorBox{Machine: "m", Enabled: false, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, _, errs := runExecutor(t, off, "", "tools"); code == 0 || !strings.Contains(errs, "not enabled") {
 		t.Fatalf("disabled: %s", errs)
 	}
-	on := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: &fakeAgent{}}
+	on := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, _, errs := runExecutor(t, on, "", "mcp-test"); code == 0 || !strings.Contains(errs, "auth set") {
 		t.Fatalf("no key: %s", errs)
 	}
@@ -234,7 +244,7 @@ func TestExecutorStatus(t *testing.T) {
 	}))
 	defer health.Close()
 	agent := &fakeAgent{out: map[string]string{"executor status --sizes": `{"current":{"imageReference":"ghcr.io/x/y:v1@sha256:aa","manifestDigest":"sha256:bb"},"runtimeBytes":2048,"dataBytes":10}`}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, health.URL), Agent: agent}
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, health.URL), Agent: door(agent)}
 	code, out, errs := runExecutor(t, box, "", "status", "--json", "--sizes")
 	if code != 0 {
 		t.Fatal(errs)
@@ -265,7 +275,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	// The agent checks Executor at the address Hermes uses, in the box;
 	// here that is the stand-in's.
 	agent := &execAgent{bin: buildAgent(t), root: root, extra: map[string][]string{"executor connect-hermes": {"--mcp-url", srv.MCPURL()}}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent}
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent)}
 	if code, _, errs := runExecutor(t, box, "exk_connect-1\n", "auth", "set"); code != 0 {
 		t.Fatal(errs)
 	}
@@ -295,7 +305,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 func TestExecutorConnectHermesKeyFromStdin(t *testing.T) {
 	keyring.MockInit()
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: agent,
+	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: door(agent),
 		CheckListener: func(context.Context) error { return errors.New("the host must not check Executor's port") }}
 	code, out, errs := runExecutor(t, box, "Bearer exk_stdin-1\n", "connect-hermes", "--api-key-stdin")
 	if code != 0 || !strings.Contains(out, "connected to Executor") {
@@ -350,7 +360,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	}
 	wide := fmt.Errorf("refusing to use Executor's port: port %d is %w: listening on 0.0.0.0:%d", portOf(t, srv.URL), listener.ErrNotLoopback, portOf(t, srv.URL))
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: agent,
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent),
 		CheckListener: func(context.Context) error { return wide }}
 	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}} {
 		if code, _, errs := runExecutor(t, box, "", args...); code == 0 || !strings.Contains(errs, "not loopback-only") {
@@ -372,7 +382,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 
 func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 	agent := &fakeAgent{out: map[string]string{"logs executor -n 100": "a\n", "logs executor -n 5 -f": "b\n"}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: agent}
+	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent)}
 	if code, out, errs := runExecutor(t, box, "", "logs"); code != 0 || out != "a\n" {
 		t.Fatalf("logs: exit %d %q %s", code, out, errs)
 	}
@@ -384,10 +394,32 @@ func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 	}
 }
 
+// TestExecutorKeyOnlyToARunningBox: while the box is stopped, the MCP
+// commands refuse before the port is checked or spoken to: whatever holds
+// it then is not the box's Executor, and must not get the API key.
+func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
+	keyring.MockInit()
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) }))
+	defer srv.Close()
+	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{}),
+		State:         func(context.Context) (string, error) { return "stopped", nil },
+		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
+	if err := box.StoreKey("sk-stopped"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mcp-test"}, {"connections"}, {"tools"}} {
+		code, _, errs := runExecutor(t, box, "", args...)
+		if code == 0 || !strings.Contains(errs, "is stopped: refusing to send the Executor API key") || asked.Load() != 0 {
+			t.Errorf("%v: exit %d, %d requests: %s", args, code, asked.Load(), errs)
+		}
+	}
+}
+
 func TestExecutorStatusOfAStoppedBox(t *testing.T) {
 	keyring.MockInit()
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: agent,
+	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent),
 		State:         func(context.Context) (string, error) { return "stopped", nil },
 		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
 	code, out, errs := runExecutor(t, box, "", "status", "--json")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -39,21 +39,21 @@ type errorClass struct {
 var errorClasses = []errorClass{
 	{name: "usage", match: func(err error) bool { return userr.Code(err) == userr.ExitUsage || isUsageError(err) },
 		next: func(cmd *cobra.Command, _ error) string { return "see " + cmd.CommandPath() + " --help" }},
-	{name: "host key mismatch", match: func(err error) bool { return errors.Is(err, relay.ErrHostKeyMismatch) },
+	{name: "host key mismatch", match: func(err error) bool { return errors.Is(err, box.ErrHostKeyMismatch) },
 		cause:    "the box's SSH host key is not the one pinned when it was created",
 		override: true,
 		next: func(*cobra.Command, error) string {
 			return "if the box was re-created or restored outside hermes-box, re-pin its key (read out of band, not over SSH): hermes-box hostkey repin"
 		}},
-	{name: "key refused", match: func(err error) bool { return errors.Is(err, relay.ErrAuthRefused) },
+	{name: "key refused", match: func(err error) bool { return errors.Is(err, box.ErrKeyRefused) },
 		cause: "the box does not accept this project's SSH key",
 		next: func(*cobra.Command, error) string {
 			return "the box was made with another key: use that project's state/hermes-box-ed25519 (HERMES_BOX_SSH_KEY), or restore a backup of this project"
 		}},
 	{name: "connection refused", match: func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) },
-		cause: "nothing answers on the box's SSH port (connection refused)",
+		cause: "nothing answers on the box's published port (connection refused)",
 		next: func(*cobra.Command, error) string {
-			return "hermes-box status says whether the box runs; hermes-box restart brings its port back"
+			return "hermes-box status says whether the box runs; hermes-box restart brings its ports back"
 		}},
 	{name: "smolvm missing", match: func(err error) bool { return errors.Is(err, exec.ErrNotFound) },
 		cause: "smolvm is not installed (or not on PATH)",

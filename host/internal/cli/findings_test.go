@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -66,8 +68,8 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 		{name: "no smolvm: status", extra: []string{"PATH=" + t.TempDir()}, args: []string{"status"}, code: 1,
 			want: []string{"smolvm is not installed (or not on PATH)", "next: install it: " + pins.SmolvmInstallCommand(pins.SmolvmRecommended)}},
 		{name: "unsupported smolvm", extra: []string{"FAKESMOLVM_VERSION=1.2.3"}, args: []string{"init"}, code: 1,
-			want: []string{"smolvm 1.2.3 is not a release hermes-box supports (it supports " + pins.SmolvmTableVersions() + ")",
-				"next: install smolvm " + pins.SmolvmRecommended + ": " + pins.SmolvmInstallCommand(pins.SmolvmRecommended), "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"},
+			want: []string{"smolvm 1.2.3 is not a release hermes-box supports (it supports " + strings.ReplaceAll(pins.SmolvmTableVersions(), ",", ", ") + ")",
+				"next: install smolvm " + pins.SmolvmRecommended + ": " + pins.SmolvmInstallCommand(pins.SmolvmRecommended), "qualify it on this host with hermes-box doctor"},
 			refused: []string{"LAN+host", "strict floor var"}},
 		{name: "lower-case setting", conf: "hermes_box_ssh_port=2300\n", args: []string{"status"}, code: 1, noCalls: true,
 			want: []string{`hermes-box.conf:1: "hermes_box_ssh_port" is not a setting: settings are upper-case (HERMES_BOX_SSH_PORT)`,
@@ -126,7 +128,7 @@ func TestErrorClassesOfABox(t *testing.T) {
 	must(t, syscall.Kill(rec.PID, syscall.SIGKILL))
 	waitGone(t, rec.PID)
 	expectFailure(t, "logs with nothing on the port", h.run("logs"), 1,
-		[]string{"nothing answers on the box's SSH port (connection refused)", "next: hermes-box status says whether the box runs"})
+		[]string{"nothing answers on the box's published port (connection refused)", "next: hermes-box status says whether the box runs"})
 	mustRun(t, h, "restart")
 
 	// A start hangs in smolvm while it holds the operation lock.
@@ -164,15 +166,28 @@ func TestErrorClassesOfABox(t *testing.T) {
 		t.Errorf("status --json | jq -r %s of a stopped box: %v (exit %d)", m[1], got, r.code)
 	}
 
+	// Off a terminal, a copy prints at most a line per part per ten
+	// seconds, and never the previous backup's size as its own (finding 5).
+	mustRun(t, h, "snapshot", "first")
+	r = mustRun(t, h, "snapshot", "good")
+	backup := strings.TrimSpace(r.stdout)
+	for _, part := range []string{"snapshot rootfs", "snapshot workspace"} {
+		if n := strings.Count(r.stderr, part+": "); n > 1+int(r.elapsed/(10*time.Second)) {
+			t.Errorf("%d progress lines of %s in %v:\n%s", n, part, r.elapsed, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "~") || strings.Contains(r.stderr, "about ") || strings.Contains(r.stderr, "ETA") {
+		t.Errorf("the second snapshot gives the first's size as its own:\n%s", r.stderr)
+	}
+
 	// A corrupt backup fails backups --verify.
-	backup := strings.TrimSpace(mustRun(t, h, "snapshot", "good").stdout)
 	mustRun(t, h, "backups", "--verify")
 	part := filepath.Join(backup, "workspace.tar.gz")
 	b := readFile(t, part)
 	b[len(b)/2] ^= 0xff
 	must(t, os.WriteFile(part, b, 0o644))
 	r = h.run("backups", "--verify")
-	expectFailure(t, "backups --verify with a corrupt backup", r, 1, []string{"1 of 1 backups are invalid: " + filepath.Base(backup)})
+	expectFailure(t, "backups --verify with a corrupt backup", r, 1, []string{"1 of 2 backups are invalid: " + filepath.Base(backup)})
 	if !strings.Contains(r.stdout, "invalid") {
 		t.Errorf("the listing does not show the invalid backup:\n%s", r.stdout)
 	}
@@ -223,12 +238,11 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 	}
 
 	// On a terminal, destroy asks; no answer destroys nothing.
-	if _, err := exec.LookPath("script"); err == nil || os.Getenv("CI") == "true" {
-		code, out := h.runTTY("destroy.typescript", "destroy")
-		if code != 1 || !strings.Contains(out, "destroy "+machine+"? its root file system and /workspace are lost since its last good backup ") ||
-			!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.machines()[machine] == "" {
-			t.Errorf("destroy on a terminal: %d\n%s", code, out)
-		}
+	needScript(t)
+	code, out := h.runTTY("destroy.typescript", "destroy")
+	if code != 1 || !strings.Contains(out, "destroy "+machine+"? its root file system and /workspace are lost since its last good backup ") ||
+		!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.machines()[machine] == "" {
+		t.Errorf("destroy on a terminal: %d\n%s", code, out)
 	}
 	r = mustRun(t, h, "destroy", "--force")
 	// The newest good backup is now restore's safety snapshot.
@@ -279,4 +293,169 @@ func slicesContain(ls []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestStartWaitShowsLifeAndStopsWithTheConsole is the terminal recording
+// (script(1)) of a start whose guest never comes up: heartbeat lines (what
+// is awaited, for how long, the bound), then, once the machine stops, the
+// tail of its console at once instead of the rest of the startup deadline
+// (finding 1).
+func TestStartWaitShowsLifeAndStopsWithTheConsole(t *testing.T) {
+	needScript(t)
+	h := newHarness(t)
+	initBox(t, h)
+	mustRun(t, h, "stop")
+	// The guest's sshd never answers: the published port leads nowhere.
+	h.extra = []string{"HBX_TEST_TIMING=fast-watch", "FAKESMOLVM_GUEST_22=127.0.0.1:" + strconv.Itoa(sshdtest.FreePort(t))}
+	record := filepath.Join(t.TempDir(), "start.typescript")
+	cmd := exec.CommandContext(t.Context(), "script", "-q", "-e", "-f", "-c",
+		"stty cols 120 rows 40 && exec "+shellQuote(bins.hermesBox)+" start", record)
+	cmd.Env = append(append(append([]string(nil), h.env...), h.extra...), "TERM=xterm-256color")
+	must(t, cmd.Start())
+	beats := regexp.MustCompile(`waiting for the agent of hermes-box to report healthy: [0-9.]+s so far, giving up after 30\.0s`)
+	for i := 0; len(beats.FindAllString(string(readIfAny(record)), -1)) < 2; i++ {
+		if i == 600 {
+			cmd.Process.Kill()
+			t.Fatalf("no two heartbeat lines in 60 s:\n%s", readIfAny(record))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The guest dies: its last words on the console, then the VM is gone.
+	var rec struct {
+		EntryPID int `json:"entry_pid"`
+	}
+	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
+	console, err := os.OpenFile(filepath.Join(h.state, "machines", machine, "data", "agent-console.log"), os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = console.WriteString("[   42.000000] Kernel panic - not syncing: stand-in for a guest that died\n")
+	must(t, err)
+	must(t, console.Close())
+	killed := time.Now()
+	must(t, syscall.Kill(rec.EntryPID, syscall.SIGKILL))
+	err = cmd.Wait()
+	took := time.Since(killed)
+	out := string(readFile(t, record))
+	if dir := os.Getenv("HBX_RECORD_DIR"); dir != "" {
+		must(t, os.WriteFile(filepath.Join(dir, "start-stopped-machine.typescript"), []byte(out), 0o644))
+	}
+	t.Logf("hermes-box ended %v after the machine stopped (startup deadline 30 s); the recording:\n%s", took.Round(time.Millisecond), out)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("start exited %v, want status 1", err)
+	}
+	for _, want := range []string{"the machine stopped: hermes-box is stopped after ", " of waiting for the agent of hermes-box to report healthy",
+		"the last lines of its console (", "agent-console.log):", "| [   42.000000] Kernel panic - not syncing: stand-in for a guest that died",
+		"next: the console above says why it stopped; hermes-box start tries again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the recording lacks %q", want)
+		}
+	}
+	// The machine check ended the wait, not the startup deadline.
+	if strings.Contains(out, "was not healthy within") {
+		t.Errorf("the wait ran to its deadline instead of seeing the machine stop")
+	}
+}
+
+// readIfAny is the file's content, or nothing while it does not exist.
+func readIfAny(p string) []byte {
+	b, _ := os.ReadFile(p)
+	return b
+}
+
+// TestSettingsRecordedAndDrift: what the box was created with is recorded
+// and is what status reports and every command uses; a configuration that
+// differs is named, with what applies it, before start waits on anything;
+// re-creating the box from a backup of itself applies it (finding 2).
+func TestSettingsRecordedAndDrift(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	created := "127.0.0.1:" + strconv.Itoa(h.port)
+	other := sshdtest.FreePort(t)
+	h.extra = []string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(other), "HERMES_BOX_CPUS=2"}
+	wantDrift := []string{
+		"HERMES_BOX_SSH_PORT is " + strconv.Itoa(other) + " in the configuration, but the box was created with " + strconv.Itoa(h.port) + " and keeps it",
+		"HERMES_BOX_CPUS is 2 in the configuration, but the box was created with 4 and keeps it",
+		"to apply them, re-create the box from a backup of itself — hermes-box snapshot before-change, hermes-box destroy --force, then hermes-box restore",
+	}
+	r := h.run("status")
+	if r.code != 0 || !regexpMatch(`(?m)^hermes-box\s+healthy\s+4\s+8192 MiB\s+`+regexp.QuoteMeta(created)+`\s+full\s`, r.stdout) {
+		t.Fatalf("status with a changed configuration does not report what the box was created with: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range wantDrift {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("status does not name the difference %q:\n%s", w, r.stdout)
+		}
+	}
+	// executor status reports the box as it was created: without it.
+	drift := h.extra
+	h.extra = append(append([]string(nil), drift...), "HERMES_BOX_EXECUTOR_ENABLED=true")
+	r = h.run("executor", "status", "--json")
+	var ex struct{ Enabled *bool }
+	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || ex.Enabled == nil || *ex.Enabled {
+		t.Errorf("executor status of a box created without the Executor, now configured with it: %v %q %s", err, r.stdout, r.stderr)
+	}
+	h.extra = drift
+	mustRun(t, h, "stop")
+	r = mustRun(t, h, "start")
+	warn, listener := strings.Index(r.stderr, wantDrift[0]), strings.Index(r.stderr, "[listener]")
+	if warn < 0 || listener < 0 || warn > listener || !strings.Contains(r.stderr, "SSH of hermes-box on "+created) {
+		t.Errorf("start does not name the difference before it waits, or waits on the configured port:\n%s", r.stderr)
+	}
+	mustRun(t, h, "logs", "-n", "1")
+	var st struct {
+		Box struct {
+			Ports []int `json:"ports"`
+		} `json:"box"`
+		Drift []string `json:"configDrift"`
+	}
+	r = h.run("status", "--json")
+	must(t, json.Unmarshal([]byte(r.stdout), &st))
+	if len(st.Box.Ports) != 1 || st.Box.Ports[0] != h.port || len(st.Drift) != 2 {
+		t.Errorf("status --json: ports %v drift %q", st.Box.Ports, st.Drift)
+	}
+	// The way it names applies the configuration, keeping the box's files.
+	h.writeNote("kept\n")
+	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "before-change").stdout)), ".hermesbox")
+	mustRun(t, h, "destroy", "--force")
+	mustRun(t, h, "restore", name)
+	r = h.run("status")
+	if r.code != 0 || !regexpMatch(`(?m)^hermes-box\s+healthy\s+2\s+8192 MiB\s+127\.0\.0\.1:`+strconv.Itoa(other)+`\s`, r.stdout) ||
+		strings.Contains(r.stdout, "settings") || h.readNote() != "kept\n" {
+		t.Errorf("after re-creating from the backup: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mustRun(t, h, "stop")
+}
+
+// TestFailedAndInterruptedBackupsSayWhereTheBoxIs: a failed restore and an
+// interrupted snapshot end with the state of the box and the next command;
+// the safety snapshots restores left are named with their size and how to
+// delete them (finding 3).
+func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
+	h := newHarness(t)
+	initBox(t, h)
+	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)), ".hermesbox")
+	h.extra = []string{"FAKESMOLVM_FAIL=machine create"}
+	r := h.run("restore", name)
+	h.extra = nil
+	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + machine + `-\S+-pre-restore) \([0-9.]+ (B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
+	m := safety.FindStringSubmatch(r.stderr)
+	expectFailure(t, "a restore whose candidate fails", r, 1, []string{"candidate failed, original kept", "\nthe box now: hermes-box is running, as it was; restores left 1 safety snapshot"})
+	if m == nil {
+		t.Fatalf("the failed restore does not name its safety snapshot with its size:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(h.root, "backups", m[1]+".hermesbox")); err != nil {
+		t.Errorf("the named safety snapshot is not there: %v", err)
+	}
+	// How it says to delete it works.
+	mustRun(t, h, "backups", "delete", m[1])
+
+	// A snapshot interrupted in its stream.
+	f := h.hostileAll("snapshot.write", "hang")
+	r = h.runInterrupted(f+".reached", "snapshot", "x")
+	must(t, os.Remove(f))
+	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||
+		!strings.Contains(r.stderr, "\nnext: hermes-box status shows it is healthy; then run hermes-box snapshot again") {
+		t.Errorf("an interrupted snapshot: %d\n%s", r.code, r.stderr)
+	}
+	mustRun(t, h, "stop")
 }

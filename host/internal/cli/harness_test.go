@@ -292,6 +292,12 @@ func lines(calls []call) []string {
 	return out
 }
 
+// started is a machine's start as hermes-box calls it on Linux: the start,
+// then the status that gives the VMM's pid for the confinement check.
+func started(name string) []string {
+	return []string{"machine start --name " + name, "machine status --name " + name + " --json"}
+}
+
 // expectCalls compares the exact argv sequence.
 func expectCalls(t testing.TB, got []call, want []string) {
 	t.Helper()
@@ -352,18 +358,18 @@ func must(t testing.TB, err error) {
 // initCalls is the exact smolvm conversation of a successful init with
 // one netcheck.
 func (h *harness) initCalls() []string {
-	return []string{
-		"--version",
+	return append(append([]string{"--version"}, helpCalls...),
 		"machine ls --json",
 		"machine create --name hermes-builder --image ubuntu:24.04 --cpus 4 --mem 8192 --storage 15 --overlay 6 --net --net-backend virtio-net",
 		"machine update --name hermes-builder --net",
 		"machine start --name hermes-builder",
-		"machine cp $ROOT/bin/" + h.agentFn + " hermes-builder:/usr/local/sbin/hermes-box-agent",
+		"machine status --name hermes-builder --json", // the VMM's confinement
+		"machine cp $ROOT/bin/"+h.agentFn+" hermes-builder:/usr/local/sbin/hermes-box-agent",
 		"machine exec --name hermes-builder -- /bin/chmod 0755 /usr/local/sbin/hermes-box-agent",
 		"machine cp $ROOT/state/hermes-box-ed25519.pub hermes-builder:/tmp/hermes-box-authorized-keys",
 		"machine exec --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck",
 		// provision is not a relay verb: it runs directly.
-		"machine exec --stream --name hermes-builder -- /usr/local/sbin/hermes-box-agent provision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit " + pins.DefaultHermesCommit,
+		"machine exec --stream --name hermes-builder -- /usr/local/sbin/hermes-box-agent provision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit "+pins.DefaultHermesCommit,
 		"machine stop --name hermes-builder",
 		"pack create --from-vm hermes-builder --smolfile $ROOT/Smolfile --output $ROOT/images/hermes-base.tmp-PID",
 		"machine ls --json",
@@ -372,6 +378,13 @@ func (h *harness) initCalls() []string {
 		"machine data-dir --name hermes-box",
 		"machine update --name hermes-box --net",
 		"machine start --name hermes-box",
+		"machine status --name hermes-box --json",
 		"machine exec --name hermes-box -- /usr/local/sbin/hermes-box-agent hostkeys",
-	}
+	)
 }
+
+// helpCalls are the help texts read when hermes-box first drives a smolvm
+// binary: every subcommand it passes flags to.
+var helpCalls = []string{"machine create --help", "machine data-dir --help", "machine delete --help", "machine exec --help",
+	"machine ls --help", "machine shell --help", "machine start --help", "machine status --help", "machine stop --help",
+	"machine update --help", "pack create --help"}

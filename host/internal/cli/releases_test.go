@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -19,13 +20,18 @@ import (
 )
 
 // wantEnv is the SMOLVM_* environment hermes-box gives a smolvm call on a
-// release: the strict egress floor on the calls that can boot a machine
-// (start, pack create) where the release has the variable, the raised
-// extraction cap on create --from, nothing else.
+// release: on the calls that can boot a machine (start, pack create) the
+// VMM's seccomp and Landlock confinement (the tests run on Linux) and the
+// strict egress floor where the release has the variable; the raised
+// extraction cap on create --from; nothing else.
 func wantEnv(release, line string) map[string]string {
 	env := map[string]string{}
-	if release != "1.0.4" && (strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ")) {
-		env["SMOLVM_EGRESS_FLOOR"] = "strict"
+	booting := strings.HasPrefix(line, "machine start ") || strings.HasPrefix(line, "pack create ")
+	if booting && !strings.HasSuffix(line, " --help") {
+		env["SMOLVM_SECCOMP"], env["SMOLVM_LANDLOCK"] = "enforce", "enforce"
+		if release != "1.0.4" {
+			env["SMOLVM_EGRESS_FLOOR"] = "strict"
+		}
 	}
 	if strings.HasPrefix(line, "machine create ") && strings.Contains(line, " --from ") {
 		env["SMOLVM_PACK_CACHE_MAX_BYTES"] = "17179869184"
@@ -40,6 +46,22 @@ func expectEnv(t *testing.T, release string, calls []call) {
 			t.Errorf("smolvm %s: %q ran with %v, want %v", release, c.line, c.env, want)
 		}
 	}
+}
+
+// initQualified qualifies the fake's release with hermes-box doctor, then
+// runs init, which accepts the binary with a notice naming the run and
+// reads no help text again.
+func initQualified(t *testing.T, h *harness) result {
+	t.Helper()
+	doc := mustRun(t, h, "doctor", "--json")
+	var rep struct{ Run, Smolvm string }
+	must(t, json.Unmarshal([]byte(doc.stdout), &rep))
+	r := initBox(t, h)
+	want := "smolvm " + rep.Smolvm + " is outside the table of supported releases (" + pins.SmolvmTableVersions() + "); accepted for "
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "(run "+rep.Run+")") {
+		t.Errorf("init on the qualified %s does not say so (%q, run %s):\n%s", rep.Smolvm, want, rep.Run, r.stderr)
+	}
+	return r
 }
 
 // bigFile is a file written into the box's workspace.
@@ -66,7 +88,7 @@ func bigWorkspaceFile(t *testing.T, h *harness) bigFile {
 // with large input (1.0.4), through `agent relay` elsewhere.
 func expectApplyExec(t *testing.T, release string, calls []call) {
 	t.Helper()
-	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay", "1.25.4": "relay"}[release]
 	n := 0
 	for _, c := range calls {
 		if strings.HasPrefix(c.line, "machine exec ") && strings.Contains(c.line, " -i ") {
@@ -94,7 +116,7 @@ var snapshotCalls = []string{
 // backup, restarted, checked and deleted; then the box is replaced the
 // same way.
 func restoreCalls(release string, sshPort int) []string {
-	relay := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay"}[release]
+	relay := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay", "1.25.4": "relay"}[release]
 	agent := regexp.QuoteMeta("-- /usr/local/sbin/hermes-box-agent ")
 	create := func(name, port string) string {
 		return "machine create --name " + name + regexp.QuoteMeta(" --from $ROOT/images/hermes-base.smolmachine --cpus 4 --mem 8192 --storage 15 --overlay 6 -p ") +
@@ -102,10 +124,10 @@ func restoreCalls(release string, sshPort int) []string {
 			" -e HERMES_BOX_EXECUTOR_HOST_PORT=4788 -e HERMES_BOX_RESTORE_MODE=true --net")
 	}
 	boot := func(name string) []string {
-		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name,
+		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name, "machine status --name " + name + " --json",
 			"machine exec --name " + name + " " + agent + "version",
 			"machine exec --stream -i --name " + name + " " + agent + regexp.QuoteMeta(relay),
-			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name,
+			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name, "machine status --name " + name + " --json",
 			"machine exec --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
 	}
 	candidate := `hermes-box-restore-\d+-\d+`
@@ -134,17 +156,24 @@ func expectCallsLike(t testing.TB, got []call, want []string) {
 }
 
 // TestLifecycleAcrossReleases runs init, stop, start, restart, snapshot and
-// restore against the fake at each supported release the tests know, checking the
-// exact argv and SMOLVM_* environment of every smolvm call; the argv of a
-// whole run is the same on both releases but for the restore's
-// `relay --hold-output` on 1.0.4. The restore carries 6 MiB of workspace.
+// restore against the fake at each release the tests know (1.0.4 and 1.9.3
+// of the table, and the 1.25 profile, outside it, after hermes-box doctor
+// qualified the binary), checking the exact argv and SMOLVM_* environment
+// of every smolvm call; the argv of a whole run is the same on every
+// release but for the restore's `relay --hold-output` on 1.0.4. The
+// restore carries 6 MiB of workspace.
 func TestLifecycleAcrossReleases(t *testing.T) {
 	runs := map[string][]string{}
-	for _, release := range []string{"1.0.4", "1.9.3"} {
+	for _, release := range []string{"1.0.4", "1.9.3", "1.25.4"} {
 		t.Run(release, func(t *testing.T) {
 			h := newHarness(t)
 			h.env = append(h.env, "FAKESMOLVM_VERSION="+release)
-			r := initBox(t, h)
+			var r result
+			if release == "1.25.4" {
+				r = initQualified(t, h)
+			} else {
+				r = initBox(t, h)
+			}
 			all := slices.Clone(r.calls)
 			expectEnv(t, release, r.calls)
 			data := filepath.Join(h.state, "machines", machine, "data")
@@ -162,11 +191,11 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "start")
-			expectCalls(t, r.calls, append(slices.Clone(status), "--version", "machine start --name hermes-box"))
+			expectCalls(t, r.calls, slices.Concat(status, []string{"--version"}, started(machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "restart")
-			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box", status[0], "--version", "machine start --name hermes-box"))
+			expectCalls(t, r.calls, slices.Concat(status, []string{"machine stop --name hermes-box", status[0], "--version"}, started(machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			big := bigWorkspaceFile(t, h)
@@ -191,11 +220,14 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 				EgressFloor string `json:"egress_floor"`
 			}
 			must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-			if want := map[string]string{"1.0.4": "", "1.9.3": "strict"}[release]; rec.EgressFloor != want {
+			if want := map[string]string{"1.0.4": "", "1.9.3": "strict", "1.25.4": "strict"}[release]; rec.EgressFloor != want {
 				t.Errorf("the box last started with SMOLVM_EGRESS_FLOOR=%q, want %q", rec.EgressFloor, want)
 			}
 			for _, c := range all {
 				line := c.line
+				if strings.HasSuffix(line, " --help") {
+					continue // only the first drive of a binary reads its help
+				}
 				if strings.Contains(line, "-restore-") || strings.Contains(line, "backups") {
 					line = "(candidate or backup path)" // names with times and random ports
 				}
@@ -204,8 +236,10 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			}
 		})
 	}
-	if a, b := runs["1.0.4"], runs["1.9.3"]; len(a) == 0 || !slices.Equal(a, b) {
-		t.Errorf("the argv of a run differs between releases:\n1.0.4:\n  %s\n1.9.3:\n  %s", strings.Join(a, "\n  "), strings.Join(b, "\n  "))
+	for _, other := range []string{"1.9.3", "1.25.4"} {
+		if a, b := runs["1.0.4"], runs[other]; len(a) == 0 || !slices.Equal(a, b) {
+			t.Errorf("the argv of a run differs between releases:\n1.0.4:\n  %s\n%s:\n  %s", strings.Join(a, "\n  "), other, strings.Join(b, "\n  "))
+		}
 	}
 }
 
@@ -259,27 +293,71 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-// TestUnlistedSmolvm: a release outside the table is refused with the
-// table and the install command; HERMES_BOX_SMOLVM_ALLOW_NEWER admits a
-// newer one, and every command then warns.
+// TestUnlistedSmolvm: a release outside the table is refused plainly, with
+// the supported releases, the install command and the doctor (not the
+// capability table); the setting that used to admit it blind is refused,
+// naming what replaced it.
 func TestUnlistedSmolvm(t *testing.T) {
 	h := newHarness(t)
 	h.env = append(h.env, "FAKESMOLVM_VERSION=1.16.2")
 	r := h.run("init")
-	for _, want := range []string{`unsupported smolvm release "1.16.2"`, "1.9.3    shared-on-linux",
-		"curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "HERMES_BOX_SMOLVM_ALLOW_NEWER=true"} {
-		if r.code != 1 || !strings.Contains(r.stderr, want) {
+	for _, want := range []string{"smolvm 1.16.2 is not a release hermes-box supports (it supports 1.0.4, 1.9.0, 1.9.1, 1.9.2, 1.9.3)",
+		"next: install smolvm 1.9.3: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "qualify it on this host with hermes-box doctor"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "shared-on-linux") {
 			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
 		}
 	}
-	if i := index(r.calls, `^machine create`); i >= 0 {
+	if i := index(r.calls, `^machine create --name`); i >= 0 {
 		t.Errorf("a machine was created: %s", r.calls[i].line)
 	}
 	h.extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
-	for _, args := range [][]string{{"status"}, {"stop"}, {"logs"}} {
-		r = h.run(args...)
-		if !strings.Contains(r.stderr, "smolvm 1.16.2 is not a supported release (supported: 1.0.4,1.9.0,1.9.1,1.9.2,1.9.3)") {
-			t.Errorf("%v does not warn:\n%s", args, r.stderr)
+	r = h.run("status")
+	if r.code == 0 || !strings.Contains(r.stderr, "HERMES_BOX_SMOLVM_ALLOW_NEWER was replaced by `hermes-box doctor`") || len(r.calls) != 0 {
+		t.Errorf("the replaced setting: exit %d, %d smolvm calls\n%s", r.code, len(r.calls), r.stderr)
+	}
+}
+
+// TestPausedBox: on the 1.25 profile a paused box shows as paused, and
+// start changes nothing and says how to resume it.
+func TestPausedBox(t *testing.T) {
+	h := newHarness(t)
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.25.4")
+	initQualified(t, h)
+	pause := exec.Command(filepath.Join(bins.dir, "path", "smolvm"), "machine", "pause", "--name", machine)
+	pause.Env = h.env
+	if out, err := pause.CombinedOutput(); err != nil {
+		t.Fatalf("smolvm machine pause: %v %s", err, out)
+	}
+	r := h.run("status")
+	if r.code == 0 || !regexp.MustCompile(`(?m)^hermes-box +paused `).MatchString(r.stdout) {
+		t.Errorf("status of a paused box: exit %d\n%s", r.code, r.stdout)
+	}
+	r = h.run("start")
+	if r.code == 0 || !strings.Contains(r.stderr, "the box hermes-box is paused") || !strings.Contains(r.stderr, "smolvm machine resume --name hermes-box") {
+		t.Errorf("start of a paused box: exit %d\n%s", r.code, r.stderr)
+	}
+	if i := index(r.calls, `^machine (start|stop) `); i >= 0 {
+		t.Errorf("start changed the paused box: %s", r.calls[i].line)
+	}
+}
+
+// TestSmolvmHelpLacksFlag: a smolvm binary whose own `--help` does not
+// list a flag hermes-box passes (the broken profile's `machine create`
+// lacks --net-backend) is refused by init naming the flag, the subcommand
+// and the release, before any machine exists; nothing is remembered, so
+// the next run checks again.
+func TestSmolvmHelpLacksFlag(t *testing.T) {
+	h := newHarness(t)
+	h.extra = []string{"FAKESMOLVM_BROKEN=help-lacks-flag"}
+	want := "smolvm 1.0.4 does not list --net-backend in `smolvm machine create --help`, and hermes-box passes --net-backend to machine create"
+	for range 2 {
+		r := h.run("init")
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("init: exit %d, want %q:\n%s", r.code, want, r.stderr)
 		}
+		expectCalls(t, r.calls, append([]string{"--version"}, helpCalls...))
+	}
+	if len(h.machines()) != 0 {
+		t.Errorf("machines exist: %v", h.machines())
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hermes-box/hermes-box/host/internal/box"
 )
 
 // completeBackups completes the names `hermes-box backups` prints.
@@ -31,6 +33,7 @@ func newRestoreCommand() *cobra.Command {
 		RunE:              restoreAction,
 	}
 	cmd.Flags().Bool("legacy-backup", false, "accept an unsigned backup (made before backups were signed): its origin is not checked")
+	cmd.Flags().Bool("discard-current", false, "no safety snapshot: delete the current box once the backup is verified and staged (the way back from a compromised box)")
 	return cmd
 }
 
@@ -43,9 +46,14 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	legacyOK, _ := cmd.Flags().GetBool("legacy-backup")
-	if err := b.Restore(cmd.Context(), src, legacyOK); err != nil {
+	var opts box.RestoreOptions
+	opts.LegacyOK, _ = cmd.Flags().GetBool("legacy-backup")
+	opts.DiscardCurrent, _ = cmd.Flags().GetBool("discard-current")
+	if err := b.Restore(cmd.Context(), src, opts); err != nil {
 		return err
+	}
+	if left := b.SafetySnapshots(cmd.Context()); left != "" {
+		renderer(cmd).Info("%s", left)
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", b.Config().MachineName, src)
 	return err

@@ -148,6 +148,7 @@ func newRootCommand() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
 		newVersionCommand(),
+		newDoctorCommand(),
 		newCompletionCommand(),
 		newInitCommand(),
 		newStartCommand(),

@@ -116,6 +116,23 @@ func TestRestoreChecksSignature(t *testing.T) {
 		}
 	}
 
+	// A backup with a 3 GiB sparse workspace.tar.gz, unsigned: even with
+	// --legacy-backup, refused while staging (TestStageBoundsASparseBackup
+	// measures the bytes written), no machine touched, nothing left.
+	sparse := copyBackup(t, good, filepath.Join(t.TempDir(), "sparse"+backup.Suffix))
+	must(t, os.Remove(filepath.Join(sparse, backup.FileSignature)))
+	must(t, os.Truncate(filepath.Join(sparse, backup.FileWorkspace), 3<<30))
+	r = h.run("restore", "--legacy-backup", sparse)
+	if r.code == 0 || !strings.Contains(r.stderr, "workspace.tar.gz") {
+		t.Errorf("restore of a sparse backup exited %d:\n%s", r.code, r.stderr)
+	}
+	if i := index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
+		t.Errorf("restore of a sparse backup touched a machine: %s", r.calls[i].line)
+	}
+	if left, _ := filepath.Glob(filepath.Join(h.root, "state", ".restore-backup-*")); len(left) != 0 {
+		t.Errorf("left staged: %v", left)
+	}
+
 	r = h.run("restore", legacy)
 	if r.code == 0 || !strings.Contains(r.stderr, "--legacy-backup") {
 		t.Fatalf("restore of an unsigned backup exited %d:\n%s", r.code, r.stderr)

@@ -71,6 +71,9 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	if long || st.Network.Mode != "" && st.Network.Mode != "full" {
 		fmt.Fprintf(tw, "  network\t%s\t%s\n", st.Network.Mode, st.Network.Summary)
 	}
+	if st.VMM != nil {
+		fmt.Fprintf(tw, "  vmm\t%s\t%s\n", st.VMM.State, st.VMM.Detail)
+	}
 	codes := make([]string, 0, len(st.Checks))
 	for c, ch := range st.Checks {
 		// A stopped or missing box has only its machine check: the
@@ -89,6 +92,12 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 		for _, sv := range st.Services {
 			fmt.Fprintf(tw, "  service %s\t%s\tpid %d, %d restarts\n", sv.Name, sv.State, sv.PID, sv.Restarts)
 		}
+	}
+	for _, d := range st.Drift {
+		fmt.Fprintf(tw, "  settings\t%s\n", termsafe.String(d))
+	}
+	if st.DriftNext != "" {
+		fmt.Fprintf(tw, "  \t%s\n", st.DriftNext)
 	}
 	switch st.State {
 	case box.StateStopped:

@@ -41,18 +41,24 @@ func (h *harness) runTTY(name string, args ...string) (int, string) {
 	return code, out
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-// Items 4, 5 on a terminal: init shows its steps numbered against its plan
-// ("[3/15] builder-create") with their times and its total, snapshot its
-// transfers with bytes, rate and ETA and the size.
-func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+// needScript skips a test without script(1), except in CI, where it fails.
+func needScript(t *testing.T) {
+	t.Helper()
 	if _, err := exec.LookPath("script"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("script(1) (bsdutils) is required")
 		}
 		t.Skip("script(1) is not installed")
 	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Items 4, 5 on a terminal: init shows its steps numbered against its plan
+// ("[3/15] builder-create") with their times and its total, snapshot its
+// transfers with bytes, rate and ETA and the size.
+func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+	needScript(t)
 	h := newHarness(t)
 	code, out := h.runTTY("init.typescript", "init")
 	if code != 0 {
@@ -86,4 +92,39 @@ func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 		t.Errorf("the second snapshot's recording shows no bar sized by the first backup:\n%s", out)
 	}
 	mustRun(t, h, "stop")
+}
+
+// TestTTYRecordingOfTheEscapeAgent records status, logs, stop and start on
+// a pseudo-terminal (script(1)) against an agent that puts escape
+// sequences in every field of its answers and events: the terminal gets
+// the box's text only made visible, never a byte of the box's sequences.
+func TestTTYRecordingOfTheEscapeAgent(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("script(1) (bsdutils) is required")
+		}
+		t.Skip("script(1) is not installed")
+	}
+	h := newHarness(t)
+	initBox(t, h)
+	for _, verb := range []string{"health", "logs", "services", "secrets", "netprobe"} {
+		h.hostile(verb, "escape")
+	}
+	defer h.peaceful()
+	shown := false
+	for _, args := range [][]string{{"status"}, {"logs", "hermes"}, {"stop"}, {"start"}} {
+		name := args[0] + ".typescript"
+		_, out := h.runTTY(name, args...)
+		// The payload's own sequences, raw: OSC 52, the title, the clear
+		// screen, C1 CSI, the bidi override, a byte that is not UTF-8.
+		for _, raw := range []string{"\x1b]52", "\x1b]0;", "\x1b[2J", "\x1b[H", "\u009b", "\x9b1m", "\u202e", "\xff"} {
+			if strings.Contains(out, raw) {
+				t.Errorf("%s: the box's %q reached the terminal:\n%q", name, raw, out)
+			}
+		}
+		shown = shown || strings.Contains(out, `\x1b]52;c;`)
+	}
+	if !shown {
+		t.Error("the box's text was not shown at all (made visible) in any recording")
+	}
 }

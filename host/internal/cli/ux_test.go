@@ -109,7 +109,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, `"HBX_TEST_PORTABLE_SECRET"`) {
 		t.Fatalf("restore without the mapped variable: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.calls()[before:], `^machine create`); i >= 0 {
+	if i := index(h.calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
 	// An unsupported smolvm on this host: refused the same way.
@@ -118,7 +118,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, "smolvm 1.2.3 is not a release hermes-box supports") {
 		t.Fatalf("restore with an unsupported smolvm: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.calls()[before:], `^machine create`); i >= 0 {
+	if i := index(h.calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
 	h.extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}

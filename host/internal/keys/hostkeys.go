@@ -13,13 +13,11 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"golang.org/x/crypto/ssh/knownhosts"
-)
 
-// HostKeysDir is the directory under the state dir that holds pinned host
-// keys, one <machine>.pub file per machine.
-const HostKeysDir = "hostkeys"
+	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/filenames"
+)
 
 // machineName is what a machine name may look like; it becomes a file name.
 var machineName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -29,7 +27,7 @@ func HostKeyPath(stateDir, machine string) (string, error) {
 	if !machineName.MatchString(machine) {
 		return "", fmt.Errorf("invalid machine name %q", machine)
 	}
-	return filepath.Join(stateDir, HostKeysDir, machine+PubSuffix), nil
+	return filepath.Join(stateDir, filenames.HostKeysDir, machine+PubSuffix), nil
 }
 
 // SaveHostKey pins key as machine's host key, replacing any earlier pin.

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
 func TestHostKeyPinning(t *testing.T) {
@@ -55,7 +57,7 @@ func TestHostKeyPinning(t *testing.T) {
 			if !bytes.Equal(got.Marshal(), tt.want.Marshal()) {
 				t.Errorf("LoadHostKey = %s, want %s", Fingerprint(got), Fingerprint(tt.want))
 			}
-			dir := filepath.Join(stateDir, HostKeysDir)
+			dir := filepath.Join(stateDir, filenames.HostKeysDir)
 			checkMode(t, dir, 0o700)
 			checkMode(t, filepath.Join(dir, "hermes-box.pub"), 0o600)
 			checkOnlyFiles(t, dir, "hermes-box.pub")
@@ -101,7 +103,7 @@ func TestHostKeyMachineNames(t *testing.T) {
 func TestLoadHostKeyRefusesTwoKeys(t *testing.T) {
 	stateDir := t.TempDir()
 	a, b := newEd25519(t).PublicKey(), newEd25519(t).PublicKey()
-	path := filepath.Join(stateDir, HostKeysDir, "box.pub")
+	path := filepath.Join(stateDir, filenames.HostKeysDir, "box.pub")
 	writeFile(t, path, append(ssh.MarshalAuthorizedKey(a), ssh.MarshalAuthorizedKey(b)...), 0o600)
 	if _, err := LoadHostKey(stateDir, "box"); err == nil || !strings.Contains(err.Error(), "more than one key") {
 		t.Errorf("LoadHostKey = %v, want a refusal of two keys", err)

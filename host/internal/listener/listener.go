@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,17 +39,13 @@ type Checker struct {
 // Listening returns the local addresses listening on TCP port, as
 // host:port strings, sorted.
 func (c Checker) Listening(ctx context.Context, port int) ([]string, error) {
-	goos := c.GOOS
-	if goos == "" {
-		goos = runtime.GOOS
-	}
-	switch goos {
+	switch c.goos() {
 	case "linux":
 		return c.fromProc(port)
 	case "darwin":
 		return c.fromLsof(ctx, port)
 	}
-	return nil, fmt.Errorf("checking listeners: unsupported host OS %s", goos)
+	return nil, fmt.Errorf("checking listeners: unsupported host OS %s", c.goos())
 }
 
 // CheckLoopback returns nil when something listens on port and every
@@ -78,13 +73,9 @@ func (c Checker) CheckLoopback(ctx context.Context, port int) error {
 
 // fromProc reads the LISTEN sockets (state 0A) of /proc/net/tcp{,6}.
 func (c Checker) fromProc(port int) ([]string, error) {
-	proc := c.ProcDir
-	if proc == "" {
-		proc = "/proc"
-	}
 	var out []string
 	for _, name := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(filepath.Join(proc, "net", name))
+		b, err := os.ReadFile(filepath.Join(c.proc(), "net", name))
 		if errors.Is(err, os.ErrNotExist) && name == "tcp6" {
 			continue // no IPv6 on this host
 		}
@@ -150,18 +141,28 @@ func parseHexAddr(s string) (net.IP, int, error) {
 
 // fromLsof parses `lsof -F n` output: one "n<host>:<port>" line per socket.
 func (c Checker) fromLsof(ctx context.Context, port int) ([]string, error) {
+	out, err := c.lsof(ctx, "-nP", "-F", "n", "-iTCP:"+strconv.Itoa(port), "-sTCP:LISTEN")
+	if err != nil {
+		return nil, err
+	}
+	return ParseLsof(out, port)
+}
+
+// lsof runs lsof with args; its status 1 with no output (nothing listens)
+// is no error.
+func (c Checker) lsof(ctx context.Context, args ...string) ([]byte, error) {
 	run := c.Lsof
 	if run == nil {
 		run = func(ctx context.Context, args ...string) ([]byte, error) {
 			return exec.CommandContext(ctx, "lsof", args...).Output()
 		}
 	}
-	out, err := run(ctx, "-nP", "-F", "n", "-iTCP:"+strconv.Itoa(port), "-sTCP:LISTEN")
+	out, err := run(ctx, args...)
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && len(bytes.TrimSpace(out)) == 0) {
 		return nil, fmt.Errorf("checking listeners with lsof: %w", err)
 	}
-	return ParseLsof(out, port)
+	return out, nil
 }
 
 // ParseLsof returns the listening addresses on port in `lsof -F n` output.

@@ -7,24 +7,25 @@
 package netmode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// ProofFile is the last proof, in the host's state dir.
-const ProofFile = "network-proof.json"
+// MaxProof bounds the proof file the host reads back: the agent client
+// takes at most 64 KiB of proof, which indented stays well within it.
+const MaxProof = 256 << 10
 
 // Offer refuses a mode the release cannot enforce, with the reason.
 func Offer(mode config.NetworkMode, r pins.SmolvmRelease, hosts []string) error {
@@ -61,10 +62,11 @@ func Proven(mode config.NetworkMode) bool {
 	return mode == config.NetworkStrict || mode == config.NetworkNone
 }
 
-// Caller runs one agent verb with stdin, its data on stdout; a non-zero
-// exit status is an error with an ExitCode method. The box's one way to
-// call a verb is one.
-type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+// Prober is the agent's netprobe: its proof, whether the probes held or
+// not; *agent.Client is one.
+type Prober interface {
+	Netprobe(ctx context.Context, plan netproof.Plan) (netproof.Proof, error)
+}
 
 // Stopper stops a machine; *smolvm.Driver is one.
 type Stopper interface {
@@ -75,7 +77,7 @@ type Stopper interface {
 // stateDir, and stops machine when a probe contradicts the mode (or no
 // proof came back): the error then names the probe and says the box was
 // stopped. With a nil stop the caller stops it.
-func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
+func Prove(ctx context.Context, call Prober, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
 	proof, err := probe(ctx, call, plan)
 	if err == nil {
 		if cerr := proof.Covers(plan); cerr != nil {
@@ -99,24 +101,10 @@ func Prove(ctx context.Context, call Caller, stop Stopper, stateDir, machine str
 	return proof, fmt.Errorf("%w; %s was stopped", err, machine)
 }
 
-func probe(ctx context.Context, call Caller, plan netproof.Plan) (netproof.Proof, error) {
-	doc, err := json.Marshal(plan)
+func probe(ctx context.Context, call Prober, plan netproof.Plan) (netproof.Proof, error) {
+	proof, err := call.Netprobe(ctx, plan)
 	if err != nil {
-		return netproof.Proof{}, err
-	}
-	var out bytes.Buffer
-	// netprobe exits 1 when a probe contradicts the mode; the proof is on
-	// stdout either way.
-	code := 0
-	var exit interface{ ExitCode() int }
-	if err := call(ctx, []string{"netprobe"}, bytes.NewReader(doc), &out); errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
 		return netproof.Proof{}, fmt.Errorf("proving network mode %s: %w", plan.Mode, err)
-	}
-	var proof netproof.Proof
-	if jerr := json.Unmarshal(out.Bytes(), &proof); jerr != nil || (code != 0 && code != 1) {
-		return netproof.Proof{}, fmt.Errorf("proving network mode %s: agent netprobe exited with status %d and no proof", plan.Mode, code)
 	}
 	if proof.Mode != plan.Mode {
 		return proof, fmt.Errorf("proving network mode %s: the agent proved %q", plan.Mode, proof.Mode)
@@ -130,7 +118,7 @@ func Save(stateDir string, p netproof.Proof) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(stateDir, ProofFile), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(stateDir, filenames.NetworkProof), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("recording the network proof: %w", err)
 	}
 	return nil
@@ -138,15 +126,21 @@ func Save(stateDir string, p netproof.Proof) error {
 
 // Last returns the last recorded proof, or ok false when there is none.
 func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(stateDir, ProofFile))
+	f, err := os.Open(filepath.Join(stateDir, filenames.NetworkProof))
 	if errors.Is(err, os.ErrNotExist) {
 		return p, false, nil
 	}
 	if err != nil {
 		return p, false, err
 	}
+	defer f.Close()
+	// The proof is the box's answer: read back bounded, as it was taken.
+	b, err := bounded.ReadAll(f, MaxProof, filepath.Join(stateDir, filenames.NetworkProof))
+	if err != nil {
+		return p, false, err
+	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, ProofFile), err)
+		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, filenames.NetworkProof), err)
 	}
 	return p, true, nil
 }

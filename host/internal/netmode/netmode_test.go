@@ -9,9 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	hostagent "github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 func TestOffer(t *testing.T) {
@@ -51,26 +53,22 @@ type agent struct {
 	plan  netproof.Plan
 }
 
-type exitError int
-
-func (e exitError) Error() string { return fmt.Sprintf("agent netprobe exited with status %d", int(e)) }
-func (e exitError) ExitCode() int { return int(e) }
-
-func (a *agent) call(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-	if strings.Join(argv, " ") != "netprobe" || stdin == nil {
-		return errors.New("unexpected request")
+// Run answers as the agent's relay does.
+func (a *agent) Run(_ context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	if strings.Join(req.Argv, " ") != "netprobe" || stdin == nil {
+		return -1, errors.New("unexpected request")
 	}
 	if err := json.NewDecoder(stdin).Decode(&a.plan); err != nil {
-		return err
+		return -1, err
 	}
 	if a.code != 3 {
 		_ = json.NewEncoder(stdout).Encode(a.proof)
 	}
-	if a.code != 0 {
-		return exitError(a.code)
-	}
-	return nil
+	return a.code, nil
 }
+
+// call is the agent client over a.
+func (a *agent) call() *hostagent.Client { return hostagent.New(a, nil) }
 
 type stopper struct{ stopped []string }
 
@@ -129,7 +127,7 @@ func TestProveStopsTheBox(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := &stopper{}
-			_, err := Prove(context.Background(), c.a.call, s, dir, "hermes-box", plan)
+			_, err := Prove(context.Background(), c.a.call(), s, dir, "hermes-box", plan)
 			if c.wantErr == "" {
 				if err != nil || len(s.stopped) != 0 {
 					t.Fatalf("err %v, stopped %v", err, s.stopped)

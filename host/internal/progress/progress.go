@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -110,6 +111,7 @@ func (r *Renderer) event(ev protocol.Event, num string) {
 	if r.mode != JSON {
 		// Events come from the box: their text is shown, never obeyed.
 		ev.Step, ev.Message = termsafe.String(ev.Step), termsafe.Text(ev.Message)
+		ev.State = protocol.StepState(termsafe.String(string(ev.State)))
 	}
 	switch r.mode {
 	case JSON:
@@ -141,6 +143,9 @@ func (r *Renderer) countPlanned(state protocol.StepState) {
 func (r *Renderer) timeStep(ev *protocol.Event) {
 	switch ev.State {
 	case protocol.StepStarted:
+		if _, seen := r.starts[ev.Step]; !seen && len(r.starts) >= maxSteps {
+			clear(r.starts) // steps that never ended: a box inventing names must not grow this
+		}
 		r.starts[ev.Step] = r.now()
 	case protocol.StepDone, protocol.StepFailed, protocol.StepSkipped:
 		start, ok := r.starts[ev.Step]
@@ -149,12 +154,13 @@ func (r *Renderer) timeStep(ev *protocol.Event) {
 		}
 		delete(r.starts, ev.Step)
 		r.steps++
+		// The host times its steps: an elapsed the event carried is
+		// replaced.
+		ev.Fields = maps.Clone(ev.Fields)
 		if ev.Fields == nil {
 			ev.Fields = map[string]string{}
 		}
-		if _, set := ev.Fields["elapsed"]; !set {
-			ev.Fields["elapsed"] = Duration(r.now().Sub(start))
-		}
+		ev.Fields["elapsed"] = Duration(r.now().Sub(start))
 	}
 }
 
@@ -229,7 +235,7 @@ func (r *Renderer) tty(ev protocol.Event, num string, nested bool) {
 
 func elapsed(ev protocol.Event) string {
 	if e := ev.Fields["elapsed"]; e != "" {
-		return " (" + e + ")"
+		return " (" + termsafe.String(e) + ")"
 	}
 	return ""
 }

@@ -188,21 +188,21 @@ func TestTransferJSONThrottles(t *testing.T) {
 	}
 }
 
-func TestTransferPlainDeciles(t *testing.T) {
+// TestTransferPlainThrottles: off a terminal a copy prints at most a line
+// per ten seconds, and its end.
+func TestTransferPlainThrottles(t *testing.T) {
 	r, buf, c := newFake(Plain)
-	tr := r.Transfer("package", 100)
-	for range 100 {
+	tr := r.Transfer("package", 3000)
+	for range 3000 {
 		c.advance(10 * time.Millisecond)
 		tr.Add(1)
 	}
 	tr.Done(nil)
 	out := buf.String()
-	if n := strings.Count(out, "package: "); n != 10 {
-		t.Errorf("want a line per tenth (10), got %d:\n%s", n, out)
+	if n := strings.Count(out, "package: "); n != 3 {
+		t.Errorf("want a line per ten seconds of a 30 s copy (3), got %d:\n%s", n, out)
 	}
-	// No ETA in the copy's first second (etaWarmup); one from then on.
-	if !strings.Contains(out, "package: 50 B / 100 B, 100 B/s\n") || !strings.Contains(out, "package: 100 B / 100 B, 100 B/s, ETA 0s\n") ||
-		strings.Count(out, "ETA") != 1 || !strings.Contains(out, "[package] done: 100 B, 100 B/s (1.0s)") {
+	if !strings.Contains(out, "package: 1000 B / 2.9 KiB, 100 B/s, ETA 20.0s\n") || !strings.Contains(out, "[package] done: 2.9 KiB, 100 B/s (30.0s)") {
 		t.Errorf("output:\n%s", out)
 	}
 }
@@ -300,22 +300,38 @@ func TestSlogHandler(t *testing.T) {
 	}
 }
 
+// TestTransferEstimate: the previous backup's size is never given as this
+// copy's, off a terminal or under JSON: a 300-byte copy after a 100-byte
+// one prints no "~100 B" total and no ETA from it.
 func TestTransferEstimate(t *testing.T) {
 	r, buf, c := newFake(Plain)
 	w, done := TrackEstimate(NewContext(context.Background(), r), "snapshot rootfs", 100, io.Discard)
-	c.advance(time.Second)
-	if _, err := w.Write(make([]byte, 50)); err != nil {
-		t.Fatal(err)
-	}
-	c.advance(time.Second)
-	if _, err := w.Write(make([]byte, 70)); err != nil {
-		t.Fatal(err)
+	for range 30 {
+		c.advance(time.Second)
+		if _, err := w.Write(make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done(nil)
 	out := buf.String()
-	for _, want := range []string{"[snapshot rootfs] started: about 100 B", "50 B / ~100 B, 50 B/s, ETA 1.0s", "120 B / ~100 B, 60 B/s\n", "done: 120 B"} {
+	for _, want := range []string{"[snapshot rootfs] started: the previous backup's was 100 B", "snapshot rootfs: 100 B, 10 B/s\n", "done: 300 B"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "~") || strings.Contains(out, "ETA") || strings.Count(out, "snapshot rootfs: ") != 3 {
+		t.Errorf("the estimate was given as this copy's size, or the lines are not throttled:\n%s", out)
+	}
+	r, buf, c = newFake(JSON)
+	w, done = TrackEstimate(NewContext(context.Background(), r), "snapshot rootfs", 100, io.Discard)
+	c.advance(2 * time.Second)
+	if _, err := w.Write(make([]byte, 50)); err != nil {
+		t.Fatal(err)
+	}
+	done(nil)
+	for _, ev := range decode(t, buf) {
+		if ev.Progress != nil && ev.Progress.Total != 0 || ev.Fields["eta"] != "" {
+			t.Errorf("a JSON event gives the estimate as the size: %+v %+v", ev.Progress, ev.Fields)
 		}
 	}
 }

@@ -24,20 +24,24 @@ const (
 
 // Transfer counts the bytes of one copy and reports them: a bar with
 // bytes, rate and ETA on a terminal, progress events (at most one a
-// second) under JSON, a line per tenth (or per ten seconds when the size
-// is unknown) otherwise. It ends with a step event that carries the size.
+// second) under JSON, at most a line per ten seconds otherwise (a log must
+// not fill with a copy's progress). It ends with a step event that carries
+// the size. A size that is an estimate (the previous backup's) sizes the
+// bar on a terminal only: a line or an event never gives it as this copy's
+// size, nor an ETA computed from it.
 type Transfer struct {
 	r     *Renderer
 	name  string
 	total int64 // 0 when unknown
 	// estimate says total is a guess (the previous backup's size).
 	estimate bool
-	cur      atomic.Int64
-	start    time.Time
+	// drawn says a bar shows the copy (set before the bar exists).
+	drawn bool
+	cur   atomic.Int64
+	start time.Time
 
 	mu       sync.Mutex // guards the fields below
 	lastEmit time.Time
-	lastDec  int64
 	bar      *mpb.Bar
 	bars     *mpb.Progress
 	ended    bool
@@ -50,14 +54,19 @@ func (r *Renderer) Transfer(name string, total int64) *Transfer {
 
 func (r *Renderer) transfer(name string, total int64, estimate bool) *Transfer {
 	t := &Transfer{r: r, name: name, total: total, estimate: estimate, start: r.now()}
+	t.lastEmit = t.start
 	msg := ""
-	if total > 0 {
-		msg = map[bool]string{true: "about "}[estimate] + Bytes(total)
+	switch {
+	case total > 0 && !estimate:
+		msg = Bytes(total)
+	case total > 0:
+		msg = "the previous backup's was " + Bytes(total)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg}, "")
 	if r.mode == TTY && r.bars == nil && hasWidth(r.w) {
+		t.drawn = true
 		t.bars = mpb.New(mpb.WithOutput(r.w), mpb.WithWidth(60), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
 		style := mpb.BarStyle().Lbound("[").Filler("#").Tip("#").Padding(".").Rbound("]")
 		opts := []mpb.BarOption{mpb.BarRemoveOnComplete(), mpb.PrependDecorators(decor.Name("  ")),
@@ -103,13 +112,7 @@ func (t *Transfer) Add(n int64) {
 			return
 		}
 	case Plain, TTY:
-		if t.total > 0 {
-			dec := cur * 10 / t.total
-			if dec == t.lastDec {
-				return
-			}
-			t.lastDec = dec
-		} else if now.Sub(t.lastEmit) < plainInterval {
+		if now.Sub(t.lastEmit) < plainInterval {
 			return
 		}
 	}
@@ -120,7 +123,7 @@ func (t *Transfer) Add(n int64) {
 // emit renders a progress event of the copy.
 func (t *Transfer) emit(cur int64) {
 	ev := protocol.Event{Type: protocol.EventProgress, Level: protocol.LevelInfo, Step: t.name,
-		Progress: &protocol.Progress{Current: cur, Total: t.total, Unit: "bytes"}, Fields: t.fields(cur)}
+		Progress: &protocol.Progress{Current: cur, Total: t.size(), Unit: "bytes"}, Fields: t.fields(cur)}
 	if t.r.mode != JSON {
 		ev.Progress = nil // the line says it
 		ev.Type, ev.Message = protocol.EventLog, t.name+": "+t.line()
@@ -130,10 +133,19 @@ func (t *Transfer) emit(cur int64) {
 
 func (t *Transfer) fields(cur int64) map[string]string {
 	f := map[string]string{"bytes": fmt.Sprint(cur), "rate": fmt.Sprint(int64(t.rate(cur)))}
-	if eta, ok := t.eta(cur); ok {
+	if eta, ok := t.eta(cur); ok && !t.estimate {
 		f["eta"] = Duration(eta)
 	}
 	return f
+}
+
+// size is the copy's size as far as it is known: 0 when the total is only
+// an estimate, which sizes the bar but is never reported as this copy's.
+func (t *Transfer) size() int64 {
+	if t.estimate {
+		return 0
+	}
+	return t.total
 }
 
 // rate is bytes per second since the start.
@@ -158,15 +170,17 @@ func (t *Transfer) eta(cur int64) (time.Duration, bool) {
 }
 
 // line is "12.0 MiB / 1.2 GiB, 45.0 MiB/s, ETA 25s" (no total, no ETA when
-// the size is unknown).
+// the size is unknown). Only the bar shows an estimate, as "/ ~SIZE" and
+// the ETA it gives; a line in a log does not.
 func (t *Transfer) line() string {
 	cur := t.cur.Load()
 	s := Bytes(cur)
-	if t.total > 0 {
+	shown := t.total > 0 && (!t.estimate || t.drawn)
+	if shown {
 		s += " / " + map[bool]string{true: "~"}[t.estimate] + Bytes(t.total)
 	}
 	s += ", " + Bytes(int64(t.rate(cur))) + "/s"
-	if eta, ok := t.eta(cur); ok {
+	if eta, ok := t.eta(cur); ok && shown {
 		s += ", ETA " + Duration(eta)
 	}
 	return s

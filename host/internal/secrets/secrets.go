@@ -7,21 +7,19 @@
 package secrets
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
-// Caller runs one agent verb with stdin, its data on stdout; a non-zero
-// exit status is an error. The box's one way to call a verb is one.
-type Caller func(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer) error
+// Setter is the agent's `secrets set`; *agent.Client is one.
+type Setter interface {
+	SetSecrets(ctx context.Context, s protocol.Secrets) (protocol.SecretsStored, error)
+}
 
 // Resolve reads each mapping's host variable with lookup (os.LookupEnv).
 // A variable that is unset or empty refuses the start: the error names
@@ -46,38 +44,15 @@ func Resolve(mappings []config.SecretMapping, lookup func(string) (string, bool)
 	return s, nil
 }
 
-// Deliver sends s to the agent's `secrets set` through call. The agent
-// keeps them on tmpfs and restarts the Hermes gateway with them.
-func Deliver(ctx context.Context, call Caller, s protocol.Secrets) error {
-	doc, err := json.Marshal(s)
+// Deliver sends s to the agent's `secrets set`. The agent keeps them on
+// tmpfs and restarts the Hermes gateway with them.
+func Deliver(ctx context.Context, set Setter, s protocol.Secrets) error {
+	r, err := set.SetSecrets(ctx, s)
 	if err != nil {
 		return fmt.Errorf("delivering secrets: %w", err)
 	}
-	var out bytes.Buffer
-	if err := call(ctx, []string{"secrets", "set"}, bytes.NewReader(doc), &limited{w: &out, n: 64 << 10}); err != nil {
-		return fmt.Errorf("delivering secrets: %w", err)
-	}
-	var r protocol.SecretsStored
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil || !slices.Equal(r.Names, s.Names()) {
+	if !slices.Equal(r.Names, s.Names()) {
 		return fmt.Errorf("delivering secrets: the agent stored %d of %d variables", len(r.Names), len(s.Env))
 	}
 	return nil
-}
-
-// limited is a writer that keeps at most n bytes and drops the rest.
-type limited struct {
-	w io.Writer
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if len(p) > l.n {
-		if _, err := l.w.Write(p[:l.n]); err != nil {
-			return 0, err
-		}
-		l.n = 0
-		return len(p), nil
-	}
-	l.n -= len(p)
-	return l.w.Write(p)
 }

@@ -3,11 +3,11 @@ package secrets
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -19,16 +19,17 @@ type fakeAgent struct {
 	code  int
 }
 
-func (f *fakeAgent) call(_ context.Context, argv []string, stdin io.Reader, stdout io.Writer) error {
-	f.argv = argv
+// Run answers as the agent's relay does.
+func (f *fakeAgent) Run(_ context.Context, req protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	f.argv = req.Argv
 	b, _ := io.ReadAll(stdin)
 	f.stdin = string(b)
 	_, _ = io.WriteString(stdout, f.out)
-	if f.code != 0 {
-		return fmt.Errorf("agent secrets exited with status %d", f.code)
-	}
-	return nil
+	return f.code, nil
 }
+
+// call is the agent client over f.
+func (f *fakeAgent) call() *agent.Client { return agent.New(f, nil) }
 
 func env(kv ...string) func(string) (string, bool) {
 	m := map[string]string{}
@@ -57,7 +58,7 @@ func TestResolve(t *testing.T) {
 func TestDeliver(t *testing.T) {
 	s := protocol.Secrets{Env: map[string]string{"OPENAI_API_KEY": "sk-deliver"}}
 	a := &fakeAgent{out: `{"names":["OPENAI_API_KEY"],"tmpfs":true}` + "\n"}
-	if err := Deliver(context.Background(), a.call, s); err != nil {
+	if err := Deliver(context.Background(), a.call(), s); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(a.argv, " ") != "secrets set" {
@@ -68,7 +69,7 @@ func TestDeliver(t *testing.T) {
 		t.Errorf("stdin %q", a.stdin)
 	}
 	for _, bad := range []*fakeAgent{{code: 1}, {out: `{"names":[]}`}, {out: "garbage"}} {
-		err := Deliver(context.Background(), bad.call, s)
+		err := Deliver(context.Background(), bad.call(), s)
 		if err == nil || strings.Contains(err.Error(), "sk-deliver") {
 			t.Errorf("agent %+v: %v", bad, err)
 		}

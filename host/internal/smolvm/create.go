@@ -282,9 +282,7 @@ func (d *Driver) Exec(ctx context.Context, s ExecSpec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	callMu.Lock()
-	defer callMu.Unlock()
-	res, err := d.runner.Run(ctx, Cmd{Args: args, Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr})
+	res, err := d.call(ctx, Cmd{Args: args, Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr})
 	if err != nil {
 		return res, fmt.Errorf("smolvm machine exec %s: %w", s.Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,11 @@ const (
 	StateUnreachable = "unreachable"
 	// StateFrozen is a fork base on releases with FrozenState.
 	StateFrozen = "frozen"
+	// StatePaused and StatePausing: `machine pause` froze (or is
+	// freezing) the VM's vCPUs; `machine resume` thaws it (newer releases,
+	// seen in the 1.25 line).
+	StatePaused  = "paused"
+	StatePausing = "pausing"
 )
 
 // PackCacheEnv names the variable that raises 1.0.4's extraction-cache cap.
@@ -51,17 +57,22 @@ type Machine struct {
 type Driver struct {
 	runner Runner
 	rel    release
+	host   host
+	// unconfined turns the VMM's confinement off (ConfineVMM).
+	unconfined bool
+	// bins remembers the checked smolvm executables (RememberIn).
+	bins *Binaries
 }
 
 // New returns a Driver that runs smolvm with r.
-func New(r Runner) *Driver { return &Driver{runner: r} }
+func New(r Runner) *Driver {
+	return &Driver{runner: r, host: host{goos: runtime.GOOS, goarch: runtime.GOARCH, seccompMode: procSeccompMode}}
+}
 
 // run runs one call under the process-wide lock and turns a non-zero exit
 // into an *Error.
 func (d *Driver) run(ctx context.Context, op, machine string, c Cmd) (Result, error) {
-	callMu.Lock()
-	defer callMu.Unlock()
-	res, err := d.runner.Run(ctx, c)
+	res, err := d.call(ctx, c)
 	if err != nil {
 		return res, fmt.Errorf("smolvm %s: %w", op, err)
 	}
@@ -69,6 +80,17 @@ func (d *Driver) run(ctx context.Context, op, machine string, c Cmd) (Result, er
 		return res, newError(op, machine, res)
 	}
 	return res, nil
+}
+
+// call runs one call under the process-wide lock, after checking that it
+// passes only declared flags (usedFlags).
+func (d *Driver) call(ctx context.Context, c Cmd) (Result, error) {
+	if err := declared(c.Args); err != nil && !isHelp(c.Args) {
+		return Result{}, err
+	}
+	callMu.Lock()
+	defer callMu.Unlock()
+	return d.runner.Run(ctx, c)
 }
 
 // versionLine is what `smolvm --version` prints.
@@ -152,8 +174,9 @@ func decodeMachine(raw []byte) (Machine, error) {
 	return m, nil
 }
 
-// Start starts a machine, with the strict egress floor where the release
-// has the variable.
+// Start starts a machine with the boot environment (bootEnv), then, on
+// Linux, checks from the host's /proc that its VMM runs under a seccomp
+// filter; a VMM without one is stopped and refused (ErrUnconfined).
 func (d *Driver) Start(ctx context.Context, name string) error {
 	if err := checkName(name); err != nil {
 		return err
@@ -162,8 +185,10 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env})
-	return err
+	if _, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env}); err != nil {
+		return err
+	}
+	return d.checkConfined(ctx, name)
 }
 
 // Stop stops a machine.
@@ -186,9 +211,7 @@ func (d *Driver) Shell(ctx context.Context, name string, stdin io.Reader, stdout
 	if err := checkName(name); err != nil {
 		return -1, err
 	}
-	callMu.Lock()
-	defer callMu.Unlock()
-	res, err := d.runner.Run(ctx, Cmd{Args: []string{"machine", "shell", "--name", name}, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	res, err := d.call(ctx, Cmd{Args: []string{"machine", "shell", "--name", name}, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return -1, fmt.Errorf("smolvm machine shell %s: %w", name, err)
 	}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -33,24 +35,35 @@ const ExtractedMarker = ".smolvm-extracted"
 
 // release is the detected smolvm release, found once per Driver.
 type release struct {
-	mu         sync.Mutex
-	allowNewer bool
+	mu sync.Mutex
+	// qualifying admits a release newer than the table (hermes-box
+	// doctor's run) and ignores an earlier doctor verdict.
+	qualifying bool
 	rel        *pins.SmolvmRelease
 	unlisted   bool
+	notice     func(string)
 }
 
-// AllowNewer lets the driver accept a smolvm release newer than every row
-// of the pins table (HERMES_BOX_SMOLVM_ALLOW_NEWER); Unlisted then says so.
-func (d *Driver) AllowNewer(allow bool) {
+// Qualifying lets the driver drive a smolvm release newer than every row
+// of the pins table as pins.SmolvmBeyond's row, for `hermes-box doctor`
+// to qualify it; an earlier doctor verdict on the binary is not applied.
+func (d *Driver) Qualifying() {
 	d.rel.mu.Lock()
 	defer d.rel.mu.Unlock()
-	d.rel.allowNewer = allow
+	d.rel.qualifying = true
 }
 
+// OnNotice sets where the driver says that it accepted a release outside
+// the table because hermes-box doctor qualified that binary.
+func (d *Driver) OnNotice(fn func(string)) { d.rel.notice = fn }
+
 // Release returns the table row of the smolvm on PATH, running
-// `smolvm --version` the first time. A release outside the table is an
-// error wrapping pins.ErrUnsupportedSmolvm that shows the table and the
-// install command.
+// `smolvm --version` the first time, and on the first drive of a binary
+// checks its flags (checkFlags). A release outside the table is an error
+// wrapping pins.ErrUnsupportedSmolvm that shows the table and the install
+// command, unless hermes-box doctor passed on this very binary (then it is
+// accepted with a notice naming the run); a binary doctor failed on is
+// refused naming the failing rows.
 func (d *Driver) Release(ctx context.Context) (pins.SmolvmRelease, error) {
 	d.rel.mu.Lock()
 	defer d.rel.mu.Unlock()
@@ -61,39 +74,109 @@ func (d *Driver) Release(ctx context.Context) (pins.SmolvmRelease, error) {
 	if err != nil {
 		return pins.SmolvmRelease{}, err
 	}
-	r, unlisted, err := pins.Smolvm(v, d.rel.allowNewer)
+	bin, rec, err := d.record(v)
+	if err != nil {
+		return pins.SmolvmRelease{}, err
+	}
+	if rec.Doctor != nil && !rec.Doctor.Passed && !d.rel.qualifying {
+		return pins.SmolvmRelease{}, fmt.Errorf("%w: hermes-box doctor (run %s) found smolvm %s at %s failing: %s; install a release that passes (%s), then run hermes-box doctor again",
+			ErrDoctorFailed, rec.Doctor.Run, v, bin.Path, strings.Join(rec.Doctor.Failed, ", "), pins.SmolvmInstallCommand(pins.SmolvmRecommended))
+	}
+	qualified := rec.Doctor != nil && rec.Doctor.Passed
+	r, unlisted, err := pins.Smolvm(v, d.rel.qualifying || qualified)
 	if err != nil {
 		return pins.SmolvmRelease{}, fmt.Errorf("smolvm: %w", err)
+	}
+	if rec.FlagsChecked.IsZero() && d.bins != nil {
+		if err := d.checkFlags(ctx, v); err != nil {
+			return pins.SmolvmRelease{}, fmt.Errorf("smolvm %s at %s cannot be driven: %w", v, bin.Path, err)
+		}
+		rec.Binary, rec.Version, rec.FlagsChecked = bin, v, time.Now().UTC()
+		if err := d.bins.put(rec); err != nil {
+			return pins.SmolvmRelease{}, fmt.Errorf("recording the checked smolvm binary: %w", err)
+		}
+	}
+	if unlisted && qualified && !d.rel.qualifying && d.rel.notice != nil {
+		d.rel.notice(fmt.Sprintf("smolvm %s is outside the table of supported releases (%s); accepted for %s (sha256 %s…) because hermes-box doctor passed on it (run %s)",
+			v, pins.SmolvmTableVersions(), bin.Path, bin.SHA256[:12], rec.Doctor.Run))
 	}
 	d.rel.rel, d.rel.unlisted = &r, unlisted
 	return r, nil
 }
 
-// Unlisted returns a warning when the detected release is not in the
-// table (admitted by AllowNewer), and "" otherwise or before Release.
-func (d *Driver) Unlisted() string {
+// ErrDoctorFailed is wrapped when hermes-box doctor failed on the binary.
+var ErrDoctorFailed = errors.New("smolvm failed hermes-box doctor")
+
+// RememberIn has the driver check each smolvm executable it first drives
+// (checkFlags) and remember it in bins, by path and content hash, with
+// hermes-box doctor's verdict on it.
+func (d *Driver) RememberIn(bins *Binaries) { d.bins = bins }
+
+// record returns the smolvm executable and what is remembered of it for
+// version (an empty record when nothing is, or when bins is not set).
+func (d *Driver) record(version string) (Binary, BinaryRecord, error) {
+	if d.bins == nil {
+		return Binary{}, BinaryRecord{}, nil
+	}
+	bin, err := d.bins.current()
+	if err != nil {
+		return Binary{}, BinaryRecord{}, err
+	}
+	rec, ok, err := d.bins.lookup(bin)
+	if err != nil {
+		return bin, BinaryRecord{}, fmt.Errorf("reading the record of checked smolvm binaries: %w", err)
+	}
+	if !ok || rec.Version != version {
+		return bin, BinaryRecord{}, nil
+	}
+	return bin, rec, nil
+}
+
+// RecordDoctor remembers a doctor run's verdict on the smolvm executable
+// the driver runs.
+func (d *Driver) RecordDoctor(run DoctorRun) error {
+	if d.bins == nil {
+		return errors.New("no record of smolvm binaries to write to")
+	}
 	d.rel.mu.Lock()
 	defer d.rel.mu.Unlock()
-	if d.rel.rel == nil || !d.rel.unlisted {
-		return ""
+	if d.rel.rel == nil {
+		return errors.New("the smolvm release is not known yet")
 	}
-	return fmt.Sprintf("smolvm %s is not a supported release (supported: %s); HERMES_BOX_SMOLVM_ALLOW_NEWER=true drives it as %s",
-		d.rel.rel.Version, pins.SmolvmTableVersions(), pins.SmolvmReleases[len(pins.SmolvmReleases)-1].Version)
+	bin, rec, err := d.record(d.rel.rel.Version)
+	if err != nil {
+		return err
+	}
+	rec.Binary, rec.Version, rec.Doctor = bin, d.rel.rel.Version, &run
+	return d.bins.put(rec)
+}
+
+// Unlisted says whether the detected release is outside the table
+// (qualifying, or qualified by doctor); false before Release.
+func (d *Driver) Unlisted() bool {
+	d.rel.mu.Lock()
+	defer d.rel.mu.Unlock()
+	return d.rel.rel != nil && d.rel.unlisted
 }
 
 // bootEnv is the environment of a call that can boot a machine (`machine
 // start`, and `pack create --from-vm`, which boots a networked helper):
 // the strict egress floor where the release has the variable, so no
-// release exposes more of the LAN or the host than 1.0.4.
+// release exposes more of the LAN or the host than 1.0.4, and on Linux the
+// VMM's seccomp and Landlock confinement (confineEnv).
 func (d *Driver) bootEnv(ctx context.Context) ([]string, error) {
 	r, err := d.Release(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if r.EgressFloorVar {
-		return []string{EgressFloorEnv + "=" + EgressFloorStrict}, nil
+	env, err := d.confineEnv(r)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	if r.EgressFloorVar {
+		env = append(env, EgressFloorEnv+"="+EgressFloorStrict)
+	}
+	return env, nil
 }
 
 // sharedDirName is the shared store's directory name: the pack's CRC32 in

@@ -141,7 +141,9 @@ var aliases = map[string]string{"vm": "machine", "rm": "delete", "list": "ls", "
 // Invocation is a parsed command line.
 type Invocation struct {
 	// Version is set for `smolvm --version`; Command is nil then.
-	Version  bool
+	Version bool
+	// Help is set for `smolvm GROUP SUB --help`: print Help(Command).
+	Help     bool
 	Command  *Command
 	Values   map[string][]string // value flags by long name, in order given
 	Bools    map[string]bool     // boolean flags given

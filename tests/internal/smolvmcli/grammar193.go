@@ -9,10 +9,15 @@ import (
 const (
 	V104 = "1.0.4"
 	V193 = "1.9.3"
+	// V125 is the newest release seen (1.25.4); its grammar is known only
+	// from second-hand reports and single indexed files
+	// (reference/upstream-today.md): 1.9.3's flags unchanged, plus
+	// `machine pause` and `machine resume`.
+	V125 = "1.25.4"
 )
 
 // Versions lists the known releases, oldest first.
-var Versions = []string{V104, V193}
+var Versions = []string{V104, V193, V125}
 
 // VersionLine is what `smolvm --version` prints for release.
 func VersionLine(release string) string { return "smolvm " + release }
@@ -55,6 +60,13 @@ func grammar193() []Command {
 	)
 }
 
+// Commands125 is the grammar of the 1.25 profile: 1.9.3's, with the
+// subcommands pause and resume.
+var Commands125 = append(slices.Clone(Commands193),
+	Command{Path: []string{"machine", "pause"}, Flags: []Flag{f("name", 'n', Text)}},
+	Command{Path: []string{"machine", "resume"}, Flags: []Flag{f("name", 'n', Text)}},
+)
+
 // Grammar returns the subcommands of release.
 func Grammar(release string) ([]Command, error) {
 	switch release {
@@ -62,6 +74,8 @@ func Grammar(release string) ([]Command, error) {
 		return Commands, nil
 	case V193:
 		return Commands193, nil
+	case V125:
+		return Commands125, nil
 	}
 	return nil, fmt.Errorf("no smolvm grammar for release %q (known: %v)", release, Versions)
 }

@@ -53,6 +53,12 @@ func TestGrammarsDiffer(t *testing.T) {
 	if len(Commands) == len(Commands193) || Commands[0].flag("label") != nil {
 		t.Error("building the 1.9.3 grammar changed 1.0.4's")
 	}
+	if in, err := ParseFor(V125, strings.Fields("machine resume --name box")); err != nil || in.Command.Name() != "machine resume" {
+		t.Errorf("1.25 resume: %v", err)
+	}
+	if _, err := ParseFor(V193, strings.Fields("machine pause --name box")); err == nil {
+		t.Error("1.9.3 has machine pause")
+	}
 	if _, err := ParseFor("1.8.3", []string{"--version"}); err == nil {
 		t.Error("an unknown release has a grammar")
 	}

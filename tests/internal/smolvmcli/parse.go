@@ -22,6 +22,16 @@ func ParseFor(release string, argv []string) (*Invocation, error) {
 	if err != nil {
 		return nil, err
 	}
+	// clap answers --help (or -h) wherever it stands among the options,
+	// before it checks anything else.
+	for _, w := range rest {
+		if w == "--" {
+			break
+		}
+		if w == "--help" || w == "-h" {
+			return &Invocation{Help: true, Command: cmd}, nil
+		}
+	}
 	in := &Invocation{Command: cmd, Values: map[string][]string{}, Bools: map[string]bool{}}
 	if err := in.parseOptions(rest); err != nil {
 		return nil, err

@@ -19,10 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/control"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/passwd"
-	"github.com/hermes-box/hermes-box/guest-agent/internal/provision"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/mcp"
@@ -30,9 +30,6 @@ import (
 
 // GatewayProgram is the Hermes gateway's name in the supervisor's table.
 const GatewayProgram = "hermes"
-
-// hermesCLI is the Hermes command inside the box, under the root.
-const hermesCLI = "usr/local/bin/hermes"
 
 // Timeouts of connect-hermes' steps.
 const (
@@ -49,7 +46,7 @@ type Connector struct {
 	URL  string
 	HTTP *http.Client
 	// Runner runs `hermes mcp test executor`; nil means provision.ExecRunner.
-	Runner provision.Runner
+	Runner command.Runner
 	// Restart restarts the Hermes gateway; nil means RestartGateway.
 	Restart func(ctx context.Context) error
 }
@@ -150,7 +147,7 @@ func (c *Connector) mcpTest(ctx context.Context, key string) error {
 	}
 	run := c.Runner
 	if run == nil {
-		run = provision.ExecRunner{KillAfter: 5 * time.Second}
+		run = command.ExecRunner{KillAfter: 5 * time.Second}
 	}
 	out, err := run.Run(ctx, c.mcpTestCommand(u))
 	text := redact(string(out.Stdout)+string(out.Stderr), key)
@@ -166,15 +163,15 @@ func (c *Connector) mcpTest(ctx context.Context, key string) error {
 // mcpTestCommand is `hermes mcp test executor` with Hermes' environment:
 // through runuser as the hermes user in the real box (the agent is root
 // there), directly under a test root.
-func (c *Connector) mcpTestCommand(u passwd.User) provision.Command {
+func (c *Connector) mcpTestCommand(u passwd.User) command.Command {
 	home := filepath.Join(c.Root, boxlayout.HermesHome)
 	env := []string{"HOME=" + u.Home, "USER=" + u.Name, "LOGNAME=" + u.Name, "HERMES_HOME=" + home, "NO_COLOR=1"}
-	argv := []string{filepath.Join(c.Root, hermesCLI), "mcp", "test", "executor"}
+	argv := []string{filepath.Join(c.Root, boxlayout.HermesCLI), "mcp", "test", "executor"}
 	if c.Root == "/" && os.Geteuid() == 0 {
-		return provision.Command{Path: "runuser", Args: append(append([]string{"-u", u.Name, "--", "env"}, env...), argv...),
+		return command.Command{Path: "runuser", Args: append(append([]string{"-u", u.Name, "--", "env"}, env...), argv...),
 			Dir: home, Timeout: mcpTestTimeout}
 	}
-	return provision.Command{Path: argv[0], Args: argv[1:], Env: env, Dir: home, Timeout: mcpTestTimeout}
+	return command.Command{Path: argv[0], Args: argv[1:], Env: env, Dir: home, Timeout: mcpTestTimeout}
 }
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")

@@ -12,12 +12,9 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
-
-// RefreshMarker records the boot whose gateway was restarted after
-// Executor turned healthy (under /run: gone at the next boot).
-const RefreshMarker = "run/hermes-box-executor-discovery-refreshed"
 
 // BootIDFile is the kernel's id of the current boot.
 const BootIDFile = "/proc/sys/kernel/random/boot_id"
@@ -46,7 +43,7 @@ func (r *Refresher) Refresh(ctx context.Context) (Refreshed, error) {
 	if err != nil {
 		return Refreshed{}, fmt.Errorf("reading the boot id: %w", err)
 	}
-	marker := filepath.Join(r.Root, RefreshMarker)
+	marker := filepath.Join(r.Root, boxlayout.ExecutorDiscoveryRefreshed)
 	b, err := os.ReadFile(marker)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Refreshed{}, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 func TestRefreshRestartsOncePerBoot(t *testing.T) {
@@ -44,7 +46,7 @@ func TestRefreshRestartsOncePerBoot(t *testing.T) {
 	if restarts != 2 {
 		t.Fatalf("%d restarts over two boots", restarts)
 	}
-	if b, _ := os.ReadFile(filepath.Join(root, RefreshMarker)); string(b) != "boot-2\n" {
+	if b, _ := os.ReadFile(filepath.Join(root, boxlayout.ExecutorDiscoveryRefreshed)); string(b) != "boot-2\n" {
 		t.Fatalf("marker %q", b)
 	}
 }

@@ -44,6 +44,10 @@ func Main(ctx context.Context, argv []string, stdio IO) int {
 		fmt.Fprintln(stdio.Stdout, smolvmcli.Version)
 		return 0
 	}
+	if in.Help {
+		fmt.Fprint(stdio.Stdout, smolvmcli.Help(in.Command))
+		return 0
+	}
 	err = dispatch(ctx, in, stdio)
 	var ue *smolvmcli.UsageError
 	var ee exitError

@@ -90,6 +90,12 @@ func qemuArgs(dir string, r *Record) []string {
 	}
 	a := append([]string{"-name", "smolvm-qemu:" + r.Name, "-daemonize", "-pidfile", filepath.Join(dir, pidFile)},
 		baseArgs(filepath.Join(dir, kernelFile), filepath.Join(dir, diskFile), filepath.Join(dir, consoleFile), extra, r.CPUs, r.MemMiB)...)
+	// As smolvm's VMM installs its seccomp allow-list under
+	// SMOLVM_SECCOMP=enforce, QEMU installs its own (-sandbox on): the
+	// host then reads Seccomp: 2 for the pid status reports.
+	if os.Getenv("SMOLVM_SECCOMP") == "enforce" {
+		a = append(a, "-sandbox", "on")
+	}
 	a = append(a, "-device", "virtio-serial-pci")
 	for i := range CtlPorts {
 		a = append(a, "-chardev", fmt.Sprintf("socket,id=c%d,path=%s,server=on,wait=off", i, ctlSocket(dir, i)),

@@ -1,0 +1,140 @@
+// Package agent is the host's one door to hermes-box-agent's verbs in the
+// box: every call of a verb goes through a Client, and every verb is
+// declared once in Verbs with the most bytes its stdout and stderr may
+// carry and its deadline. A call applies them by construction: an answer
+// past its cap or its deadline ends the call with an error that names the
+// verb and what to run next, and the box's events reach the caller only
+// within a budget (eventBudget) and made safe to show.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/bounded"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// Client calls agent verbs over one transport (the SSH relay, or smolvm
+// exec while the box has no sshd).
+type Client struct {
+	dial    func() (relay.Transport, error)
+	onEvent func(protocol.Event)
+}
+
+// New is a client over tr whose calls pass the box's events to onEvent
+// (nil drops them).
+func New(tr relay.Transport, onEvent func(protocol.Event)) *Client {
+	return &Client{dial: func() (relay.Transport, error) { return tr, nil }, onEvent: onEvent}
+}
+
+// Dialled is a client that gets its transport from dial at each call, so
+// that a box that is not reachable fails the call, not the client's making.
+func Dialled(dial func() (relay.Transport, error), onEvent func(protocol.Event)) *Client {
+	return &Client{dial: dial, onEvent: onEvent}
+}
+
+// NextStep is what a command whose box did not answer says to run next.
+const NextStep = "hermes-box restart; to look inside the box first, hermes-box shell"
+
+// errDeadline is the cause of a call's context when its verb's deadline
+// passed.
+var errDeadline = errors.New("deadline of the verb")
+
+// Call runs verb v with args appended to its words. stdin (nil when the
+// verb takes none) follows the request line; the verb's data goes to
+// stdout (nil discards it) within its cap. A non-zero exit status is an
+// *ExitError; a box that does not answer within the verb's deadline is an
+// error naming the verb, with the next step to run.
+func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Reader, stdout io.Writer) error {
+	if (stdin != nil) != v.Stdin {
+		return fmt.Errorf("agent %s: input given %t, the verb takes input %t", v.Name(), stdin != nil, v.Stdin)
+	}
+	tr, err := c.dial()
+	if err != nil {
+		return err
+	}
+	argv := append(slices.Clip(v.Argv), args...)
+	if d := deadline(v); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, errDeadline)
+		defer cancel()
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	out := &capped{w: stdout, max: v.Stdout, what: "the answer of agent " + v.Name()}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	meter := &stderrMeter{max: v.Stderr, stop: stop, verb: v.Name()}
+	cause := &agentCause{emit: (&eventBudget{emit: c.onEvent, steps: map[string]bool{}}).event}
+	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
+	code, err := tr.Run(ctx, req, stdin, out, func(ev protocol.Event) {
+		if !meter.add(ev) {
+			return
+		}
+		if ev, ok := sanitise(ev); ok {
+			cause.event(ev)
+		}
+	})
+	if err := callError(ctx, v, out.err); err != nil {
+		return err
+	}
+	if err != nil || code == 0 {
+		cause.release()
+		return err
+	}
+	return &ExitError{Argv: argv, Code: code, Message: cause.message()}
+}
+
+// callError is the error of a call that its deadline or a cap ended.
+func callError(ctx context.Context, v *Verb, outErr error) error {
+	switch cause := context.Cause(ctx); {
+	case outErr != nil:
+		return outErr
+	case errors.Is(cause, errDeadline):
+		return userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v", v.Name(), deadline(v)), NextStep)
+	case errors.Is(cause, bounded.ErrLimit):
+		return cause
+	}
+	return nil
+}
+
+// capped passes at most max bytes on to w (no cap when max is 0); the
+// write that would pass the cap fails the call.
+type capped struct {
+	w    io.Writer
+	max  int64
+	n    int64
+	what string
+	err  error
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.max > 0 && c.n+int64(len(p)) > c.max {
+		c.err = &bounded.LimitError{What: c.what, Limit: c.max}
+		return 0, c.err
+	}
+	c.n += int64(len(p))
+	return c.w.Write(p)
+}
+
+// deadline is v's deadline; tests may shorten it (testhooks.go).
+func deadline(v *Verb) time.Duration {
+	if v.Follow() {
+		return 0
+	}
+	if d := hookDeadline(); d > 0 && d < v.Deadline {
+		return d
+	}
+	return v.Deadline
+}

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/netproof"
+	"github.com/hermes-box/hermes-box/shared/protocol"
+)
+
+// answerTransport answers every verb with the same stdout and exit code.
+type answerTransport struct {
+	out  string
+	code int
+}
+
+func (a answerTransport) Run(_ context.Context, _ protocol.Request, stdin io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
+	if stdin != nil {
+		_, _ = io.Copy(io.Discard, stdin)
+	}
+	_, err := io.WriteString(stdout, a.out)
+	return a.code, err
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestTypedAnswersAreOneLine: the names, states and times the box answers
+// (a service's name, a proof's time) come out of the client as one line,
+// so they cannot forge the host's lines in status.
+func TestTypedAnswersAreOneLine(t *testing.T) {
+	forged := "gateway\nhermes-box: box healthy\x1b]0;t\x07"
+	svc := []health.Service{{Name: forged, State: health.ServiceState("RUNNING\n  forged")}}
+	report := health.Report{SchemaVersion: health.SchemaVersion, Status: health.StatusHealthy, Checks: map[health.Code]health.Check{}, Services: svc}
+	r, err := New(answerTransport{out: mustJSON(t, report)}, nil).Health(t.Context(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(answerTransport{out: mustJSON(t, protocol.ServicesStatus{Services: []protocol.ServiceStatus{{Service: svc[0], Description: forged}}})}, nil).ServicesStatus(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := netproof.Proof{Mode: "none", Time: "2026\n[ok] forged", Probes: []netproof.Probe{{Class: "gateway\n", Target: forged, Detail: forged}}}
+	p, err := New(answerTransport{out: mustJSON(t, proof), code: 1}, nil).Netprobe(t.Context(), netproof.Plan{Mode: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{r.Services[0].Name, string(r.Services[0].State), st.Services[0].Name, p.Time, string(p.Probes[0].Class), p.Probes[0].Target, p.Probes[0].Detail} {
+		if hasControl(s) {
+			t.Errorf("%q is not one line", s)
+		}
+	}
+	many := netproof.Proof{Mode: "none", Probes: make([]netproof.Probe, maxProbes+1)}
+	if _, err := New(answerTransport{out: mustJSON(t, many)}, nil).Netprobe(t.Context(), netproof.Plan{Mode: "none"}); err == nil || !strings.Contains(err.Error(), "probes") {
+		t.Errorf("a proof of %d probes: %v", maxProbes+1, err)
+	}
+}

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"strings"
+	"time"
+)
+
+// Verb is one agent verb as the host calls it: declared once, in Verbs,
+// with everything that bounds a call of it.
+type Verb struct {
+	// Argv is the verb's fixed words; a call appends its arguments.
+	Argv []string
+	// Args names the arguments a call appends after Argv, in order.
+	Args []string
+	// Stdin says the call sends input after the request line.
+	Stdin bool
+	// Result is what stdout carries: a protocol type read whole, or a
+	// stream passed on as it comes.
+	Result string
+	// Stream says stdout is passed on as it comes instead of read whole.
+	Stream bool
+	// Stdout and Stderr are the most bytes the verb's stdout and its
+	// stderr (its events) may carry; past either, the call ends with an
+	// error. Stdout 0 is for a follow mode only: no cap, it ends on Ctrl-C.
+	Stdout, Stderr int64
+	// Deadline bounds the whole call; 0 is for a follow mode only.
+	Deadline time.Duration
+}
+
+// Name is the verb's words, as errors name it.
+func (v *Verb) Name() string { return strings.Join(v.Argv, " ") }
+
+// Follow reports whether the verb runs until Ctrl-C (no deadline, no cap).
+func (v *Verb) Follow() bool { return v.Deadline == 0 }
+
+// The caps the table uses.
+const (
+	kib = int64(1) << 10
+	mib = int64(1) << 20
+	gib = int64(1) << 30
+	// maxEvents is the stderr of any verb: its events, never its data.
+	maxEvents = 4 * mib
+	// maxPart is the largest part a snapshot may stream (the configured
+	// part cap is checked as the part is written, and is smaller).
+	maxPart = 16 << 40
+	// maxAuditLog is auditanchor.MaxLog: the audit log the host verifies.
+	maxAuditLog = 16 * mib
+)
+
+// The verbs the host calls. Each call goes through Client.Call with one of
+// them; the README's table of caps and deadlines is this one.
+var (
+	Health = &Verb{Argv: []string{"health", "--json"}, Result: "health.Report",
+		Stdout: mib, Stderr: maxEvents, Deadline: 30 * time.Second}
+	HealthDeep = &Verb{Argv: []string{"health", "--json", "--deep"}, Result: "health.Report",
+		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	ServicesStatus = &Verb{Argv: []string{"services", "status", "--json"}, Result: "protocol.ServicesStatus",
+		Stdout: mib, Stderr: maxEvents, Deadline: 30 * time.Second}
+	ServicesStop = &Verb{Argv: []string{"services", "stop"}, Args: []string{"SERVICE"}, Result: "none",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	ServicesStart = &Verb{Argv: []string{"services", "start"}, Args: []string{"SERVICE"}, Result: "none",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	Logs = &Verb{Argv: []string{"logs"}, Args: []string{"SERVICE", "-n", "LINES"}, Result: "text", Stream: true,
+		Stdout: 64 * mib, Stderr: maxEvents, Deadline: time.Minute}
+	LogsFollow = &Verb{Argv: []string{"logs"}, Args: []string{"SERVICE", "-n", "LINES", "-f"}, Result: "text", Stream: true,
+		Stderr: maxEvents}
+	AuditRaw = &Verb{Argv: []string{"audit", "raw"}, Result: "audit log", Stream: true,
+		Stdout: maxAuditLog, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	SecretsSet = &Verb{Argv: []string{"secrets", "set"}, Stdin: true, Result: "protocol.SecretsStored",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 3 * time.Minute}
+	Netprobe = &Verb{Argv: []string{"netprobe"}, Stdin: true, Result: "netproof.Proof",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
+	ExecutorStatus = &Verb{Argv: []string{"executor", "status"}, Result: "protocol.ExecutorStatus",
+		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	ExecutorStatusSizes = &Verb{Argv: []string{"executor", "status", "--sizes"}, Result: "protocol.ExecutorStatus",
+		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	ExecutorRefresh = &Verb{Argv: []string{"executor", "refresh-discovery"}, Result: "protocol.DiscoveryRefresh",
+		Stdout: 4 * kib, Stderr: maxEvents, Deadline: 3 * time.Minute}
+	ExecutorConnect = &Verb{Argv: []string{"executor", "connect-hermes"}, Stdin: true, Result: "none",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
+	SnapshotWrite = &Verb{Argv: []string{"snapshot", "write"}, Args: []string{"PART"}, Result: "tar stream", Stream: true,
+		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
+	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
+	Provision = &Verb{Argv: []string{"provision"}, Args: []string{"FLAGS…"}, Result: "none",
+		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
+)
+
+// Verbs is every verb the host calls.
+var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
+	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
+	SnapshotWrite, SnapshotApply, Provision}

@@ -1,0 +1,37 @@
+package box
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/hermes-box/hermes-box/host/internal/doctor"
+)
+
+// Doctor qualifies the smolvm on PATH with a throwaway machine (package
+// doctor) and records the verdict for that binary. It holds the operation
+// lock, and always asks for the VMM's confinement: the row measures what
+// the release can do, whatever HERMES_BOX_VMM_CONFINEMENT says.
+func (b *Box) Doctor(ctx context.Context) (*doctor.Report, error) {
+	var rep *doctor.Report
+	err := b.withLock(func() error {
+		b.vm.Qualifying()
+		b.vm.ConfineVMM(true)
+		port, err := freeLoopbackPort(ctx)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(b.cfg.ImagesDir(), 0o700); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp(b.cfg.ImagesDir(), ".doctor-")
+		if err != nil {
+			return err
+		}
+		d := &doctor.Doctor{VM: b.vm, Listener: b.listen, Name: fmt.Sprintf("hermes-doctor-%d", os.Getpid()), Port: port,
+			Dir: dir, StepTimeout: b.timing.startupDeadline}
+		rep, err = d.Run(ctx)
+		return err
+	})
+	return rep, err
+}

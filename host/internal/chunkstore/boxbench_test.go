@@ -1,0 +1,484 @@
+package chunkstore
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/pgzip"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+)
+
+// The box benchmark's tree is shaped like a real box: a root file system
+// of system files, binaries, a node_modules forest and a Python venv, and
+// a workspace with a few large files. HB_BENCH_BOX_MB sizes it (default
+// 2048: about 2 GB and 100,000 entries, 50 entries a MB).
+func boxBenchMB() int {
+	if n, err := strconv.Atoi(os.Getenv("HB_BENCH_BOX_MB")); err == nil && n > 0 {
+		return n
+	}
+	return 2048
+}
+
+// genBox writes the tree below dir (rootfs/ and workspace/).
+func genBox(dir string, mb int) error {
+	g := &boxGen{rng: rand.New(rand.NewPCG(28, 1))}
+	g.pool = g.text(64 << 20)
+	entries := mb * 50
+	classes := []struct {
+		dir      string
+		share    float64 // of the entries
+		min, max int
+		noise    float64 // share of random bytes
+	}{
+		{"rootfs/usr/share/doc/pkg%03d", 0.20, 200, 6 << 10, 0},
+		{"rootfs/usr/lib/node_modules/mod%04d", 0.45, 300, 8 << 10, 0},
+		{"rootfs/opt/venv/lib/python3.12/site-packages/pkg%03d", 0.25, 500, 16 << 10, 0.05},
+		{"rootfs/usr/lib/x86_64-linux-gnu/lib%03d", 0.08, 20 << 10, 400 << 10, 0.6},
+		{"workspace/work/src/dir%03d", 0.02, 500, 20 << 10, 0},
+	}
+	for _, c := range classes {
+		n := int(c.share * float64(entries))
+		for i := range n {
+			sub := filepath.Join(dir, fmt.Sprintf(c.dir, i/100))
+			if i%100 == 0 {
+				if err := os.MkdirAll(sub, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%05d", i)), g.file(c.min, c.max, c.noise), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	ws := filepath.Join(dir, "workspace")
+	for _, d := range []string{"hermes-home", "codex-home"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "hermes-home/config.yaml"), []byte("model: x\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ws, "codex-home/config.toml"), []byte("x = 1\n"), 0o644); err != nil {
+		return err
+	}
+	// The large files: a third of the bytes, half text, half random.
+	large := int64(mb) << 20 / 3 / 4
+	for i := range 4 {
+		if err := g.large(filepath.Join(ws, "work", fmt.Sprintf("large%d.bin", i)), large, float64(i%2)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type boxGen struct {
+	rng  *rand.Rand
+	pool []byte
+}
+
+func (g *boxGen) text(n int) []byte {
+	words := []string{"the", "box", "agent", "import", "return", "function", "const", "value", "module", "self", "def", "class", "=", "{", "}", "(", ")", ";", "\n", "  "}
+	out := make([]byte, 0, n+16)
+	for len(out) < n {
+		out = append(out, words[g.rng.IntN(len(words))]...)
+		out = append(out, ' ')
+	}
+	return out[:n]
+}
+
+func (g *boxGen) noise(b []byte) {
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := g.rng.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+}
+
+// file is a small file: a slice of the text pool, partly random.
+func (g *boxGen) file(lo, hi int, noise float64) []byte {
+	n := lo + g.rng.IntN(hi-lo)
+	off := g.rng.IntN(len(g.pool) - n)
+	b := append([]byte(nil), g.pool[off:off+n]...)
+	g.noise(b[:int(float64(n)*noise)])
+	return b
+}
+
+func (g *boxGen) large(path string, size int64, noise float64) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	buf := make([]byte, 1<<20)
+	for left := size; left > 0; left -= int64(len(buf)) {
+		if noise > 0 {
+			g.noise(buf)
+		} else {
+			off := g.rng.IntN(len(g.pool) - len(buf))
+			copy(buf, g.pool[off:])
+		}
+		if _, err := w.Write(buf[:min(left, int64(len(buf)))]); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// change1pct is the issue's "1% change": every hundredth small file
+// rewritten, and 1% of each large file's bytes changed, half overwritten
+// in place and half inserted, at 16 places spread over the file. Changed
+// files are written anew (temp, rename), so hard links to the old ones
+// keep the old content.
+func change1pct(dir string) error {
+	g := &boxGen{rng: rand.New(rand.NewPCG(28, 2))}
+	g.pool = g.text(8 << 20)
+	i := 0
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var data []byte
+		switch {
+		case fi.Size() >= 8<<20:
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+			data = g.edit(data)
+		case i%100 == 0:
+			data = g.file(int(fi.Size())/2+1, int(fi.Size())+2, 0)
+		}
+		i++
+		if data == nil {
+			return nil
+		}
+		if err := os.WriteFile(p+".new", data, 0o644); err != nil {
+			return err
+		}
+		return os.Rename(p+".new", p)
+	})
+}
+
+func (g *boxGen) edit(data []byte) []byte {
+	const spots = 16
+	per := len(data) / 100 / 2 / spots
+	out := make([]byte, 0, len(data)+per*spots)
+	step := len(data) / spots
+	for s := range spots {
+		part := data[s*step : min((s+1)*step, len(data))]
+		if s == spots-1 {
+			part = data[s*step:]
+		}
+		over := make([]byte, per)
+		g.noise(over)
+		copy(part[step/4:], over)
+		ins := make([]byte, per)
+		g.noise(ins)
+		out = append(append(append(out, part[:step*3/4]...), ins...), part[step*3/4:]...)
+	}
+	return out
+}
+
+// tarSource streams the parts of the tree below root as the agent does:
+// a gzip tar (pgzip, default level) of rootfs/ and of workspace/.
+func tarSource(root string) backup.PartSource {
+	return func(ctx context.Context, part string, w io.Writer) error {
+		zw, err := pgzip.NewWriterLevel(w, pgzip.DefaultCompression)
+		if err != nil {
+			return err
+		}
+		if err := zw.SetConcurrency(1<<20, 2*runtime.GOMAXPROCS(0)); err != nil {
+			return err
+		}
+		tw := tar.NewWriter(zw)
+		base := filepath.Join(root, part)
+		err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(base, p)
+			hdr, err := tar.FileInfoHeader(fi, "")
+			if err != nil {
+				return err
+			}
+			hdr.Name = filepath.ToSlash(rel)
+			if d.IsDir() {
+				hdr.Name += "/"
+				if rel == "." {
+					hdr.Name = "./"
+				}
+				return tw.WriteHeader(hdr)
+			}
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := tw.Close(); err != nil {
+			return err
+		}
+		return zw.Close()
+	}
+}
+
+var (
+	boxOnce sync.Once
+	boxDir  string
+	boxErr  error
+)
+
+// pristineBox generates the tree once per process.
+func pristineBox(b *testing.B) string {
+	boxOnce.Do(func() {
+		if boxDir, boxErr = os.MkdirTemp("", "hb-store-bench-"); boxErr == nil {
+			boxErr = genBox(filepath.Join(boxDir, "pristine"), boxBenchMB())
+		}
+	})
+	if boxErr != nil {
+		b.Fatal(boxErr)
+	}
+	return boxDir
+}
+
+// peakHeap samples the live heap every 5 ms while f runs and returns the
+// largest sample, in MiB.
+func peakHeap(f func() error) (float64, error) {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	stop := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var top uint64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			top = max(top, s[0].Value.Uint64())
+			select {
+			case <-stop:
+				peak <- top
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := f()
+	close(stop)
+	return float64(<-peak) / (1 << 20), err
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func timed(f func() error) (float64, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start).Seconds(), err
+}
+
+// BenchmarkIncrementalBox runs the issue's scenario on the box-shaped
+// tree: a v2 snapshot and an incremental one of the tree, the 1% change,
+// again both, and restic's two backups of the same; then a restore of
+// each (the v2 backup staged; the incremental one materialized, then
+// staged). Every backup is checked: the incremental ones verify reading
+// all data and their restore verifies as a v2 backup.
+func BenchmarkIncrementalBox(b *testing.B) {
+	base := pristineBox(b)
+	for b.Loop() {
+		m, err := runBox(b, base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range m {
+			b.ReportMetric(v, k)
+		}
+	}
+}
+
+func runBox(b *testing.B, base string) (map[string]float64, error) {
+	ctx := context.Background()
+	work := b.TempDir()
+	box := filepath.Join(work, "box")
+	if out, err := exec.CommandContext(ctx, "cp", "-al", filepath.Join(base, "pristine"), box).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("cp -al: %v: %s", err, out)
+	}
+	m := map[string]float64{}
+	v2Dir, incDir, stateDir := filepath.Join(work, "v2"), filepath.Join(work, "inc"), filepath.Join(work, "state")
+	restic := newRestic(b, filepath.Join(work, "restic"))
+	var v2Last, incLast string
+	for _, gen := range []string{"first", "second"} {
+		if gen == "second" {
+			if err := change1pct(box); err != nil {
+				return nil, err
+			}
+		}
+		mt := meta(len(gen))
+		before := dirSize(v2Dir)
+		t, err := timed(func() (err error) { v2Last, err = backup.Write(ctx, v2Dir, mt, tarSource(box)); return err })
+		if err != nil {
+			return nil, fmt.Errorf("v2 %s: %w", gen, err)
+		}
+		m["v2-"+gen+"-s"], m["v2-"+gen+"-MB"] = t, float64(dirSize(v2Dir)-before)/1e6
+		var rec *Record
+		start := time.Now()
+		peak, err := peakHeap(func() (err error) { incLast, rec, err = Snapshot(ctx, incDir, mt, tarSource(box)); return err })
+		if err != nil {
+			return nil, fmt.Errorf("incremental %s: %w", gen, err)
+		}
+		m["inc-"+gen+"-s"], m["inc-"+gen+"-added-MB"], m["inc-"+gen+"-peak-MiB"] = time.Since(start).Seconds(), float64(rec.Added.Stored)/1e6, peak
+		if restic != nil {
+			t, added, err := restic.backup(ctx, box)
+			if err != nil {
+				return nil, fmt.Errorf("restic %s: %w", gen, err)
+			}
+			m["restic-"+gen+"-s"], m["restic-"+gen+"-added-MB"] = t, added/1e6
+		}
+	}
+	var v2Sums, incSums backup.Sums
+	t, err := timed(func() error {
+		s, err := backup.Stage(ctx, v2Last, stateDir, trust, testLimits)
+		if err == nil {
+			v2Sums, err = s.Sums, s.Remove()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("v2 restore: %w", err)
+	}
+	m["v2-restore-s"] = t
+	start := time.Now()
+	peak, err := peakHeap(func() (err error) { incSums, err = restoreInc(ctx, incDir, incLast, stateDir); return err })
+	if err != nil {
+		return nil, fmt.Errorf("incremental restore: %w", err)
+	}
+	m["inc-restore-s"], m["inc-restore-peak-MiB"] = time.Since(start).Seconds(), peak
+	if v2Sums[backup.FileListing] != incSums[backup.FileListing] {
+		return nil, fmt.Errorf("the incremental backup restores another root file system listing than the v2 backup of the same tree")
+	}
+	return m, nil
+}
+
+// restoreInc is the host's side of restoring an incremental backup: load
+// its record, materialize it (which re-hashes every chunk) and stage the
+// result, as today's restore then applies it. It returns the staged
+// backup's sums.
+func restoreInc(ctx context.Context, backups, dir, stateDir string) (backup.Sums, error) {
+	rec, err := Load(dir, trust)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(StoreDir(backups, "box"))
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	v2, err := s.Materialize(ctx, rec, stateDir, testLimits, projectKey)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(v2)
+	staged, err := backup.Stage(ctx, v2, stateDir, trust, testLimits)
+	if err != nil {
+		return nil, err
+	}
+	return staged.Sums, staged.Remove()
+}
+
+// resticRepo drives Debian's restic on a local repository.
+type resticRepo struct {
+	repo string
+	env  []string
+}
+
+// newRestic initialises a repository, or returns nil when restic is not
+// installed (outside CI only: bench does not run in CI).
+func newRestic(b *testing.B, repo string) *resticRepo {
+	if _, err := exec.LookPath("restic"); err != nil {
+		b.Logf("restic not installed: its figures are not measured")
+		return nil
+	}
+	r := &resticRepo{repo: repo, env: append(os.Environ(), "RESTIC_PASSWORD=bench", "RESTIC_CACHE_DIR="+repo+"-cache")}
+	cmd := exec.Command("restic", "init", "--repo", repo)
+	cmd.Env = r.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("restic init: %v: %s", err, out)
+	}
+	return r
+}
+
+// backup runs `restic backup` of dir and returns its time and the bytes
+// it added to the repository (its summary's data_added).
+func (r *resticRepo) backup(ctx context.Context, dir string) (float64, float64, error) {
+	cmd := exec.CommandContext(ctx, "restic", "backup", "--repo", r.repo, "--json", dir)
+	cmd.Env = r.env
+	var out []byte
+	t, err := timed(func() (err error) { out, err = cmd.Output(); return err })
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %s", err, out)
+	}
+	var added float64 = -1
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var msg struct {
+			MessageType string  `json:"message_type"`
+			DataAdded   float64 `json:"data_added"`
+		}
+		if json.Unmarshal(line, &msg) == nil && msg.MessageType == "summary" {
+			added = msg.DataAdded
+		}
+	}
+	if added < 0 {
+		return 0, 0, fmt.Errorf("restic printed no summary")
+	}
+	return t, added, nil
+}

@@ -1,0 +1,93 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/doctor"
+)
+
+// doctorRows are the rows of every doctor run, in order.
+var doctorRows = []string{"flags", "boot", "vmm-confined", "loopback-ports", "exec-exit-status", "exec-timeout",
+	"exec-stdin-8mib", "pack-layout"}
+
+// TestDoctorAcrossProfiles runs `hermes-box doctor --json` on each profile
+// of the fake: 1.0.4, 1.9.3 and 1.25.4 pass every row and leave no machine
+// behind; each broken profile fails with its row named, and init then
+// refuses the binary naming that row before any machine exists.
+func TestDoctorAcrossProfiles(t *testing.T) {
+	tests := []struct {
+		name, version, broken string
+		failRow, detail       string
+		initSays              string
+	}{
+		{name: "1.0.4", version: "1.0.4"},
+		{name: "1.9.3", version: "1.9.3"},
+		{name: "1.25.4", version: "1.25.4"},
+		{name: "vmm-unconfined", version: "1.25.4", broken: "vmm-unconfined", failRow: "vmm-confined",
+			detail:   "the VMM ran without a seccomp filter and was stopped: smolvm ignored SMOLVM_SECCOMP=enforce",
+			initSays: "found smolvm 1.25.4 at "},
+		{name: "help-lacks-flag", version: "1.9.3", broken: "help-lacks-flag", failRow: "flags",
+			detail:   "smolvm 1.9.3 does not list --net-backend in `smolvm machine create --help`",
+			initSays: "smolvm 1.9.3 does not list --net-backend in `smolvm machine create --help`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.env = append(h.env, "FAKESMOLVM_VERSION="+tt.version, "FAKESMOLVM_BROKEN="+tt.broken)
+			r := h.run("doctor", "--json")
+			var rep doctor.Report
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Fatalf("doctor --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+			}
+			var names []string
+			for _, row := range rep.Rows {
+				names = append(names, row.Name)
+				wantPass := tt.failRow == "" || slices.Index(doctorRows, row.Name) < slices.Index(doctorRows, tt.failRow)
+				switch {
+				case wantPass && (row.Verdict != "pass" || row.Seconds < 0):
+					t.Errorf("row %s: %s (%s), want pass", row.Name, row.Verdict, row.Detail)
+				case row.Name == tt.failRow && (row.Verdict != "fail" || !strings.Contains(row.Detail, tt.detail)):
+					t.Errorf("row %s: %s %q, want fail with %q", row.Name, row.Verdict, row.Detail, tt.detail)
+				case !wantPass && row.Name != tt.failRow && row.Verdict == "pass":
+					t.Errorf("row %s passed after %s failed", row.Name, tt.failRow)
+				}
+			}
+			if !slices.Equal(names, doctorRows) {
+				t.Errorf("rows %v, want %v", names, doctorRows)
+			}
+			if rep.Passed != (tt.failRow == "") || (r.code == 0) != rep.Passed {
+				t.Errorf("passed %v, exit %d", rep.Passed, r.code)
+			}
+			if len(h.machines()) != 0 {
+				t.Errorf("doctor left machines: %v", h.machines())
+			}
+			if tt.failRow == "" {
+				return
+			}
+			r = h.run("init")
+			if r.code == 0 || !strings.Contains(r.stderr, tt.initSays) || !strings.Contains(r.stderr, tt.failRow) && tt.failRow != "flags" {
+				t.Errorf("init after a failed doctor: exit %d, want %q and the row %s:\n%s", r.code, tt.initSays, tt.failRow, r.stderr)
+			}
+			if i := index(r.calls, `^(machine (create|start) --name|pack create --from-vm)`); i >= 0 {
+				t.Errorf("init drove smolvm after the refusal: %s", r.calls[i].line)
+			}
+		})
+	}
+}
+
+// TestDoctorTable is the human table: one line per row with its verdict
+// and time, and the verdict on the binary.
+func TestDoctorTable(t *testing.T) {
+	h := newHarness(t)
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.25.4")
+	r := mustRun(t, h, "doctor")
+	for _, want := range []string{"smolvm 1.25.4, doctor run ", "ROW               VERDICT  TIME", "exec-stdin-8mib   pass     ",
+		"smolvm 1.25.4 is outside the supported table and passed: hermes-box accepts this binary"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor's table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
