@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -38,7 +40,10 @@ func (b *box) checkConnectHermes() {
 	enabled := []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
 	gateway := b.gatewayPID()
 
-	r := b.mustWith(enabled, []byte("exk_e2e-first\n"), 5*time.Minute, "executor", "connect-hermes", "--api-key-stdin")
+	var r Result
+	b.withExecutorRecord(func() {
+		r = b.mustWith(enabled, []byte("exk_e2e-first\n"), 5*time.Minute, "executor", "connect-hermes", "--api-key-stdin")
+	})
 	mustf(t, strings.Contains(r.Stdout, "connected to Executor"), "connect-hermes said:\n%s", r.Stdout)
 	cfg := b.ssh("sudo -n -u hermes cat /workspace/hermes-home/config.yaml")
 	mustf(t, strings.Contains(cfg, "  executor:\n    url: http://127.0.0.1:4788/mcp\n") && strings.Contains(cfg, "Bearer ${MCP_EXECUTOR_API_KEY}"), "config.yaml:\n%s", cfg)
@@ -52,12 +57,43 @@ func (b *box) checkConnectHermes() {
 	files := "sudo -n -u hermes sha256sum /workspace/hermes-home/config.yaml /workspace/hermes-home/.env"
 	before := b.ssh(files)
 	b.ssh("touch /tmp/executor-standin.refuse-python")
-	r = b.runWith(enabled, []byte("exk_e2e-second\n"), 5*time.Minute, "executor", "connect-hermes", "--api-key-stdin")
+	b.withExecutorRecord(func() {
+		r = b.runWith(enabled, []byte("exk_e2e-second\n"), 5*time.Minute, "executor", "connect-hermes", "--api-key-stdin")
+	})
 	mustf(t, r.Code != 0 && strings.Contains(r.Stderr, "hermes mcp test executor") && strings.Contains(r.Stderr, "Hermes' configuration is as it was"),
 		"a failing mcp test: exit %d\n%s", r.Code, tailText(r.Stderr, 3000))
 	mustf(t, !strings.Contains(r.Stdout+r.Stderr, "exk_e2e-second"), "the key was printed")
 	mustf(t, b.ssh(files) == before, "Hermes' files changed after a failed connect:\n%s\nbefore:\n%s", b.ssh(files), before)
 	mustf(t, b.gatewayPID() == restarted, "the gateway was restarted after a failed connect")
+}
+
+// withExecutorRecord runs fn while the host's record of what the box was
+// created with says it has the Executor. The e2e box is made without it
+// (the image pull needs the network), and connect-hermes refuses a box
+// whose record says it has none; the stand-in Executor in the guest takes
+// the image's place. The record is put back afterwards, so status and the
+// other phases see the box as it was made.
+func (b *box) withExecutorRecord(fn func()) {
+	t := b.t
+	t.Helper()
+	path := filepath.Join(b.Project, filenames.StateDir, filenames.BoxSettings)
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the box's settings record: %v", err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(orig, &rec); err != nil {
+		t.Fatalf("the box's settings record %s: %v", path, err)
+	}
+	mustf(t, rec["executorEnabled"] == false, "the e2e box was created with the Executor: %s", orig)
+	rec["executorEnabled"] = true
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, data, 0o600)
+	defer writeFile(t, path, orig, 0o600)
+	fn()
 }
 
 // mustWith is runWith that fails the test unless hermes-box exits 0.

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -176,4 +177,16 @@ func (b *listBudget) add(name string) error {
 		return &bounded.LimitError{What: "the entry names together", Limit: b.lim.MaxNames}
 	}
 	return nil
+}
+
+// Guard bounds the stream of one part written to w, as Write bounds each
+// part it stores in dir: past MaxPart it fails, and every CheckEvery
+// bytes (the first write included) the free space of dir is checked.
+func (l Limits) Guard(w io.Writer, dir, part string) io.Writer {
+	return &partWriter{w: w, lim: l.withDefaults(), dir: dir, part: part}
+}
+
+// List is ListArchive within l's entry, name and unpacked limits.
+func (l Limits) List(ctx context.Context, r io.Reader) ([]string, error) {
+	return listArchive(ctx, r, l.withDefaults())
 }

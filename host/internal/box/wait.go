@@ -24,8 +24,9 @@ const consoleFile = "agent-console.log"
 // shows.
 const consoleTailLines = 15
 
-// errMachineStopped is wrapped when a machine stopped while it was waited on.
-var errMachineStopped = errors.New("the machine stopped")
+// ErrMachineStopped is wrapped when a machine stopped while it was waited
+// on; the error carries its console's tail and the next step.
+var ErrMachineStopped = errors.New("the machine stopped")
 
 // waiter is one bounded wait on a machine: every poll of it calls beat,
 // which says every few seconds what is awaited, for how long and the
@@ -82,7 +83,7 @@ func (w *waiter) bound(ctx context.Context) string {
 // stopped is the error of a wait whose machine is in state: what was
 // awaited, for how long, and the tail of its console.
 func (w *waiter) stopped(ctx context.Context, state string, last error) error {
-	err := fmt.Errorf("%w: %s is %s after %s of waiting for %s", errMachineStopped, w.machine, state,
+	err := fmt.Errorf("%w: %s is %s after %s of waiting for %s", ErrMachineStopped, w.machine, state,
 		progress.Duration(time.Since(w.start)), w.what)
 	if last != nil {
 		err = fmt.Errorf("%w (its last answer: %w)", err, last)

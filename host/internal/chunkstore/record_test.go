@@ -180,20 +180,28 @@ func TestSnapshotRefusesAndLeavesNothing(t *testing.T) {
 	noConfig[boxlayout.PartWorkspace] = noConfig[boxlayout.PartWorkspace][2:]
 	unsafe := boxParts(0)
 	unsafe[boxlayout.PartRootfs] = append(unsafe[boxlayout.PartRootfs], tfile{"../escape", []byte("x")})
+	full := func(string) (int64, error) { return 100 << 20, nil }
 	tests := []struct {
 		name  string
 		parts map[string][]tfile
+		lim   backup.Limits
 		want  error
 	}{
-		{"workspace without Hermes' config", noConfig, backup.ErrInvalid},
-		{"unsafe name", unsafe, backup.ErrInvalid},
+		{"workspace without Hermes' config", noConfig, testLimits, backup.ErrInvalid},
+		{"unsafe name", unsafe, testLimits, backup.ErrInvalid},
+		{"part over the cap", boxParts(0), backup.Limits{MaxPart: 1 << 20, FreeSpace: testLimits.FreeSpace}, backup.ErrLimit},
+		{"too many entries", boxParts(0), backup.Limits{MaxEntries: 10, FreeSpace: testLimits.FreeSpace}, backup.ErrLimit},
+		{"unpacks too large", boxParts(0), backup.Limits{MaxUnpacked: 1 << 20, FreeSpace: testLimits.FreeSpace}, backup.ErrLimit},
+		{"host disk full", boxParts(0), backup.Limits{FreeSpace: full}, backup.ErrNoSpace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			backups := t.TempDir()
 			dir, _ := snapshot(t, backups, 0)
 			storeFiles := files(t, StoreDir(backups, "box"))
-			_, _, err := Snapshot(context.Background(), backups, meta(1), source(tt.parts))
+			mt := meta(1)
+			mt.Limits = tt.lim
+			_, _, err := Snapshot(context.Background(), backups, mt, source(tt.parts))
 			wantErr(t, err, tt.want)
 			if got := strings.Join(files(t, StoreDir(backups, "box")), " "); got != strings.Join(storeFiles, " ") {
 				t.Fatalf("store after a refused snapshot: %s, before: %s", got, strings.Join(storeFiles, " "))

@@ -49,7 +49,7 @@ func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src back
 		Machine: meta.Machine, Label: meta.Label, Smolvm: meta.Smolvm, GOOS: meta.GOOS,
 		Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), Parts: map[string]PartRecord{}}
 	for _, part := range Parts {
-		p, names, err := ingest(ctx, w, part, src)
+		p, names, err := ingest(ctx, w, part, src, meta.Limits, backupsDir)
 		if err != nil {
 			return "", nil, fmt.Errorf("snapshot of %s: %w", part, err)
 		}
@@ -74,12 +74,13 @@ func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src back
 }
 
 // ingest reads one part from src into w and returns its record and its
-// listing. The stream is listed (backup.ListArchive: names, entries and
+// listing. The stream is bounded as backup.Write bounds it (lim: the part
+// cap, the host's free space in dir) and listed (names, entries and
 // unpacked size bounded) as it is chunked; a listing that fails stops
 // the stream.
-func ingest(ctx context.Context, w *Writer, part string, src backup.PartSource) (PartRecord, []string, error) {
+func ingest(ctx context.Context, w *Writer, part string, src backup.PartSource, lim backup.Limits, dir string) (PartRecord, []string, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(src(ctx, part, pw)) }()
+	go func() { pw.CloseWithError(src(ctx, part, lim.Guard(pw, dir, part))) }()
 	defer pr.Close()
 	lr, lw := io.Pipe()
 	type listing struct {
@@ -88,7 +89,7 @@ func ingest(ctx context.Context, w *Writer, part string, src backup.PartSource) 
 	}
 	listed := make(chan listing, 1)
 	go func() {
-		names, err := backup.ListArchive(ctx, lr)
+		names, err := lim.List(ctx, lr)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, lr) // what follows the archive
 		}

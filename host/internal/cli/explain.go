@@ -37,6 +37,12 @@ type errorClass struct {
 // one (the table test in explain_test.go runs one error of each class
 // through the binary).
 var errorClasses = []errorClass{
+	// A machine that stopped during a wait: its own message (the console's
+	// tail) says why; a dial error inside it is only its last answer.
+	{name: "machine stopped", match: func(err error) bool { return errors.Is(err, box.ErrMachineStopped) },
+		next: func(*cobra.Command, error) string {
+			return "hermes-box start tries again; hermes-box shell opens its root console"
+		}},
 	{name: "usage", match: func(err error) bool { return userr.Code(err) == userr.ExitUsage || isUsageError(err) },
 		next: func(cmd *cobra.Command, _ error) string { return "see " + cmd.CommandPath() + " --help" }},
 	{name: "host key mismatch", match: func(err error) bool { return errors.Is(err, box.ErrHostKeyMismatch) },

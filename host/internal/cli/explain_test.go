@@ -25,6 +25,7 @@ func TestExplainEveryClass(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("doing something: %w", err) }
 	cases := map[string]error{
 		"usage":              userr.Usage("bad"),
+		"machine stopped":    wrap(fmt.Errorf("%w (its last answer: %w)", box.ErrMachineStopped, syscall.ECONNREFUSED)),
 		"host key mismatch":  userr.WithHint(wrap(box.ErrHostKeyMismatch), "re-run it"),
 		"key refused":        wrap(box.ErrKeyRefused),
 		"connection refused": wrap(syscall.ECONNREFUSED),
