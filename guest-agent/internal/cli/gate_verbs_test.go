@@ -205,7 +205,8 @@ func TestAuditRaw(t *testing.T) {
 }
 
 // TestPatchHermesVerb019 patches the 0.19.0 excerpt with the default pin:
-// the service-tier edit, the plugin beside the config, the smart settings.
+// the service-tier edit, the plugin in the tree's plugins/, the smart
+// settings, also pinned in the managed scope under the root.
 func TestPatchHermesVerb019(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -225,8 +226,11 @@ func TestPatchHermesVerb019(t *testing.T) {
 		t.Fatalf("config %v:\n%s", err, b)
 	}
 	for _, f := range []string{"__init__.py", "plugin.yaml", "gated_approval.py"} {
-		if _, err := os.Stat(filepath.Join(home, "plugins", "hermes-box-gate", f)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, "plugins", "hermes-box-gate", f)); err != nil {
 			t.Errorf("plugin: %v", err)
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc", "hermes", "config.yaml")); err != nil || !strings.Contains(string(b), "mode: smart") {
+		t.Errorf("managed config %v:\n%s", err, b)
 	}
 }

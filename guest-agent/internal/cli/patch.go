@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -50,7 +51,7 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 		if *config == "" {
 			*config = filepath.Join(e.root, boxlayout.HermesConfig)
 		}
-		if err := seedGate(*commit, *config, filepath.Join(e.root, boxlayout.HermesManagedDir)); err != nil {
+		if err := seedGate(*commit, *dir, *config, filepath.Join(e.root, boxlayout.HermesManagedDir)); err != nil {
 			return err
 		}
 	}
@@ -65,18 +66,21 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// seedGate installs the release's plugin, if its mechanism has one, beside
-// config, seeds config for the mechanism and pins it in the managed scope
+// seedGate installs the release's plugin, if its mechanism has one, into
+// the tree at source, seeds config for the mechanism and pins it in the managed scope
 // where the release has one.
-func seedGate(commit, config, managed string) error {
+func seedGate(commit, source, config, managed string) error {
 	rel, err := pins.Hermes(commit)
 	if err != nil {
 		return err
 	}
 	if rel.Mechanism == pins.GateSmartPlugin {
-		if err := gate.InstallPlugin(filepath.Dir(config)); err != nil {
+		if err := gate.InstallPlugin(source, filepath.Dir(config)); err != nil {
 			return err
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		return fmt.Errorf("seeding Hermes config: %w", err)
 	}
 	if _, err := hermesconfig.SeedFileWith(config, hermesconfig.SettingsFor(rel.Mechanism)); err != nil {
 		return err

@@ -48,7 +48,7 @@ func (in Installer) Pending(ctx context.Context, t Target) ([]string, error) {
 		return nil, err
 	}
 	if rel.Mechanism == pins.GateSmartPlugin {
-		if files := pluginPending(t.Home); len(files) > 0 {
+		if files := pluginPending(t.Source, t.Home); len(files) > 0 {
 			pending = append(pending, "install the gate plugin: "+strings.Join(files, ", "))
 		}
 	}
@@ -92,7 +92,7 @@ func (in Installer) Apply(ctx context.Context, t Target) error {
 		return err
 	}
 	if rel.Mechanism == pins.GateSmartPlugin {
-		if err := InstallPlugin(t.Home); err != nil {
+		if err := InstallPlugin(t.Source, t.Home); err != nil {
 			return err
 		}
 	}

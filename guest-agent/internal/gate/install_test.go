@@ -41,17 +41,12 @@ func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, 
 func intended(m pins.GateMechanism) Effective {
 	var e Effective
 	e.Mode, e.CronMode = m.IntendedMode(), "deny"
-	e.ManagedKeys = hermesconfig.ManagedKeys(hermesconfig.SettingsFor(m))
+	e.ManagedKeys = hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(m))
 	e.Reviewer.Provider, e.Reviewer.Model, e.Reviewer.ReasoningEffort, e.Reviewer.ServiceTier, e.Reviewer.Timeout = "openai-codex", "gpt-5.5", "low", "priority", 30
 	if m == pins.GateSmartPlugin {
 		e.Timeout = 300
-		e.Plugin = &struct {
-			Found   bool     `json:"found"`
-			Enabled bool     `json:"enabled"`
-			Error   string   `json:"error"`
-			Hooks   []string `json:"hooks"`
-			Wrapped bool     `json:"wrapped"`
-		}{Found: true, Enabled: true, Hooks: []string{"post_approval_response", "pre_approval_request"}, Wrapped: true}
+		e.Plugin = &PluginState{Found: true, Enabled: true, Hooks: []string{"post_approval_response", "pre_approval_request"}, Wrapped: true,
+			Bundled: true, Source: "bundled"}
 		return e
 	}
 	e.Timeout = 60
@@ -76,6 +71,8 @@ func TestVerify(t *testing.T) {
 		{"plugin disabled", smart, func(e *Effective) { e.Plugin.Enabled, e.Plugin.Error = false, "disabled via config" }, "disabled via config"},
 		{"plugin missing", smart, func(e *Effective) { e.Plugin = nil }, "does not find"},
 		{"wraps missing", smart, func(e *Effective) { e.Plugin.Wrapped = false }, "wraps are not in place"},
+		{"user copy overrides", smart, func(e *Effective) { e.Plugin.Bundled, e.Plugin.Source, e.Plugin.Path = false, "user", "/h/plugins/x" },
+			"loaded the hermes-box-gate plugin from /h/plugins/x (user), not root's copy"},
 		{"hook missing", smart, func(e *Effective) { e.Plugin.Hooks = e.Plugin.Hooks[:1] }, "did not register pre_approval_request"},
 		{"gateway wait 60", smart, func(e *Effective) { e.Timeout = 60 }, "gateway wait"},
 		{"other reviewer model", smart, func(e *Effective) { e.Reviewer.Model = "cheap" }, "reviewer model"},
@@ -85,7 +82,7 @@ func TestVerify(t *testing.T) {
 		{"gate disabled", gated, func(e *Effective) { off := false; e.Reviewer.Enabled = &off }, "disabled"},
 		{"mode not managed", smart, func(e *Effective) { e.ManagedKeys = e.ManagedKeys[1:] }, "managed scope (/etc/hermes/config.yaml), so the agent could change them: approvals.mode"},
 		{"nothing managed on 0.17", release(t, "0.17.0"), func(e *Effective) { e.ManagedKeys = nil }, "approvals.gate.model"},
-		{"0.16 has no managed scope", gated, func(e *Effective) { e.ManagedKeys = nil }, ""},
+		{"nothing managed on 0.16", gated, func(e *Effective) { e.ManagedKeys = nil }, "approvals.mode, approvals.timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +131,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 		t.Error("the smart-plugin mechanism installed the source-patch reviewer module")
 	}
 	for name, want := range PluginFiles() {
-		if got := read(t, tgt.Home, PluginDir+"/"+name); got != string(want) {
+		if got := read(t, tgt.Source, PluginDir+"/"+name); got != string(want) {
 			t.Errorf("plugin file %s differs", name)
 		}
 	}
@@ -158,7 +155,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 // writable by its owner alone; a file others may write is pending.
 func checkManaged(t *testing.T, tgt Target, m pins.GateMechanism) {
 	t.Helper()
-	want, err := hermesconfig.Managed(hermesconfig.SettingsFor(m))
+	want, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,11 +236,12 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 // TestInstallRealTrees installs the gate into copies of the real 0.16.0,
 // 0.17.0 and 0.19.0 trees (HERMES_BOX_HERMES_TREES) with this machine's
 // python3 (or HERMES_BOX_HERMES_PYTHON) as Hermes' interpreter and asks each
-// Hermes for its effective mode. On 0.17.0 and 0.19.0 the settings are
-// pinned in the managed scope: Hermes reports every gate key managed, its
-// own `hermes config set approvals.mode off` is refused, and neither that
-// nor the mode edited in the user's config changes the effective mode; on
-// 0.16.0 (no managed scope) the edited config does. It also shows 0.18.2
+// Hermes for its effective mode. The settings are pinned in the managed
+// scope, so every gate key is reported managed and mode off (and an
+// allowlist entry) in the user's config changes nothing until the managed
+// config is removed; on 0.17.0 and 0.19.0 Hermes' own `hermes config set`
+// refuses approvals.mode, command_allowlist (and 0.19.0's approvals.deny).
+// It also shows 0.18.2
 // with the source-patch config seeded resolving to manual.
 func TestInstallRealTrees(t *testing.T) {
 	python := hermestest.Python(t)
@@ -273,18 +271,33 @@ func TestInstallRealTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("Hermes %s: %s; reviewer %+v resolved by %q; managed keys %q", version, c.Message, eff.Reviewer, eff.ResolvedBy, eff.ManagedKeys)
+			for _, f := range gateFiles(t, tgt, rel) {
+				if problem := exclusive(f); problem != "" {
+					t.Errorf("gate file: %s", problem)
+				}
+			}
+			if rel.Mechanism == pins.GateSmartPlugin {
+				userCopyOverrides(t, tgt)
+			}
 			if rel.ManagedScope {
 				stderr := hermesConfigSet(t, tgt, "approvals.mode", "off")
 				t.Logf("Hermes %s refused `hermes config set approvals.mode off`: %s", version, stderr)
+				hermesConfigSet(t, tgt, "command_allowlist", "*")
+				if rel.Mechanism == pins.GateSmartPlugin {
+					hermesConfigSet(t, tgt, "approvals.deny", "[]")
+				}
 			}
 			b, _ := os.ReadFile(filepath.Join(tgt.Home, "config.yaml"))
-			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: manual", 1))
+			write(t, tgt.Home, "config.yaml", strings.Replace(string(b), "mode: "+intended, "mode: off", 1)+"command_allowlist:\n- '*'\n")
 			c, g = Health(ctx, tgt, time.Now())
-			if rel.ManagedScope && (c.Status != health.StatusHealthy || g.EffectiveMode != intended) {
-				t.Fatalf("mode manual in the user's config overrode the managed scope: %+v %+v", c, g)
+			if c.Status != health.StatusHealthy || g.EffectiveMode != intended {
+				t.Fatalf("mode off in the user's config overrode the managed scope: %+v %+v", c, g)
 			}
-			if !rel.ManagedScope && (c.Status != health.StatusUnhealthy || g.EffectiveMode != "manual") {
-				t.Fatalf("mode manual: %+v %+v", c, g)
+			if err := os.Remove(tgt.managedConfig()); err != nil {
+				t.Fatal(err)
+			}
+			if c, g := Health(ctx, tgt, time.Now()); c.Status != health.StatusUnhealthy || g.EffectiveMode != "off" {
+				t.Fatalf("without the managed config the user's mode off must show: %+v %+v", c, g)
 			}
 		})
 	}
@@ -347,6 +360,7 @@ func TestReviewerCodexRequestRealTree(t *testing.T) {
 	}
 	unedited := tgt
 	unedited.Source = tree
+	t.Setenv("HBX_TEST_GATE_PLUGINS", filepath.Join(src, "plugins")) // the plugin as installed, with the unedited tree
 	if req := codexRequest(t, unedited); req.Calls != 1 || req.Request.ServiceTier != "" {
 		t.Errorf("the unedited 0.19.0 tree: %+v (the source edit is what forwards the tier)", req)
 	}
@@ -413,4 +427,54 @@ func hermesConfigSet(t *testing.T, tgt Target, key, value string) string {
 		t.Fatalf("hermes config set %s changed the user's config:\n%s", key, after)
 	}
 	return strings.TrimSpace(stderr.String())
+}
+
+// gateFiles lists every file of the installed gate: the edited sources and
+// the reviewer module, the plugin and its directory, the managed config and
+// its directory.
+func gateFiles(t *testing.T, tgt Target, rel pins.HermesRelease) []string {
+	t.Helper()
+	set, err := patch.SetByID(rel.AnchorSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range set.Files() {
+		out = append(out, filepath.Join(tgt.Source, f))
+	}
+	if set.Reviewer {
+		out = append(out, filepath.Join(tgt.Source, patch.ModulePath))
+	}
+	if rel.Mechanism == pins.GateSmartPlugin {
+		out = append(out, filepath.Join(tgt.Source, PluginDir))
+		for name := range PluginFiles() {
+			out = append(out, filepath.Join(tgt.Source, PluginDir, name))
+		}
+	}
+	return append(out, tgt.Managed, tgt.managedConfig())
+}
+
+// userCopyOverrides puts a copy of the plugin in HERMES_HOME/plugins, where
+// Hermes prefers it to the tree's: the health check names it, and the
+// installer removes it.
+func userCopyOverrides(t *testing.T, tgt Target) {
+	t.Helper()
+	ctx := context.Background()
+	for name, data := range PluginFiles() {
+		write(t, tgt.Home, UserPluginDir+"/"+name, string(data))
+	}
+	c, g := Health(ctx, tgt, time.Now())
+	if c.Status != health.StatusUnhealthy || !strings.Contains(c.Message, "(user), not root's copy in the Hermes tree's plugins/hermes-box-gate") {
+		t.Fatalf("a user copy of the plugin went unnoticed: %+v %+v", c, g)
+	}
+	pending, err := Installer{}.Pending(ctx, tgt)
+	if err != nil || len(pending) != 1 || !strings.Contains(pending[0], "remove the overriding copy") {
+		t.Fatalf("pending %q %v", pending, err)
+	}
+	if err := (Installer{}).Apply(ctx, tgt); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := Health(ctx, tgt, time.Now()); c.Status != health.StatusHealthy {
+		t.Fatalf("after removing the user copy: %+v", c)
+	}
 }

@@ -17,18 +17,14 @@ import (
 // managedConfig is the managed scope's config.yaml.
 func (t Target) managedConfig() string { return filepath.Join(t.Managed, "config.yaml") }
 
-// managedPending says what writeManaged would change on a release with a
-// managed scope: the file must hold exactly the mechanism's settings, and it
+// managedPending says what WriteManaged would change: the file must hold exactly the mechanism's settings, and it
 // and its directory must belong to the agent (root in the box) and be
 // writable by no one else.
 func managedPending(t Target, rel pins.HermesRelease) ([]string, error) {
-	if !rel.ManagedScope {
-		return nil, nil
-	}
 	if t.Managed == "" {
-		return nil, fmt.Errorf("hermes %s pins the gate in its managed scope, but no managed directory was given", rel.Version)
+		return nil, fmt.Errorf("hermes %s: the gate is pinned in the managed scope, but no managed directory was given", rel.Version)
 	}
-	want, err := hermesconfig.Managed(hermesconfig.SettingsFor(rel.Mechanism))
+	want, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(rel.Mechanism))
 	if err != nil {
 		return nil, err
 	}
@@ -66,18 +62,16 @@ func exclusive(path string) string {
 }
 
 // WriteManaged writes the settings of rel's mechanism into the managed
-// scope at dir (a release without one gets nothing), readable by all and
-// writable by the agent (root) alone.
+// scope at dir, readable by all and writable by the agent (root) alone.
+// Hermes 0.17 and later read it themselves (rel.ManagedScope); on 0.16 the
+// source patch's edits read it (tools/gated_approval.py, overlay_managed).
 func WriteManaged(dir string, rel pins.HermesRelease) error {
-	if !rel.ManagedScope {
-		return nil
-	}
-	data, err := hermesconfig.Managed(hermesconfig.SettingsFor(rel.Mechanism))
+	data, err := hermesconfig.Managed(hermesconfig.ManagedSettingsFor(rel.Mechanism))
 	if err != nil {
 		return err
 	}
 	if dir == "" {
-		return fmt.Errorf("hermes %s pins the gate in its managed scope, but no managed directory was given", rel.Version)
+		return fmt.Errorf("hermes %s: the gate is pinned in the managed scope, but no managed directory was given", rel.Version)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("pinning the gate in the managed scope: %w", err)

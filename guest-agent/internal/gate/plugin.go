@@ -21,9 +21,17 @@ import (
 //go:embed plugin/gate_plugin.py plugin/plugin.yaml
 var pluginFS embed.FS
 
-// PluginDir is where the plugin lives, relative to HERMES_HOME (Hermes 0.19
-// loads user plugins from HERMES_HOME/plugins/<name>).
+// PluginDir is where the plugin lives, relative to the Hermes source tree:
+// with Hermes' bundled plugins (hermes_cli.plugins reads the tree's plugins/
+// directory), root's like the rest of the tree, out of the reach of the
+// hermes user, who owns HERMES_HOME. A plugin of the same name in
+// HERMES_HOME/plugins would override it; the probe reports where the loaded
+// plugin came from, so the health check names such an override.
 const PluginDir = "plugins/" + hermesconfig.PluginName
+
+// UserPluginDir is where agents before this one installed the plugin,
+// relative to HERMES_HOME; a copy left there would override the bundled one.
+const UserPluginDir = PluginDir
 
 // PluginFiles returns the plugin's files by name: its manifest, its module,
 // and the reviewer (the same gated_approval.py the source patch installs).
@@ -39,30 +47,42 @@ func PluginFiles() map[string][]byte {
 	return out
 }
 
-// pluginPending lists the plugin files under home that differ from this
-// agent's.
-func pluginPending(home string) []string {
+// pluginPending lists what InstallPlugin would change: plugin files in the
+// tree at source that differ from this agent's, and a user-plugin copy in
+// home that would override them.
+func pluginPending(source, home string) []string {
 	var out []string
 	files := PluginFiles()
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		got, err := os.ReadFile(filepath.Join(home, PluginDir, name))
+		got, err := os.ReadFile(filepath.Join(source, PluginDir, name))
 		if err != nil || !bytes.Equal(got, files[name]) {
 			out = append(out, PluginDir+"/"+name)
 		}
 	}
+	if _, err := os.Lstat(filepath.Join(home, UserPluginDir)); err == nil {
+		out = append(out, "remove the overriding copy "+filepath.Join(home, UserPluginDir))
+	}
 	return out
 }
 
-// InstallPlugin writes the plugin under home, each file atomically (0644).
-func InstallPlugin(home string) error {
-	dir := filepath.Join(home, PluginDir)
+// InstallPlugin writes the plugin into the Hermes tree at source, each file
+// atomically (0644, the directory 0755, owned by the agent: root in the
+// box), and removes a copy in home's user plugins that would override it.
+func InstallPlugin(source, home string) error {
+	dir := filepath.Join(source, PluginDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("installing the gate plugin: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("installing the gate plugin: %w", err)
 	}
 	for name, data := range PluginFiles() {
 		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o644); err != nil {
 			return fmt.Errorf("installing the gate plugin: %w", err)
 		}
+	}
+	if err := os.RemoveAll(filepath.Join(home, UserPluginDir)); err != nil {
+		return fmt.Errorf("removing the overriding user copy of the gate plugin: %w", err)
 	}
 	return nil
 }

@@ -60,16 +60,26 @@ type Effective struct {
 		MinConfidence   *float64 `json:"minConfidence,omitempty"`
 		MaxRisk         string   `json:"maxRisk,omitempty"`
 	} `json:"reviewer"`
-	// ManagedKeys are the dotted keys Hermes' managed scope pins, as
-	// hermes_cli.managed_scope reads them (absent before 0.17.0).
-	ManagedKeys []string `json:"managedKeys,omitempty"`
-	Plugin      *struct {
-		Found   bool     `json:"found"`
-		Enabled bool     `json:"enabled"`
-		Error   string   `json:"error"`
-		Hooks   []string `json:"hooks"`
-		Wrapped bool     `json:"wrapped"`
-	} `json:"plugin,omitempty"`
+	// ManagedKeys are the dotted keys the managed scope pins, as
+	// hermes_cli.managed_scope reads them (from 0.17.0), or the source
+	// patch's reviewer module on 0.16.0.
+	ManagedKeys []string     `json:"managedKeys,omitempty"`
+	Plugin      *PluginState `json:"plugin,omitempty"`
+}
+
+// PluginState is the hermes-box-gate plugin as Hermes' plugin manager
+// loaded it.
+type PluginState struct {
+	Found   bool     `json:"found"`
+	Enabled bool     `json:"enabled"`
+	Error   string   `json:"error"`
+	Hooks   []string `json:"hooks"`
+	Wrapped bool     `json:"wrapped"`
+	// Bundled is true when Hermes loaded the copy in the tree's plugins/
+	// (root's); Source and Path say which copy it loaded.
+	Bundled bool   `json:"bundled"`
+	Source  string `json:"source"`
+	Path    string `json:"path"`
 }
 
 // Probe runs Hermes' own code, with its own interpreter, to read how it
@@ -148,18 +158,7 @@ func Verify(rel pins.HermesRelease, eff Effective) []string {
 		p.wantNum("approvals.timeout (gateway wait)", eff.Timeout, 300)
 		p.plugin(eff)
 	}
-	if rel.ManagedScope {
-		var loose []string
-		for _, key := range hermesconfig.ManagedKeys(hermesconfig.SettingsFor(rel.Mechanism)) {
-			if !slices.Contains(eff.ManagedKeys, key) {
-				loose = append(loose, key)
-			}
-		}
-		if len(loose) > 0 {
-			p.add(fmt.Sprintf("not pinned in Hermes' managed scope (%s/config.yaml), so the agent could change them: %s",
-				boxlayout.HermesManagedDir, strings.Join(loose, ", ")))
-		}
-	}
+	p.managed(rel, eff)
 	return p.list
 }
 
@@ -179,6 +178,20 @@ func (p *problems) wantNum(what string, got, want float64) {
 	}
 }
 
+// managed names every key of the mechanism the managed scope does not pin.
+func (p *problems) managed(rel pins.HermesRelease, eff Effective) {
+	var loose []string
+	for _, key := range hermesconfig.ManagedKeys(hermesconfig.ManagedSettingsFor(rel.Mechanism)) {
+		if !slices.Contains(eff.ManagedKeys, key) {
+			loose = append(loose, key)
+		}
+	}
+	if len(loose) > 0 {
+		p.add(fmt.Sprintf("not pinned in the managed scope (%s/config.yaml), so the agent could change them: %s",
+			boxlayout.HermesManagedDir, strings.Join(loose, ", ")))
+	}
+}
+
 func (p *problems) plugin(eff Effective) {
 	pl := eff.Plugin
 	switch {
@@ -194,6 +207,10 @@ func (p *problems) plugin(eff Effective) {
 		}
 		if !pl.Wrapped {
 			p.add("the plugin's reviewer, gateway-wait and CLI-prompt wraps are not in place")
+		}
+		if !pl.Bundled {
+			p.add(fmt.Sprintf("Hermes loaded the %s plugin from %s (%s), not root's copy in the Hermes tree's %s",
+				hermesconfig.PluginName, pl.Path, pl.Source, PluginDir))
 		}
 	}
 }

@@ -64,12 +64,18 @@ def reviewer_aux(out):
 
 
 def managed(out):
-    """The keys Hermes' managed scope pins (0.17.0 and later)."""
+    """The keys the managed scope pins: as Hermes reads them (0.17.0 and
+    later), or as the source patch's edits read them (0.16.0)."""
     try:
         from hermes_cli import managed_scope
+        keys = managed_scope.managed_config_keys()
     except ImportError:
-        return
-    out["managedKeys"] = sorted(managed_scope.managed_config_keys())
+        try:
+            from tools import gated_approval
+        except ImportError:
+            return
+        keys = gated_approval.managed_keys()
+    out["managedKeys"] = sorted(keys)
 
 
 def plugin(out, approval):
@@ -83,6 +89,13 @@ def plugin(out, approval):
         info["hooks"] = sorted(loaded.hooks_registered or [])
         module = loaded.module
         info["wrapped"] = bool(module is not None and module.installed(approval))
+        manifest = loaded.manifest
+        info["source"] = str(manifest.source or "")
+        info["path"] = str(manifest.path or "")
+        # Root's copy in the tree's plugins/, not one in HERMES_HOME overriding it.
+        bundled = os.path.realpath(os.path.join(os.getcwd(), "plugins", PLUGIN))
+        info["bundled"] = bool(manifest.source == "bundled" and manifest.path
+                               and os.path.realpath(str(manifest.path)) == bundled)
     out["plugin"] = info
 
 

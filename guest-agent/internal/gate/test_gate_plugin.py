@@ -597,11 +597,15 @@ class TestHermes019(PluginCase):
         self.assertNotIn("model", calls[0])  # Hermes resolves it from auxiliary.approval
 
     def test_plugin_manager_loads_the_plugin_and_fires_its_hooks(self):
-        # The plugin as Hermes loads it: from HERMES_HOME/plugins, enabled by
-        # the seeded plugins.enabled, through hermes_cli.plugins.
-        home = os.environ["HERMES_HOME"]
-        target = os.path.join(home, "plugins", "hermes-box-gate")
+        # The plugin as Hermes loads it: with the bundled plugins (the box
+        # installs it in the tree's plugins/, root's; here a copy of that
+        # directory named by HERMES_BUNDLED_PLUGINS, so the tree stays
+        # untouched), enabled by the seeded plugins.enabled, through
+        # hermes_cli.plugins.
+        bundled = os.path.join(self.tmp, "tree-plugins")
+        target = os.path.join(bundled, "hermes-box-gate")
         os.makedirs(target)
+        self.env("HERMES_BUNDLED_PLUGINS", bundled)
         shutil.copy(os.path.join(PLUGIN_DIR, "gate_plugin.py"), os.path.join(target, "__init__.py"))
         shutil.copy(os.path.join(PLUGIN_DIR, "plugin.yaml"), target)
         shutil.copy(REVIEWER, target)
@@ -616,6 +620,8 @@ class TestHermes019(PluginCase):
         self.addCleanup(plugins.discover_plugins, True)
         loaded = plugins.get_plugin_manager()._plugins["hermes-box-gate"]
         self.assertTrue(loaded.enabled, loaded.error)
+        self.assertEqual((loaded.manifest.source, os.path.realpath(loaded.manifest.path)),
+                         ("bundled", os.path.realpath(target)))
         self.assertEqual(sorted(loaded.hooks_registered), ["post_approval_response", "pre_approval_request"])
         self.assertTrue(loaded.module.installed(self.approval))
         loaded.module.hermes_call = Stub(reply(risk="high", reason="rewrites history"))

@@ -5,11 +5,31 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // managedHeader opens the managed config hermes-box writes.
 const managedHeader = "# Written by hermes-box: the approval gate's settings, pinned in Hermes' managed scope\n" +
 	"# (root-owned; these keys win over HERMES_HOME/config.yaml and `hermes config set` refuses them).\n"
+
+// List as a Setting's value pins the whole list (managed scope only).
+type List []string
+
+// ManagedSettingsFor is what the managed scope pins for a mechanism: its
+// settings, and lists whose every entry loosens the gate, pinned whole:
+// command_allowlist (commands approved for ever without review) empty, and
+// on 0.19's smart-plugin approvals.deny (rules that block without review)
+// as provisioned, so the agent can neither add an allowlist entry nor
+// remove a deny rule; both are edited in the managed file, as root.
+func ManagedSettingsFor(m pins.GateMechanism) []Setting {
+	out := append([]Setting(nil), SettingsFor(m)...)
+	out = append(out, Setting{[]string{"command_allowlist"}, List{}})
+	if m == pins.GateSmartPlugin {
+		out = append(out, Setting{[]string{"approvals", "deny"}, List{}})
+	}
+	return out
+}
 
 // Managed returns the managed scope's config.yaml pinning every setting at
 // its value; a Member pins its list to that one item (so plugins.enabled
@@ -28,8 +48,11 @@ func Managed(settings []Setting) ([]byte, error) {
 			m = child
 		}
 		v := s.Value
-		if item, ok := v.(Member); ok {
+		switch item := v.(type) {
+		case Member:
 			v = []string{string(item)}
+		case List:
+			v = []string(item)
 		}
 		m[s.Path[len(s.Path)-1]] = v
 	}

@@ -5,12 +5,15 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // TestManagedPinsEverySetting decodes the managed config and finds every
 // setting of both mechanisms at its value, and nothing else.
 func TestManagedPinsEverySetting(t *testing.T) {
-	for name, settings := range map[string][]Setting{"source-patch": Settings, "smart-plugin": SmartPluginSettings} {
+	for name, settings := range map[string][]Setting{"source-patch": ManagedSettingsFor(pins.GateSourcePatch),
+		"smart-plugin": ManagedSettingsFor(pins.GateSmartPlugin)} {
 		t.Run(name, func(t *testing.T) {
 			b, err := Managed(settings)
 			if err != nil {
@@ -27,8 +30,11 @@ func TestManagedPinsEverySetting(t *testing.T) {
 			}
 			for _, s := range settings {
 				want := s.Value
-				if item, ok := want.(Member); ok {
+				switch item := want.(type) {
+				case Member:
 					want = []any{string(item)}
+				case List:
+					want = []any{}
 				}
 				key := ""
 				for _, p := range s.Path {
@@ -44,7 +50,7 @@ func TestManagedPinsEverySetting(t *testing.T) {
 			}
 		})
 	}
-	if keys := ManagedKeys(SmartPluginSettings); keys[0] != "approvals.mode" || keys[len(keys)-1] != "terminal.backend" {
+	if keys := ManagedKeys(ManagedSettingsFor(pins.GateSmartPlugin)); keys[0] != "approvals.mode" || keys[len(keys)-1] != "approvals.deny" {
 		t.Errorf("%q", keys)
 	}
 }

@@ -301,6 +301,64 @@ def hardline(command):
 
 
 # ---------------------------------------------------------------------------
+# The managed file: Hermes' managed scope, read here where Hermes has none
+
+MANAGED_DIR = "/etc/hermes"
+
+
+def managed_path():
+    """config.yaml of the managed scope: HERMES_MANAGED_DIR, else /etc/hermes."""
+    return os.path.join(os.environ.get("HERMES_MANAGED_DIR", "").strip() or MANAGED_DIR, "config.yaml")
+
+
+def load_managed():
+    """The managed config as a dict; {} when there is none, or (with a
+    warning, and the health check's red) when it cannot be read."""
+    path = managed_path()
+    try:
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except FileNotFoundError:
+        return {}
+    except Exception as exc:
+        logger.warning("managed config %s unreadable (%s): the gate's settings are not pinned", path, type(exc).__name__)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _merged(base, top):
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def overlay_managed(config):
+    """config with every leaf of the managed config on top of it."""
+    managed = load_managed()
+    if not managed or not isinstance(config, dict):
+        return config
+    return _merged(config, managed)
+
+
+def managed_keys():
+    """The dotted leaf keys the managed config pins (as Hermes 0.17 lists them)."""
+    def flatten(d, prefix):
+        for key, value in d.items():
+            dotted = "%s.%s" % (prefix, key) if prefix else str(key)
+            if isinstance(value, dict) and value:
+                yield from flatten(value, dotted)
+            else:
+                yield dotted
+    return sorted(flatten(load_managed(), ""))
+
+
+# ---------------------------------------------------------------------------
 # Path-qualified commands, judged like bare ones
 
 # Wrappers that run their arguments as a command; they are dropped, with

@@ -208,6 +208,37 @@ class TestDeny(GateTestCase):
                 self.assertEqual(stub.calls, [])
 
 
+class TestManagedFile(unittest.TestCase):
+    """The managed file's leaves win over the user's config (0.16.0 reads it here)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        old = os.environ.get("HERMES_MANAGED_DIR")
+        os.environ["HERMES_MANAGED_DIR"] = self.dir
+        self.addCleanup(lambda: os.environ.__setitem__("HERMES_MANAGED_DIR", old) if old is not None
+                        else os.environ.pop("HERMES_MANAGED_DIR", None))
+
+    def write(self, text):
+        with open(os.path.join(self.dir, "config.yaml"), "w") as f:
+            f.write(text)
+
+    def test_leaves_win_and_siblings_stay(self):
+        self.write("approvals:\n  mode: gated\n  gate:\n    model: gpt-5.5\ncommand_allowlist: []\n")
+        user = {"approvals": {"mode": "off", "timeout": 5, "gate": {"model": "cheap", "scope": "once"}},
+                "command_allowlist": ["*"], "other": 1}
+        got = gate.overlay_managed(user)
+        self.assertEqual(got, {"approvals": {"mode": "gated", "timeout": 5, "gate": {"model": "gpt-5.5", "scope": "once"}},
+                               "command_allowlist": [], "other": 1})
+        self.assertEqual(user["approvals"]["mode"], "off", "the caller's dict is not changed")
+        self.assertEqual(gate.managed_keys(), ["approvals.gate.model", "approvals.mode", "command_allowlist"])
+
+    def test_no_or_unreadable_file_changes_nothing(self):
+        self.assertEqual(gate.overlay_managed({"a": 1}), {"a": 1})
+        self.assertEqual(gate.managed_keys(), [])
+        self.write("approvals: [unclosed\n")
+        self.assertEqual(gate.overlay_managed({"a": 1}), {"a": 1})
+
+
 class TestBareCommands(unittest.TestCase):
     """Every spelling of a command word meets the rules written for the bare one."""
 
@@ -465,6 +496,23 @@ class TestPatchedHermes(GateTestCase):
         self.with_reply(reply(risk="high"))
         result = self.approval.check_all_command_guards("rm -r ./build", "local")
         self.assertFalse(result["approved"])  # the stubbed human said deny
+
+    def test_managed_file_wins_over_the_users_config(self):
+        managed = tempfile.mkdtemp()
+        with open(os.path.join(managed, "config.yaml"), "w") as f:
+            f.write("approvals:\n  mode: gated\n  cron_mode: deny\ncommand_allowlist: []\n")
+        with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w") as f:
+            f.write("approvals:\n  mode: 'off'\n  cron_mode: approve\ncommand_allowlist:\n- '*'\n")
+        old = os.environ.get("HERMES_MANAGED_DIR")
+        os.environ["HERMES_MANAGED_DIR"] = managed
+        self.addCleanup(lambda: os.environ.__setitem__("HERMES_MANAGED_DIR", old) if old is not None
+                        else os.environ.pop("HERMES_MANAGED_DIR", None))
+        self.assertEqual(self.approval._get_approval_mode(), "gated")
+        self.assertEqual(self.approval._get_cron_approval_mode(), "deny")
+        self.assertEqual(self.approval.load_permanent_allowlist(), set())
+        os.environ["HERMES_MANAGED_DIR"] = tempfile.mkdtemp()  # no managed file: the user's config shows
+        self.assertEqual(self.approval._get_approval_mode(), "off")
+        self.assertEqual(self.approval._get_cron_approval_mode(), "approve")
 
     def test_path_qualified_commands_meet_hermes_lists(self):
         """The patched Hermes' hardline and dangerous lists judge every

@@ -11,7 +11,7 @@ import (
 
 // doctorRows are the rows of every doctor run, in order.
 var doctorRows = []string{"flags", "boot", "vmm-confined", "loopback-ports", "exec-exit-status", "exec-timeout",
-	"exec-stdin-8mib", "pack-layout"}
+	"exec-stdin-8mib", "pack-layout", "secrets-dropped"}
 
 // TestDoctorAcrossProfiles runs `hermes-box doctor --json` on each profile
 // of the fake: 1.0.4, 1.9.3 and 1.25.4 pass every row and leave no machine

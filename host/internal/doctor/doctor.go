@@ -2,13 +2,14 @@
 // hermes-box: with a throwaway machine it measures, one row per capability,
 // what hermes-box relies on (boot, exec's exit statuses and --timeout, a
 // large exec -i, loopback-only published ports, the VMM's confinement, the
-// pack layout), and records the verdict for that smolvm binary (path and
+// pack layout, secrets dropped by create --from), and records the verdict for that smolvm binary (path and
 // content hash), so that a release outside the table that passes is
 // accepted and a failing one is refused naming the row.
 package doctor
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ const (
 	RowTimeout     = "exec-timeout"
 	RowLargeStdin  = "exec-stdin-8mib"
 	RowPackLayout  = "pack-layout"
+	RowSecrets     = "secrets-dropped"
 	verdictPass    = "pass"
 	verdictFail    = "fail"
 	verdictNotRun  = "not-run"
@@ -113,7 +115,7 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	}
 	rep := &Report{Run: now().UTC().Format(time.RFC3339), Machine: d.Name}
 	defer d.cleanup()
-	s := &state{d: d, rep: rep}
+	s := &state{d: d, rep: rep, probeValue: rand.Text()}
 	s.row(ctx, RowFlags, s.flags)
 	s.row(ctx, RowBoot, s.boot)
 	s.row(ctx, RowVMM, s.vmm)
@@ -124,6 +126,7 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	s.row(ctx, RowTimeout, s.timeout)
 	s.row(ctx, RowLargeStdin, s.largeStdin)
 	s.row(ctx, RowPackLayout, s.packLayout)
+	s.row(ctx, RowSecrets, s.secrets)
 	rep.Passed = len(rep.Failed()) == 0
 	if rep.Smolvm == "" {
 		return rep, nil // nothing to record a verdict for
@@ -152,6 +155,8 @@ type state struct {
 	d       *Doctor
 	rep     *Report
 	blocked string // the row whose failure stops the rest
+	// probeValue is the throwaway secret's value (secrets row).
+	probeValue string
 }
 
 // row runs one row, bounded, unless an earlier one it needs failed.
@@ -168,7 +173,7 @@ func (s *state) row(ctx context.Context, name string, fn func(context.Context) (
 	if err != nil {
 		r.Verdict, r.Detail = verdictFail, err.Error()
 		switch name {
-		case RowFlags, RowBoot:
+		case RowFlags, RowBoot, RowPackLayout: // the rows after need what they make
 			s.blocked = name
 		}
 	}

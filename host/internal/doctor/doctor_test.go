@@ -21,6 +21,8 @@ type fakeVM struct {
 	status      int  // what `sh -c "exit 7"` returns
 	noTimeout   bool // --timeout is ignored
 	corrupt     bool // exec -i loses a byte
+	deliver     bool // --secret-env reaches a machine created --from
+	secret      string
 	recorded    *smolvm.DoctorRun
 	deleted     []string
 	machineSeen map[string]bool
@@ -32,6 +34,9 @@ func (f *fakeVM) Release(context.Context) (pins.SmolvmRelease, error) {
 func (f *fakeVM) Unlisted() bool { return true }
 func (f *fakeVM) Create(_ context.Context, s smolvm.CreateSpec) error {
 	f.machineSeen[s.Name] = true
+	if p := s.SecretProbe; p != nil && f.deliver {
+		f.secret = p.Value
+	}
 	return nil
 }
 func (f *fakeVM) Update(context.Context, smolvm.UpdateSpec) error { return nil }
@@ -57,6 +62,12 @@ func (f *fakeVM) Exec(_ context.Context, s smolvm.ExecSpec) (smolvm.Result, erro
 			return smolvm.Result{}, nil
 		}
 		return smolvm.Result{ExitCode: smolvm.ExitTimeout}, smolvm.ErrTimeout
+	case "printenv":
+		if f.secret == "" {
+			return smolvm.Result{ExitCode: 1}, nil
+		}
+		fmt.Fprintln(s.Stdout, f.secret)
+		return smolvm.Result{}, nil
 	case "sha256sum":
 		b, _ := io.ReadAll(s.Stdin)
 		if f.corrupt {
@@ -94,6 +105,7 @@ func TestRowsFail(t *testing.T) {
 		{"exit status", fakeVM{status: 1}, nil, []string{RowExitStatus}, "a guest command that exits 7 gave smolvm exit status 1"},
 		{"timeout ignored", fakeVM{status: probeStatus, noTimeout: true}, nil, []string{RowTimeout}, "--timeout 1s: a 60 s command ended with status 0, not 124"},
 		{"stdin corrupted", fakeVM{status: probeStatus, corrupt: true}, nil, []string{RowLargeStdin}, "the guest's digest of the 8 MiB sent is"},
+		{"secrets delivered", fakeVM{status: probeStatus, deliver: true}, nil, []string{RowSecrets}, "--secret-env on create --from: delivered true, but the row of smolvm 1.25.4 says false"},
 		{"wide listener", fakeVM{status: probeStatus}, errors.New("port listens on 0.0.0.0"), []string{RowPorts}, "port listens on 0.0.0.0"},
 	}
 	for _, tt := range tests {

@@ -23,6 +23,9 @@ const (
 	// packCacheBytes raises the extraction cache for the packed machine
 	// as hermes-box does for the box.
 	packCacheBytes = 16 << 30
+	// The throwaway secret reference of the secrets row.
+	probeGuestVar = "HBX_DOCTOR_SECRET"
+	probeHostVar  = "HBX_DOCTOR_SECRET_HOST"
 )
 
 // exitStatus: a guest command's status comes back as smolvm's own.
@@ -87,7 +90,8 @@ func (s *state) packLayout(ctx context.Context) (string, error) {
 		return "", err
 	}
 	packed := d.Name + "-packed"
-	if err := d.VM.Create(ctx, smolvm.CreateSpec{Name: packed, From: out + ".smolmachine", PackCacheMaxBytes: packCacheBytes}); err != nil {
+	if err := d.VM.Create(ctx, smolvm.CreateSpec{Name: packed, From: out + ".smolmachine", PackCacheMaxBytes: packCacheBytes,
+		SecretProbe: &smolvm.SecretProbe{SecretRef: smolvm.SecretRef{Guest: probeGuestVar, Host: probeHostVar}, Value: s.probeValue}}); err != nil {
 		return "", err
 	}
 	if err := d.VM.CheckExtracted(ctx, packed); err != nil {
@@ -98,4 +102,33 @@ func (s *state) packLayout(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("packed, and created from the pack with its layers in place (%s layout)", r.Extract), nil
+}
+
+// secrets: the machine created --from the pack with a --secret-env
+// reference (packLayout) is started and asked for the variable: smolvm
+// must treat it as the release's row says (every release read drops it,
+// and hermes-box delivers secrets its own way).
+func (s *state) secrets(ctx context.Context) (string, error) {
+	d := s.d
+	packed := d.Name + "-packed"
+	r, err := d.VM.Release(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := d.VM.Start(ctx, packed); err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	res, err := d.VM.Exec(ctx, smolvm.ExecSpec{Name: packed, Argv: []string{"printenv", probeGuestVar}, Stdout: &out})
+	if err != nil {
+		return "", err
+	}
+	delivered := res.ExitCode == 0 && strings.TrimSpace(out.String()) == s.probeValue
+	if delivered != r.SecretRefsOnCreateFrom {
+		return "", fmt.Errorf("--secret-env on create --from: delivered %v, but the row of smolvm %s says %v", delivered, r.Version, r.SecretRefsOnCreateFrom)
+	}
+	if delivered {
+		return "--secret-env reaches a machine created --from", nil
+	}
+	return "--secret-env is dropped on create --from, as hermes-box expects (it delivers secrets itself)", nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,17 @@ type CreateSpec struct {
 	// this call (SMOLVM_PACK_CACHE_MAX_BYTES), so 1.0.4 does not evict the
 	// layers it has just extracted.
 	PackCacheMaxBytes int64
+	// SecretProbe is for hermes-box doctor alone: one --secret-env
+	// GUEST=HOST passed on create --from even where the row says smolvm
+	// drops it, with HOST set to a throwaway value in smolvm's
+	// environment, so the doctor sees whether it does.
+	SecretProbe *SecretProbe
+}
+
+// SecretProbe is a throwaway secret reference and its value.
+type SecretProbe struct {
+	SecretRef
+	Value string
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -84,6 +96,9 @@ func (s CreateSpec) Args() ([]string, error) {
 	}
 	for _, r := range s.SecretEnv {
 		args = append(args, "--secret-env", r.Guest+"="+r.Host)
+	}
+	if p := s.SecretProbe; p != nil {
+		args = append(args, "--secret-env", p.Guest+"="+p.Host)
 	}
 	if s.Net {
 		args = append(args, "--net")
@@ -119,7 +134,11 @@ func (s CreateSpec) check() error {
 			errs = append(errs, fmt.Errorf("invalid environment entry for %q: want KEY=VALUE", k))
 		}
 	}
-	for _, r := range s.SecretEnv {
+	refs := s.SecretEnv
+	if p := s.SecretProbe; p != nil {
+		refs = append(slices.Clone(refs), p.SecretRef)
+	}
+	for _, r := range refs {
 		if !envName.MatchString(r.Guest) || !envName.MatchString(r.Host) {
 			errs = append(errs, fmt.Errorf("invalid secret mapping %s=%s", r.Guest, r.Host))
 		}
@@ -166,6 +185,9 @@ func (d *Driver) Create(ctx context.Context, s CreateSpec) error {
 	c := Cmd{Args: args}
 	if s.PackCacheMaxBytes > 0 {
 		c.Env = []string{PackCacheEnv + "=" + strconv.FormatInt(s.PackCacheMaxBytes, 10)}
+	}
+	if p := s.SecretProbe; p != nil {
+		c.Env = append(c.Env, p.Host+"="+p.Value)
 	}
 	_, err = d.run(ctx, "machine create", s.Name, c)
 	return err

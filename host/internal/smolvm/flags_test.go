@@ -209,3 +209,16 @@ func FuzzListedFlags(f *testing.F) {
 		}
 	})
 }
+
+// TestSecretProbe: the doctor's throwaway reference is passed on create
+// --from where a mapped secret would be refused, its value only in
+// smolvm's environment, never in argv.
+func TestSecretProbe(t *testing.T) {
+	r := &versioned{version: "1.0.4"}
+	err := New(r).Create(context.Background(), CreateSpec{Name: "doc-packed", From: "/d/doctor.smolmachine",
+		SecretProbe: &SecretProbe{SecretRef: SecretRef{Guest: "G", Host: "H"}, Value: "v4lue"}})
+	if err != nil || r.argv(0) != "machine create --name doc-packed --from /d/doctor.smolmachine --secret-env G=H" ||
+		strings.Join(r.calls[0].Env, " ") != "H=v4lue" {
+		t.Errorf("%v: %q %q", err, r.argv(0), r.calls[0].Env)
+	}
+}

@@ -50,7 +50,9 @@ def main():
     aux._read_codex_access_token = lambda: "test-token"
     aux._select_pool_entry = lambda provider: (False, None)
     aux._create_openai_client = client
-    plugins = os.path.join(os.environ["HERMES_HOME"], "plugins")
+    # The tree's plugins/, where the box installs the plugin, unless the test
+    # names another (the installed plugin run with an unedited tree).
+    plugins = os.environ.get("HBX_TEST_GATE_PLUGINS") or os.path.join(os.getcwd(), "plugins")
     sys.path.insert(0, plugins)
     plugin = importlib.import_module("hermes-box-gate")
     decision = plugin.review("rm -r ./build", "recursive delete")

@@ -1,4 +1,5 @@
 """Fixture: the plugin-manager lines of Hermes 0.19.0 the gate relies on."""
+from pathlib import Path
 from typing import Callable
 
 VALID_HOOKS = {
@@ -8,6 +9,10 @@ VALID_HOOKS = {
 }
 
 
+def get_bundled_plugins_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "plugins"
+
+
 class PluginContext:
     def register_hook(self, hook_name: str, callback: Callable) -> None:
         pass
@@ -15,6 +20,6 @@ class PluginContext:
 
 class PluginManager:
     def _discover_and_load_inner(self) -> None:
-        user_dir = get_hermes_home() / "plugins"
+        repo_plugins = get_bundled_plugins_dir()
         enabled = _get_enabled_plugins()  # None = opt-in default (nothing enabled)
-        return user_dir, enabled
+        return repo_plugins, enabled

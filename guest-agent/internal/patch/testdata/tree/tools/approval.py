@@ -36,8 +36,40 @@ def detect_dangerous_command(command: str) -> tuple:
 # =========================================================================
 
 
-def _get_approval_config():
+def load_config():
     return {}
+
+
+def cfg_get(config, *keys, default=None):
+    for key in keys:
+        config = config.get(key, {}) if isinstance(config, dict) else {}
+    return config or default
+
+
+def _get_approval_config():
+    try:
+        config = load_config()
+        return config.get("approvals", {}) or {}
+    except Exception:
+        return {}
+
+
+def _get_cron_approval_mode():
+    try:
+        config = load_config()
+        mode = str(cfg_get(config, "approvals", "cron_mode", default="deny")).lower().strip()
+        return "approve" if mode == "approve" else "deny"
+    except Exception:
+        return "deny"
+
+
+def load_permanent_allowlist():
+    try:
+        config = load_config()
+        patterns = set(config.get("command_allowlist", []) or [])
+        return patterns
+    except Exception:
+        return set()
 
 
 def _normalize_approval_mode(mode):
