@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -54,17 +52,9 @@ func (t *agent) forgeProof() int {
 // line format for every outside probe that was blocked, as the VMM would
 // have while the probes ran.
 func (t *agent) vmmDenies(req protocol.Request) int {
-	var line, out bytes.Buffer
-	if err := protocol.WriteRequest(&line, req); err != nil {
-		return 2
-	}
-	cmd := exec.Command(realAgent, "--root", t.root, "relay")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.MultiReader(&line, t.in), &out, os.Stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	var out bytes.Buffer
+	code, err := t.relayReal(req, &out)
+	if err != nil {
 		t.fail("netprobe: %v", err)
 		return 1
 	}
