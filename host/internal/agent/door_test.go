@@ -72,12 +72,8 @@ func doorViolations(t *testing.T, root string) []string {
 				if isSel(n.Type, "protocol", "Request") {
 					at(n, "builds an agent request")
 				}
-				if arr, ok := n.Type.(*ast.ArrayType); ok && isIdent(arr.Elt, "string") && len(n.Elts) > 0 {
-					if lit, ok := n.Elts[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						if w, _ := strconv.Unquote(lit.Value); words[w] {
-							at(n, "builds the argv of agent verb "+w)
-						}
-					}
+				if w := verbArgv(n, words); w != "" {
+					at(n, "builds the argv of agent verb "+w)
 				}
 			}
 			return true
@@ -88,6 +84,26 @@ func doorViolations(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return found
+}
+
+// verbArgv is the verb word of a []string literal that is an agent argv:
+// one that starts with a verb's first word, or with the agent's path
+// (boxlayout.AgentPath) and then one, as a command run by smolvm exec.
+func verbArgv(n *ast.CompositeLit, words map[string]bool) string {
+	arr, ok := n.Type.(*ast.ArrayType)
+	if !ok || !isIdent(arr.Elt, "string") || len(n.Elts) == 0 {
+		return ""
+	}
+	first := 0
+	if sel, ok := n.Elts[0].(*ast.SelectorExpr); ok && sel.Sel.Name == "AgentPath" && len(n.Elts) > 1 {
+		first = 1
+	}
+	if lit, ok := n.Elts[first].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+		if w, _ := strconv.Unquote(lit.Value); words[w] {
+			return w
+		}
+	}
+	return ""
 }
 
 func isSel(e ast.Expr, pkg, name string) bool {
@@ -127,18 +143,21 @@ import (
 	"context"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 func f(ctx context.Context, tr relay.Transport) {
 	argv := []string{"services", "status", "--json"}
+	keys := []string{boxlayout.AgentPath, "hostkeys"}
 	_, _ = tr.Run(ctx, protocol.Request{Argv: argv}, nil, nil, nil)
 	_ = protocol.WriteRequest(nil, protocol.Request{})
+	_ = keys
 }
 `
 	writeFile(t, filepath.Join(dir, "bad.go"), src)
 	got := doorViolations(t, root)
-	for _, want := range []string{"imports the relay", "builds the argv of agent verb services", "runs a transport", "builds an agent request", "writes an agent request"} {
+	for _, want := range []string{"imports the relay", "builds the argv of agent verb services", "builds the argv of agent verb hostkeys", "runs a transport", "builds an agent request", "writes an agent request"} {
 		if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, want) }) {
 			t.Errorf("not caught: %s (found %q)", want, got)
 		}

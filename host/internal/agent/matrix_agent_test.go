@@ -128,6 +128,8 @@ func answerOf(argv []string, stdin []byte, text string) []byte {
 		v = protocol.ExecutorStatus{Current: &protocol.ExecutorRelease{Name: text, ImageReference: "ghcr.io/x" + text, ManifestDigest: text}}
 	case "executor refresh-discovery":
 		v = protocol.DiscoveryRefresh{Restarted: false, BootID: text}
+	case "hostkeys":
+		v = protocol.HostKeys{Keys: []protocol.HostKey{{Type: "ssh-ed25519" + text, Path: "/etc/ssh/k.pub" + text, Fingerprint: "SHA256:" + text, PublicKey: text}}}
 	case "audit raw":
 		// A valid chain whose command carries the text: shown by audit.
 		return []byte(auditchaintest.Log(auditchaintest.Entry{Command: "ls " + text, Decision: "deny", Risk: "high", Reason: text, Time: "t"}))

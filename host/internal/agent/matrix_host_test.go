@@ -99,6 +99,14 @@ var uses = map[*agent.Verb]use{
 	agent.SnapshotApply: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
 		return c.SnapshotApply(ctx, strings.NewReader(strings.Repeat("t", 64<<10)))
 	},
+	agent.Netcheck: func(ctx context.Context, c *agent.Client, _ io.Writer) error { return c.Netcheck(ctx, "") },
+	agent.HostKeys: func(ctx context.Context, c *agent.Client, w io.Writer) error {
+		hk, err := c.HostKeys(ctx)
+		for _, k := range hk.Keys {
+			fmt.Fprintf(w, "%s %s %s\n", k.Type, k.Path, k.Fingerprint)
+		}
+		return err
+	},
 	agent.Provision: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
 		return c.Provision(ctx, agent.ProvisionArgs{AuthorizedKeys: "/tmp/k", HermesCommit: "0123456789abcdef0123456789abcdef01234567"})
 	},

@@ -206,6 +206,36 @@ func (c *Client) SnapshotApply(ctx context.Context, r io.Reader) error {
 	return c.Call(ctx, SnapshotApply, nil, r, nil)
 }
 
+// Netcheck asks a builder whether it has an IPv4 default route and DNS for
+// the package host (host, when not empty, instead); the agent exits 1, an
+// *ExitError saying why, when not.
+func (c *Client) Netcheck(ctx context.Context, host string) error {
+	var args []string
+	if host != "" {
+		args = []string{"--host", host}
+	}
+	return c.Call(ctx, Netcheck, args, nil, nil)
+}
+
+// HostKeys is the guest's SSH host keys, each field one line.
+func (c *Client) HostKeys(ctx context.Context) (protocol.HostKeys, error) {
+	var hk protocol.HostKeys
+	if err := c.decode(ctx, HostKeys, nil, &hk); err != nil {
+		return hk, err
+	}
+	if len(hk.Keys) > maxHostKeys {
+		return protocol.HostKeys{}, fmt.Errorf("agent %s listed %d keys, more than %d", HostKeys.Name(), len(hk.Keys), maxHostKeys)
+	}
+	for i, k := range hk.Keys {
+		hk.Keys[i] = protocol.HostKey{Type: Line(k.Type, 64), Path: Line(k.Path, maxFieldValue),
+			Fingerprint: Line(k.Fingerprint, 128), PublicKey: Line(k.PublicKey, 16*int(kib))}
+	}
+	return hk, nil
+}
+
+// maxHostKeys bounds the host keys an answer lists (sshd has a few).
+const maxHostKeys = 16
+
 // ProvisionArgs is what provision is told: where the project's key was
 // uploaded and which Hermes commit to install; the digests of artifacts
 // the pins do not cover are given only when configured.

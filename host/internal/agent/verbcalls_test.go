@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,13 @@ func TestTypedAnswersAreOneLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{r.Services[0].Name, string(r.Services[0].State), st.Services[0].Name, p.Time, string(p.Probes[0].Class), p.Probes[0].Target, p.Probes[0].Detail} {
+	hk, err := New(answerTransport{out: mustJSON(t, protocol.HostKeys{Keys: []protocol.HostKey{{Type: forged, Path: forged, Fingerprint: forged, PublicKey: forged}}})}, nil).HostKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := hk.Keys[0]
+	for _, s := range []string{r.Services[0].Name, string(r.Services[0].State), st.Services[0].Name, p.Time, string(p.Probes[0].Class), p.Probes[0].Target, p.Probes[0].Detail,
+		k.Type, k.Path, k.Fingerprint, k.PublicKey} {
 		if hasControl(s) {
 			t.Errorf("%q is not one line", s)
 		}
@@ -63,5 +70,35 @@ func TestTypedAnswersAreOneLine(t *testing.T) {
 	many := netproof.Proof{Mode: "none", Probes: make([]netproof.Probe, maxProbes+1)}
 	if _, err := New(answerTransport{out: mustJSON(t, many)}, nil).Netprobe(t.Context(), netproof.Plan{Mode: "none"}); err == nil || !strings.Contains(err.Error(), "probes") {
 		t.Errorf("a proof of %d probes: %v", maxProbes+1, err)
+	}
+	keys := protocol.HostKeys{Keys: make([]protocol.HostKey, maxHostKeys+1)}
+	if _, err := New(answerTransport{out: mustJSON(t, keys)}, nil).HostKeys(t.Context()); err == nil || !strings.Contains(err.Error(), "keys") {
+		t.Errorf("%d host keys: %v", maxHostKeys+1, err)
+	}
+}
+
+// argvTransport records the argv of the request it runs.
+type argvTransport struct{ argv *[]string }
+
+func (a argvTransport) Run(_ context.Context, req protocol.Request, _ io.Reader, _ io.Writer, _ func(protocol.Event)) (int, error) {
+	*a.argv = req.Argv
+	return 0, nil
+}
+
+// TestNetcheckArgv: the builder's netcheck resolves its default host, or
+// the one it is given.
+func TestNetcheckArgv(t *testing.T) {
+	tests := []struct {
+		host string
+		want []string
+	}{
+		{"", []string{"netcheck"}},
+		{"archive.ubuntu.com", []string{"netcheck", "--host", "archive.ubuntu.com"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		if err := New(argvTransport{&got}, nil).Netcheck(t.Context(), tt.host); err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("Netcheck(%q) ran %q (%v), want %q", tt.host, got, err, tt.want)
+		}
 	}
 }

@@ -48,7 +48,9 @@ const (
 )
 
 // The verbs the host calls. Each call goes through Client.Call with one of
-// them; the README's table of caps and deadlines is this one.
+// them; the README's table of caps and deadlines is this one. Netcheck,
+// HostKeys and Provision run only through smolvm exec (relay.Exec with
+// Direct): the agent refuses them through the relay.
 var (
 	Health = &Verb{Argv: []string{"health", "--json"}, Result: "health.Report",
 		Stdout: mib, Stderr: maxEvents, Deadline: 30 * time.Second}
@@ -82,6 +84,10 @@ var (
 		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
+	Netcheck = &Verb{Argv: []string{"netcheck"}, Args: []string{"[--host NAME]"}, Result: "netcheck.Result (exit 1: not ready)",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 10 * time.Second}
+	HostKeys = &Verb{Argv: []string{"hostkeys"}, Result: "protocol.HostKeys",
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
 	Provision = &Verb{Argv: []string{"provision"}, Args: []string{"FLAGS…"}, Result: "none",
 		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
 )
@@ -89,4 +95,4 @@ var (
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
 	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
-	SnapshotWrite, SnapshotApply, Provision}
+	SnapshotWrite, SnapshotApply, Netcheck, HostKeys, Provision}

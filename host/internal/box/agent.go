@@ -82,6 +82,14 @@ func (b *Box) execRelay(machine string) *relay.Exec {
 	return &relay.Exec{Machine: machine, Execer: b.vm}
 }
 
+// directRelay is the smolvm-exec transport that runs a verb the agent
+// refuses through the relay (builder and out-of-band verbs) directly.
+func (b *Box) directRelay(machine string) *relay.Exec {
+	tr := b.execRelay(machine)
+	tr.Direct = true
+	return tr
+}
+
 // health asks the agent for its report (the cheap checks, as status shows).
 func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
 	return b.client(tr).Health(ctx, false)

@@ -65,7 +65,6 @@ type Box struct {
 // timings bounds every wait of the lifecycle.
 type timings struct {
 	netBoots, netProbes int           // builder network readiness: boots × probes
-	netProbeTimeout     time.Duration // one netcheck
 	netProbeInterval    time.Duration // between netchecks
 	netTotal            time.Duration // all boots together
 	pollInterval        time.Duration // port and health polling
@@ -78,7 +77,7 @@ type timings struct {
 }
 
 func defaultTimings() timings {
-	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: time.Second,
+	return timings{netBoots: 3, netProbes: 15, netProbeInterval: time.Second,
 		netTotal: 5 * time.Minute, pollInterval: 500 * time.Millisecond, startupDeadline: 20 * time.Minute,
 		callTimeout: 30 * time.Second, cleanupTimeout: cleanupTimeout, interruptGrace: backup.InterruptTimeout,
 		heartbeat: 5 * time.Second, machineCheck: 3 * time.Second}
@@ -96,7 +95,7 @@ func defaultTimings() timings {
 const cleanupTimeout = 15 * time.Second
 
 func fastTimings() timings {
-	return timings{netBoots: 3, netProbes: 15, netProbeTimeout: 5 * time.Second, netProbeInterval: 5 * time.Millisecond,
+	return timings{netBoots: 3, netProbes: 15, netProbeInterval: 5 * time.Millisecond,
 		netTotal: time.Minute, pollInterval: 20 * time.Millisecond, startupDeadline: 30 * time.Second,
 		callTimeout: 15 * time.Second, cleanupTimeout: 15 * time.Second, interruptGrace: 2 * time.Second,
 		// The tests' waits are short and check exact smolvm conversations:

@@ -165,26 +165,11 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 	return err
 }
 
+// netcheck runs the agent's netcheck on the builder through smolvm exec;
+// the test hook names the host it resolves instead of its default (the
+// Ubuntu archive for the guest's architecture).
 func (b *Box) netcheck(ctx context.Context, name string) error {
-	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: netcheckArgv(hookValue(hooks.netcheckHost)), Timeout: b.timing.netProbeTimeout})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("netcheck exited with status %d: %s", res.ExitCode, tail(res.Stderr))
-	}
-	return nil
-}
-
-// netcheckArgv is the agent's netcheck command; host, when not empty, is
-// the name it resolves instead of its default (the Ubuntu archive for the
-// guest's architecture).
-func netcheckArgv(host string) []string {
-	argv := []string{boxlayout.AgentPath, "netcheck"}
-	if host != "" {
-		argv = append(argv, "--host", host)
-	}
-	return argv
+	return agent.New(b.directRelay(name), nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
 }
 
 func (b *Box) cycleBuilder(ctx context.Context, name string) error {

@@ -2,7 +2,6 @@ package box
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -15,7 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
-	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // packCacheMaxBytes raises smolvm 1.0.4's extraction-cache cap (5 GiB) to
@@ -125,18 +123,9 @@ func (b *Box) pinHostKey(ctx context.Context, name string) error {
 }
 
 func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
-	defer cancel()
-	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "hostkeys"}})
+	hk, err := b.client(b.directRelay(name)).HostKeys(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("agent hostkeys exited with status %d: %s", res.ExitCode, tail(res.Stderr))
-	}
-	var hk protocol.HostKeys
-	if err := json.Unmarshal(res.Stdout, &hk); err != nil {
-		return nil, fmt.Errorf("decoding the host keys of %s: %w", name, err)
+		return nil, fmt.Errorf("reading the host keys of %s: %w", name, err)
 	}
 	for _, k := range hk.Keys {
 		if k.Type != ssh.KeyAlgoED25519 {

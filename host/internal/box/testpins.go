@@ -81,8 +81,7 @@ func testPinFiles(dir string) ([]string, error) {
 // runs directly (the agent does not allow it through the relay), with the
 // test pins' environment when the hook is set.
 func (b *Box) provisionTransport(name string, env []string) *relay.Exec {
-	tr := b.execRelay(name)
-	tr.Direct = true
+	tr := b.directRelay(name)
 	tr.Env = env
 	return tr
 }

@@ -207,18 +207,3 @@ func TestStartSecretsOnlyForTheBox(t *testing.T) {
 		t.Fatalf("missing host variable: %v", err)
 	}
 }
-
-func TestNetcheckArgv(t *testing.T) {
-	tests := []struct {
-		host string
-		want []string
-	}{
-		{"", []string{"/usr/local/sbin/hermes-box-agent", "netcheck"}},
-		{"archive.ubuntu.com", []string{"/usr/local/sbin/hermes-box-agent", "netcheck", "--host", "archive.ubuntu.com"}},
-	}
-	for _, tt := range tests {
-		if got := netcheckArgv(tt.host); !slices.Equal(got, tt.want) {
-			t.Errorf("netcheckArgv(%q) = %q, want %q", tt.host, got, tt.want)
-		}
-	}
-}

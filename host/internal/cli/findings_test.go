@@ -272,7 +272,7 @@ func TestHostKeyRepin(t *testing.T) {
 		t.Fatal("the refused repin changed the pin")
 	}
 	r := mustRun(t, h, "hostkey", "repin", "--yes")
-	if !regexp.MustCompile(`^pinned SHA256:\S+ \(was SHA256:\S+\)\n$`).MatchString(r.stdout) || !slicesContain(lines(r.calls), `machine exec --name `+machine) {
+	if !regexp.MustCompile(`^pinned SHA256:\S+ \(was SHA256:\S+\)\n$`).MatchString(r.stdout) || !slicesContain(lines(r.calls), `machine exec --stream --name `+machine) {
 		t.Errorf("hostkey repin --yes: %q %v", r.stdout, lines(r.calls))
 	}
 	if got := readFile(t, pin); string(got) != string(good) {
