@@ -116,6 +116,12 @@ type Proof struct {
 	// Unproven is the host's note of the planned probes the proof lacks
 	// (Covers); the agent never sets it.
 	Unproven string `json:"unproven,omitempty"`
+	// Confirmed and Evidence are the host's check of the proof against
+	// what smolvm recorded outside the box (its egress denials): Confirmed
+	// when they agree, Evidence saying what was found. The host sets both;
+	// what the agent sends there is discarded.
+	Confirmed bool   `json:"confirmed,omitempty"`
+	Evidence  string `json:"evidence,omitempty"`
 }
 
 // Verdict returns nil when every probe holds and there was at least one

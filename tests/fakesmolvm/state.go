@@ -185,18 +185,19 @@ func (errDBLocked) Error() string { return "Database already open. Cannot acquir
 // dispatch runs one parsed subcommand.
 func (f *fake) dispatch(in *smolvmcli.Invocation) int {
 	handlers := map[string]func(*smolvmcli.Invocation) error{
-		"machine create":   f.create,
-		"machine start":    f.start,
-		"machine stop":     f.stop,
-		"machine delete":   f.delete,
-		"machine status":   f.status,
-		"machine ls":       f.list,
-		"machine update":   f.update,
-		"machine data-dir": f.dataDir,
-		"machine cp":       f.copy,
-		"pack create":      f.pack,
-		"machine pause":    f.pause,
-		"machine resume":   f.resume,
+		"machine create":        f.create,
+		"machine start":         f.start,
+		"machine stop":          f.stop,
+		"machine delete":        f.delete,
+		"machine status":        f.status,
+		"machine ls":            f.list,
+		"machine update":        f.update,
+		"machine data-dir":      f.dataDir,
+		"machine egress-events": f.egressEvents,
+		"machine cp":            f.copy,
+		"pack create":           f.pack,
+		"machine pause":         f.pause,
+		"machine resume":        f.resume,
 	}
 	switch in.Command.Name() {
 	case "machine exec":

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -74,6 +75,10 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return t.gateSkipped(req), true
 	case "then-exit-1":
 		return t.realThen(req, func(io.Writer) int { return 1 }), true
+	case "forge":
+		return t.forgeProof(), true
+	case "vmm-denies":
+		return t.vmmDenies(req), true
 	case "then-pad":
 		return t.realThen(req, func(w io.Writer) int { return flood(w, nil, []byte("P")) }), true
 	}
@@ -126,14 +131,9 @@ func (t *agent) escape(req protocol.Request) int {
 // real report with a failed "gate" check, which the agent downplays as
 // info to slip past the host.
 func (t *agent) gateSkipped(req protocol.Request) int {
-	var line, out bytes.Buffer
-	if err := protocol.WriteRequest(&line, req); err != nil {
-		return 2
-	}
-	cmd := exec.Command(realAgent, "--root", t.root, "relay")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &line, &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.fail("health: %v", err)
+	var out bytes.Buffer
+	if code, err := t.relayReal(req, &out); err != nil || code != 0 {
+		t.fail("health: exit %d, %v", code, err)
 		return 1
 	}
 	var r health.Report
@@ -152,17 +152,29 @@ func (t *agent) gateSkipped(req protocol.Request) int {
 // realThen answers as the real agent does, then runs tail on stdout and
 // exits with its status: the whole answer sent, then a failure or padding.
 func (t *agent) realThen(req protocol.Request, tail func(io.Writer) int) int {
-	var line bytes.Buffer
-	if err := protocol.WriteRequest(&line, req); err != nil {
-		return 2
-	}
-	cmd := exec.Command(realAgent, "--root", t.root, "relay")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &line, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.fail("%s: %v", req.Argv[0], err)
+	if code, err := t.relayReal(req, os.Stdout); err != nil || code != 0 {
+		t.fail("%s: exit %d, %v", req.Argv[0], code, err)
 		return 1
 	}
 	return tail(os.Stdout)
+}
+
+// relayReal runs req through the real agent's relay, with the rest of
+// stdin, its output to stdout, and returns its exit status; the error is
+// for an agent that could not run.
+func (t *agent) relayReal(req protocol.Request, stdout io.Writer) (int, error) {
+	var line bytes.Buffer
+	if err := protocol.WriteRequest(&line, req); err != nil {
+		return 2, err
+	}
+	cmd := exec.Command(realAgent, "--root", t.root, "relay")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.MultiReader(&line, t.in), stdout, os.Stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
 }
 
 // flood writes prefix, then fill until floodBytes or a write fails.

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/secrets"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -65,7 +66,7 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 			return err
 		}
 		done := b.ui.Step("network", "proving network mode "+plan.Mode+" in "+name)
-		_, err = netmode.Prove(ctx, call, nil, b.cfg.StateDir(), name, plan)
+		_, err = netmode.Prove(ctx, call, nil, b.cfg.StateDir(), name, plan, b.egressDenials(ctx, name))
 		done(err)
 		if err != nil {
 			return err
@@ -150,4 +151,14 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")
 	}
 	return nil
+}
+
+// egressDenials reads the machine's egress denials where the release
+// records them (machine egress-events, 1.8.1 and later); nil elsewhere.
+func (b *Box) egressDenials(ctx context.Context, name string) netmode.Denials {
+	r, err := b.vm.Release(ctx)
+	if err != nil || !r.EgressEvents {
+		return nil
+	}
+	return func(ctx context.Context) ([]smolvm.EgressDenial, error) { return b.vm.EgressDenials(ctx, name) }
 }

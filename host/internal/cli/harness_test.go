@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -358,7 +359,7 @@ func must(t testing.TB, err error) {
 // initCalls is the exact smolvm conversation of a successful init with
 // one netcheck.
 func (h *harness) initCalls() []string {
-	return append(append([]string{"--version"}, helpCalls...),
+	return append(append([]string{"--version"}, h.helpCalls()...),
 		"machine ls --json",
 		"machine create --name hermes-builder --image ubuntu:24.04 --cpus 4 --mem 8192 --storage 15 --overlay 6 --net --net-backend virtio-net",
 		"machine update --name hermes-builder --net",
@@ -384,7 +385,19 @@ func (h *harness) initCalls() []string {
 }
 
 // helpCalls are the help texts read when hermes-box first drives a smolvm
-// binary: every subcommand it passes flags to.
-var helpCalls = []string{"machine create --help", "machine data-dir --help", "machine delete --help", "machine exec --help",
-	"machine ls --help", "machine shell --help", "machine start --help", "machine status --help", "machine stop --help",
-	"machine update --help", "pack create --help"}
+// binary: every subcommand it passes flags to that the release has
+// (machine egress-events from 1.8.1; the fake's default release is 1.0.4).
+func (h *harness) helpCalls() []string {
+	release := "1.0.4"
+	for _, kv := range slices.Concat(h.env, h.extra) {
+		if v, ok := strings.CutPrefix(kv, "FAKESMOLVM_VERSION="); ok {
+			release = v
+		}
+	}
+	calls := []string{"machine create --help", "machine data-dir --help", "machine delete --help"}
+	if release != "1.0.4" {
+		calls = append(calls, "machine egress-events --help")
+	}
+	return append(calls, "machine exec --help", "machine ls --help", "machine shell --help", "machine start --help",
+		"machine status --help", "machine stop --help", "machine update --help", "pack create --help")
+}

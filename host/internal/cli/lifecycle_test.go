@@ -211,7 +211,7 @@ func TestNetworkModesRefused(t *testing.T) {
 			if r.code != 1 || !strings.Contains(r.stderr, "HERMES_BOX_NETWORK_MODE="+mode+" is refused on smolvm 1.0.4: that release drops --allow-host") {
 				t.Fatalf("init exited %d: %s", r.code, r.stderr)
 			}
-			expectCalls(t, r.calls, append([]string{"--version"}, helpCalls...))
+			expectCalls(t, r.calls, append([]string{"--version"}, h.helpCalls()...))
 		})
 	}
 }

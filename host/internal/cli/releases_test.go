@@ -265,7 +265,8 @@ func TestNetworkModesProven(t *testing.T) {
 				t.Errorf("no create with %q:\n  %s", create, strings.Join(lines(r.calls), "\n  "))
 			}
 			r = mustRun(t, h, "status")
-			if !regexp.MustCompile(`(?m)^  network +` + mode + ` +` + mode + `, last proof \S+: \d+ probes held$`).MatchString(r.stdout) {
+			// No VMM recorded a denial here: the proof is the box's word.
+			if !regexp.MustCompile(`(?m)^  network +` + mode + ` +` + mode + `, last proof \S+ reported by the box: \d+ probes held, not confirmed from outside it \(smolvm recorded no egress denial for `).MatchString(r.stdout) {
 				t.Errorf("status does not show the proof:\n%s", r.stdout)
 			}
 			mustRun(t, h, "stop")
@@ -355,9 +356,53 @@ func TestSmolvmHelpLacksFlag(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Fatalf("init: exit %d, want %q:\n%s", r.code, want, r.stderr)
 		}
-		expectCalls(t, r.calls, append([]string{"--version"}, helpCalls...))
+		expectCalls(t, r.calls, append([]string{"--version"}, h.helpCalls()...))
 	}
 	if len(h.machines()) != 0 {
 		t.Errorf("machines exist: %v", h.machines())
 	}
+}
+
+// TestNetworkProofEvidence: strict mode on 1.9.3, where smolvm records its
+// egress denials on the host. A box that forges its proof (every probe
+// "held", no socket opened) still starts, but status shows the proof as
+// the box's word, not confirmed; probes that smolvm's VMM saw denied (the
+// test agent plays the VMM) are confirmed.
+func TestNetworkProofEvidence(t *testing.T) {
+	open := closingListener(t)
+	h := newHarness(t, "HERMES_BOX_NETWORK_MODE=strict")
+	h.write("network-hosts.txt", "allowed.example.com\n")
+	h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, open, "127.0.0.1:1"))
+	h.hostileAll("netprobe", "forge")
+	r := mustRun(t, h, "init")
+	if index(r.calls, `^machine egress-events --name hermes-box --limit \d+ --json$`) < 0 {
+		t.Errorf("the proof was not checked against smolvm's egress events:\n  %s", strings.Join(lines(r.calls), "\n  "))
+	}
+	r = mustRun(t, h, "status", "--json")
+	var st struct {
+		Network struct {
+			Summary   string
+			LastProof struct {
+				Confirmed bool
+				Evidence  string
+			}
+		}
+	}
+	must(t, json.Unmarshal([]byte(r.stdout), &st))
+	if st.Network.LastProof.Confirmed || !strings.Contains(st.Network.Summary, "reported by the box") ||
+		!strings.Contains(st.Network.Summary, "smolvm recorded no egress denial for 127.0.0.1:1, unlisted.test:1, [::1]:1") {
+		t.Errorf("a forged proof is shown as %+v", st.Network)
+	}
+	if r = mustRun(t, h, "status"); strings.Contains(r.stdout, "confirmed by smolvm") {
+		t.Errorf("status shows a forged proof as confirmed:\n%s", r.stdout)
+	}
+
+	mustRun(t, h, "stop")
+	h.hostileAll("netprobe", "vmm-denies")
+	mustRun(t, h, "start")
+	r = mustRun(t, h, "status")
+	if !regexp.MustCompile(`(?m)^  network +strict +strict, last proof \S+: \d+ probes held, confirmed by smolvm \(smolvm's own egress denials show each of the 3 outside targets blocked\)$`).MatchString(r.stdout) {
+		t.Errorf("status does not show the confirmed proof:\n%s", r.stdout)
+	}
+	mustRun(t, h, "stop")
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -73,15 +74,23 @@ type Stopper interface {
 	Stop(ctx context.Context, name string) error
 }
 
-// Prove runs the agent's netprobe with plan over tr, records the proof in
-// stateDir, and stops machine when a probe contradicts the mode (or no
-// proof came back): the error then names the probe and says the box was
-// stopped. With a nil stop the caller stops it.
-func Prove(ctx context.Context, call Prober, stop Stopper, stateDir, machine string, plan netproof.Plan) (netproof.Proof, error) {
+// Prove runs the agent's netprobe with plan over tr, checks a proof that
+// holds against smolvm's egress denials (denials; nil on a release without
+// them), records the proof in stateDir, and stops machine when a probe
+// contradicts the mode (or no proof came back): the error then names the
+// probe and says the box was stopped. With a nil stop the caller stops it.
+// A proof smolvm's record does not confirm is kept as the box's word.
+func Prove(ctx context.Context, call Prober, stop Stopper, stateDir, machine string, plan netproof.Plan, denials Denials) (netproof.Proof, error) {
+	started := time.Now()
 	proof, err := probe(ctx, call, plan)
 	if err == nil {
 		if cerr := proof.Covers(plan); cerr != nil {
 			proof.Unproven = cerr.Error()
+		}
+		if proof.Verdict() == nil {
+			corroborate(ctx, &proof, denials, started)
+		} else {
+			proof.Confirmed, proof.Evidence = false, ""
 		}
 		if serr := Save(stateDir, proof); serr != nil {
 			err = serr
@@ -156,5 +165,8 @@ func Summary(mode config.NetworkMode, p netproof.Proof, ok bool) string {
 	if err := p.Verdict(); err != nil {
 		return fmt.Sprintf("%s, last proof %s FAILED: %v", mode, p.Time, err)
 	}
-	return fmt.Sprintf("%s, last proof %s: %d probes held", mode, p.Time, len(p.Probes))
+	if !p.Confirmed {
+		return fmt.Sprintf("%s, last proof %s reported by the box: %d probes held, not confirmed from outside it (%s)", mode, p.Time, len(p.Probes), p.Evidence)
+	}
+	return fmt.Sprintf("%s, last proof %s: %d probes held, confirmed by smolvm (%s)", mode, p.Time, len(p.Probes), p.Evidence)
 }

@@ -127,13 +127,13 @@ func TestProveStopsTheBox(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := &stopper{}
-			_, err := Prove(context.Background(), c.a.call(), s, dir, "hermes-box", plan)
+			_, err := Prove(context.Background(), c.a.call(), s, dir, "hermes-box", plan, nil)
 			if c.wantErr == "" {
 				if err != nil || len(s.stopped) != 0 {
 					t.Fatalf("err %v, stopped %v", err, s.stopped)
 				}
 				p, ok, err := Last(dir)
-				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z: 7 probes held") {
+				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z reported by the box: 7 probes held, not confirmed from outside it (this smolvm release records no egress denials") {
 					t.Errorf("recorded proof: %v %v %s", ok, err, Summary(config.NetworkNone, p, ok))
 				}
 				if c.a.plan.HostLoopback[0] != "100.96.0.1:2222" || c.a.plan.Mode != "none" {

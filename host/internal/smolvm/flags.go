@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // usedFlags are the flags hermes-box passes to smolvm, by subcommand.
@@ -29,6 +31,14 @@ var usedFlags = map[string][]string{
 	"machine shell":    {"--name"},
 	"machine cp":       {},
 	"pack create":      {"--from-vm", "--smolfile", "--output"},
+	// Only on releases with EgressEvents (usedIf).
+	"machine egress-events": {"--name", "--limit", "--json"},
+}
+
+// usedIf are the subcommands hermes-box uses only on the releases whose
+// row says they have them; checkFlags skips them elsewhere.
+var usedIf = map[string]func(pins.SmolvmRelease) bool{
+	"machine egress-events": func(r pins.SmolvmRelease) bool { return r.EgressEvents },
 }
 
 // ErrFlagMissing is wrapped when the smolvm binary's help does not list a
@@ -92,11 +102,11 @@ func listedFlags(help string) map[string]bool {
 // checkFlags runs `smolvm SUB --help` for every subcommand hermes-box
 // uses with flags and checks that each flag it passes is listed. The
 // error names the flag, the subcommand and the release.
-func (d *Driver) checkFlags(ctx context.Context, version string) error {
+func (d *Driver) checkFlags(ctx context.Context, version string, r pins.SmolvmRelease) error {
 	var errs []error
 	for _, verb := range slices.Sorted(maps.Keys(usedFlags)) {
 		flags := usedFlags[verb]
-		if len(flags) == 0 {
+		if has, ok := usedIf[verb]; len(flags) == 0 || ok && !has(r) {
 			continue
 		}
 		args := append(strings.Fields(verb), "--help")

@@ -88,7 +88,7 @@ func (d *Driver) Release(ctx context.Context) (pins.SmolvmRelease, error) {
 		return pins.SmolvmRelease{}, fmt.Errorf("smolvm: %w", err)
 	}
 	if rec.FlagsChecked.IsZero() && d.bins != nil {
-		if err := d.checkFlags(ctx, v); err != nil {
+		if err := d.checkFlags(ctx, v, r); err != nil {
 			return pins.SmolvmRelease{}, fmt.Errorf("smolvm %s at %s cannot be driven: %w", v, bin.Path, err)
 		}
 		rec.Binary, rec.Version, rec.FlagsChecked = bin, v, time.Now().UTC()
