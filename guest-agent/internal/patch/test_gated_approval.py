@@ -34,6 +34,13 @@ def load_module():
 gate = load_module()
 
 
+def set_env(test, name, value):
+    """Set an environment variable for the length of one test."""
+    old = os.environ.get(name)
+    os.environ[name] = value
+    test.addCleanup(lambda: os.environ.__setitem__(name, old) if old is not None else os.environ.pop(name, None))
+
+
 def reply(decision="approve", scope="once", risk="low", confidence=0.9, reason="read-only listing", **extra):
     body = {"decision": decision, "scope": scope, "risk": risk, "confidence": confidence, "reason": reason}
     body.update(extra)
@@ -213,10 +220,7 @@ class TestManagedFile(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp()
-        old = os.environ.get("HERMES_MANAGED_DIR")
-        os.environ["HERMES_MANAGED_DIR"] = self.dir
-        self.addCleanup(lambda: os.environ.__setitem__("HERMES_MANAGED_DIR", old) if old is not None
-                        else os.environ.pop("HERMES_MANAGED_DIR", None))
+        set_env(self, "HERMES_MANAGED_DIR", self.dir)
 
     def write(self, text):
         with open(os.path.join(self.dir, "config.yaml"), "w") as f:
@@ -467,9 +471,7 @@ class TestPatchedHermes(GateTestCase):
             setattr(approval, name, value)
             self.addCleanup(setattr, approval, name, saved)
         for var, value in (("HERMES_INTERACTIVE", "1"), ("TIRITH_ENABLED", "0")):  # no tirith download
-            old = os.environ.get(var)
-            os.environ[var] = value
-            self.addCleanup(lambda v=var, o=old: os.environ.__setitem__(v, o) if o is not None else os.environ.pop(v, None))
+            set_env(self, var, value)
 
     def with_reply(self, response):
         stub = Stub(response=response)
@@ -503,10 +505,7 @@ class TestPatchedHermes(GateTestCase):
             f.write("approvals:\n  mode: gated\n  cron_mode: deny\ncommand_allowlist: []\n")
         with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w") as f:
             f.write("approvals:\n  mode: 'off'\n  cron_mode: approve\ncommand_allowlist:\n- '*'\n")
-        old = os.environ.get("HERMES_MANAGED_DIR")
-        os.environ["HERMES_MANAGED_DIR"] = managed
-        self.addCleanup(lambda: os.environ.__setitem__("HERMES_MANAGED_DIR", old) if old is not None
-                        else os.environ.pop("HERMES_MANAGED_DIR", None))
+        set_env(self, "HERMES_MANAGED_DIR", managed)
         self.assertEqual(self.approval._get_approval_mode(), "gated")
         self.assertEqual(self.approval._get_cron_approval_mode(), "deny")
         self.assertEqual(self.approval.load_permanent_allowlist(), set())

@@ -180,7 +180,9 @@ func (b *Box) fromPackage() bool {
 
 // Package writes a portable restore archive of the backup from, or of a
 // new snapshot labelled label when from is empty, and returns its path.
-func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
+// legacyOK accepts an unsigned backup (made before backups were signed),
+// saying what that skips; the package's restore then needs it too.
+func (b *Box) Package(ctx context.Context, label, from string, legacyOK bool) (string, error) {
 	if from == "" {
 		if err := b.requireMachine(ctx); err != nil {
 			return "", err
@@ -198,11 +200,14 @@ func (b *Box) Package(ctx context.Context, label, from string) (string, error) {
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(false), env.limits())
+		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(legacyOK), env.limits())
 		if err != nil {
 			return err
 		}
 		defer staged.Remove()
+		if staged.Signer == nil {
+			b.ui.Warn("packaging an unsigned backup, as --legacy-backup says: %s; restoring the package needs --legacy-backup too", backup.LegacySkips)
+		}
 		archive, err = writePackage(ctx, env, staged, label)
 		if err != nil && from == "" {
 			return fmt.Errorf("snapshot saved at %s, but portable packaging failed: %w", src, err)

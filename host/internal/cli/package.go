@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ func newPackageCommand() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: packageAction,
 	}
+	cmd.Flags().Bool("legacy-backup", false, "with --snapshot: accept an unsigned backup (made before backups were signed): its origin is not checked")
 	cmd.Flags().String("snapshot", "", "package this existing backup (a name `hermes-box backups` prints, or a path) instead of taking a new one")
 	_ = cmd.RegisterFlagCompletionFunc("snapshot", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		return completeBackups(cmd, nil, "")
@@ -38,6 +40,10 @@ func packageAction(cmd *cobra.Command, args []string) error {
 		}
 	}
 	from, _ := cmd.Flags().GetString("snapshot")
+	legacyOK, _ := cmd.Flags().GetBool("legacy-backup")
+	if legacyOK && !cmd.Flags().Changed("snapshot") {
+		return userr.WithCode(errors.New("--legacy-backup goes with --snapshot: a new snapshot is always signed"), userr.ExitUsage)
+	}
 	b, err := loadBox(cmd)
 	if err != nil {
 		return err
@@ -48,7 +54,7 @@ func packageAction(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	archive, err := b.Package(cmd.Context(), label, from)
+	archive, err := b.Package(cmd.Context(), label, from, legacyOK)
 	if err != nil {
 		return err
 	}

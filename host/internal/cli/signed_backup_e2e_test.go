@@ -133,6 +133,16 @@ func TestRestoreChecksSignature(t *testing.T) {
 		t.Errorf("left staged: %v", left)
 	}
 
+	r = h.run("package", "--snapshot", legacy)
+	if r.code == 0 || !strings.Contains(r.stderr, "--legacy-backup") {
+		t.Errorf("package of an unsigned backup exited %d:\n%s", r.code, r.stderr)
+	}
+	r = mustRun(t, h, "package", "--snapshot", legacy, "--legacy-backup", "legacy")
+	if !strings.Contains(r.stderr, "signature check is skipped") || !strings.Contains(r.stdout, "legacy") {
+		t.Errorf("package --legacy-backup does not say what it skips:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	must(t, os.Remove(strings.TrimSpace(r.stdout)))
+	must(t, os.Remove(strings.TrimSpace(r.stdout)+".sha256"))
 	r = h.run("restore", legacy)
 	if r.code == 0 || !strings.Contains(r.stderr, "--legacy-backup") {
 		t.Fatalf("restore of an unsigned backup exited %d:\n%s", r.code, r.stderr)
