@@ -32,8 +32,10 @@ const (
 	HostKeysDir = "hostkeys"
 	// KnownHosts is the known_hosts file `hermes-box ssh` hands OpenSSH.
 	KnownHosts = "known_hosts"
-	// NetworkProof records the last network-mode proof.
-	NetworkProof = "network-proof.json"
+	// NetworkProofLegacy is the one network-mode proof of a project that
+	// earlier releases kept (any machine's last): read as the box's until
+	// the box's own proof (NetworkProof) replaces it.
+	NetworkProofLegacy = "network-proof.json"
 	// AuditAnchor is the host's anchor of the gate's audit chain.
 	AuditAnchor = "audit-anchor.json"
 	// OperationLock is held for the length of every operation that
@@ -49,3 +51,10 @@ const (
 	// next init deletes a builder an interrupted one left.
 	BuilderInUse = "builder-in-use"
 )
+
+// NetworkProof is the file of state/ that records machine's last
+// network-mode proof: one per machine, so that a restore candidate's proof
+// never stands for the box's.
+func NetworkProof(machine string) string {
+	return "network-proof-" + machine + ".json"
+}

@@ -2,10 +2,12 @@ package box
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -151,7 +153,7 @@ func (d *smolDriver) Stop(ctx context.Context, name string) error {
 }
 
 // Delete deletes a machine; a machine other than the box (a candidate)
-// also loses its pinned host key.
+// also loses its pinned host key and its network proof.
 func (d *smolDriver) Delete(ctx context.Context, name string) error {
 	done := d.b.ui.Step("delete", name)
 	err := d.b.vm.Delete(ctx, name, true)
@@ -161,7 +163,7 @@ func (d *smolDriver) Delete(ctx context.Context, name string) error {
 	}
 	d.setRestoreMode(name, false)
 	if name != d.b.cfg.MachineName {
-		return keys.RemoveHostKey(d.b.cfg.StateDir(), name)
+		return errors.Join(keys.RemoveHostKey(d.b.cfg.StateDir(), name), netmode.Forget(d.b.cfg.StateDir(), name))
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ type NetworkStatus struct {
 }
 
 func (b *Box) networkStatus() NetworkStatus {
-	p, ok, err := netmode.Last(b.cfg.StateDir())
+	p, ok, err := netmode.Last(b.cfg.StateDir(), b.cfg.MachineName)
 	ns := NetworkStatus{Mode: string(b.cfg.NetworkMode), Summary: netmode.Summary(b.cfg.NetworkMode, p, ok)}
 	if err != nil {
 		ns.Summary = string(b.cfg.NetworkMode) + ": " + err.Error()

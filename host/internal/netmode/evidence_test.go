@@ -47,7 +47,7 @@ func TestProofCorroborated(t *testing.T) {
 			if _, err := Prove(context.Background(), a.call(), &stopper{}, dir, "hermes-box", plan, tt.denials); err != nil {
 				t.Fatal(err)
 			}
-			p, ok, err := Last(dir)
+			p, ok, err := Last(dir, "hermes-box")
 			if s := Summary(config.NetworkNone, p, ok); err != nil || !strings.Contains(s, tt.want) {
 				t.Fatalf("summary %q (%v), want %q", s, err, tt.want)
 			}

@@ -2,8 +2,8 @@
 // detected smolvm release, turns a mode into smolvm's egress flags for
 // create --from, and proves the mode at every start: the agent's
 // `netprobe` runs its probes inside the box and a contradiction stops the
-// box with the probe named. The last proof is kept in the state dir for
-// `status`.
+// box with the probe named. Each machine's last proof is kept in the state
+// dir for `status`.
 package netmode
 
 import (
@@ -76,7 +76,7 @@ type Stopper interface {
 
 // Prove runs the agent's netprobe with plan over tr, checks a proof that
 // holds against smolvm's egress denials (denials; nil on a release without
-// them), records the proof in stateDir, and stops machine when a probe
+// them), records the proof in stateDir as machine's, and stops machine when a probe
 // contradicts the mode (or no proof came back): the error then names the
 // probe and says the box was stopped. With a nil stop the caller stops it.
 // A proof smolvm's record does not confirm is kept as the box's word.
@@ -92,7 +92,7 @@ func Prove(ctx context.Context, call Prober, stop Stopper, stateDir, machine str
 		} else {
 			proof.Confirmed, proof.Evidence = false, ""
 		}
-		if serr := Save(stateDir, proof); serr != nil {
+		if serr := Save(stateDir, machine, proof); serr != nil {
 			err = serr
 		} else {
 			err = proof.Verdict()
@@ -121,21 +121,41 @@ func probe(ctx context.Context, call Prober, plan netproof.Plan) (netproof.Proof
 	return proof, nil
 }
 
-// Save writes the proof atomically to stateDir.
-func Save(stateDir string, p netproof.Proof) error {
+// Save writes machine's proof atomically to stateDir.
+func Save(stateDir, machine string, p netproof.Proof) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(stateDir, filenames.NetworkProof), append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("recording the network proof: %w", err)
+	if err := atomicfile.Write(filepath.Join(stateDir, filenames.NetworkProof(machine)), append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("recording the network proof of %s: %w", machine, err)
 	}
 	return nil
 }
 
-// Last returns the last recorded proof, or ok false when there is none.
-func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
-	f, err := os.Open(filepath.Join(stateDir, filenames.NetworkProof))
+// Forget removes machine's proof (a candidate's, with the candidate).
+func Forget(stateDir, machine string) error {
+	path := filepath.Join(stateDir, filenames.NetworkProof(machine))
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}
+
+// Last returns box's last recorded proof, or ok false when there is none.
+// Until the box records one, the single proof file of earlier releases
+// stands for it.
+func Last(stateDir, box string) (p netproof.Proof, ok bool, err error) {
+	p, ok, err = read(filepath.Join(stateDir, filenames.NetworkProof(box)))
+	if ok || err != nil {
+		return p, ok, err
+	}
+	return read(filepath.Join(stateDir, filenames.NetworkProofLegacy))
+}
+
+// read reads the proof at path, or ok false when there is none.
+func read(path string) (p netproof.Proof, ok bool, err error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return p, false, nil
 	}
@@ -144,12 +164,12 @@ func Last(stateDir string) (p netproof.Proof, ok bool, err error) {
 	}
 	defer f.Close()
 	// The proof is the box's answer: read back bounded, as it was taken.
-	b, err := bounded.ReadAll(f, MaxProof, filepath.Join(stateDir, filenames.NetworkProof))
+	b, err := bounded.ReadAll(f, MaxProof, path)
 	if err != nil {
 		return p, false, err
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return p, false, fmt.Errorf("%s: %w", filepath.Join(stateDir, filenames.NetworkProof), err)
+		return p, false, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, true, nil
 }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	hostagent "github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/shared/config"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -132,7 +135,7 @@ func TestProveStopsTheBox(t *testing.T) {
 				if err != nil || len(s.stopped) != 0 {
 					t.Fatalf("err %v, stopped %v", err, s.stopped)
 				}
-				p, ok, err := Last(dir)
+				p, ok, err := Last(dir, "hermes-box")
 				if !ok || err != nil || !strings.Contains(Summary(config.NetworkNone, p, ok), "none, last proof 2026-11-23T23:00:00Z reported by the box: 7 probes held, not confirmed from outside it (this smolvm release records no egress denials") {
 					t.Errorf("recorded proof: %v %v %s", ok, err, Summary(config.NetworkNone, p, ok))
 				}
@@ -145,5 +148,51 @@ func TestProveStopsTheBox(t *testing.T) {
 				t.Fatalf("err %v, stopped %v; want %q", err, s.stopped, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestProofPerMachine: each machine's proof is its own, so a restore
+// candidate's proof does not replace the box's and goes with the
+// candidate; the single file of earlier releases stands for the box until
+// the box records its own proof.
+func TestProofPerMachine(t *testing.T) {
+	dir := t.TempDir()
+	plan := netproof.DefaultPlan(netproof.ModeNone, nil, 2222)
+	legacy := proofOf("none", "")
+	legacy.Time = "2026-01-01T00:00:00Z"
+	b, err := json.Marshal(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filenames.NetworkProofLegacy), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := Last(dir, "hermes-box"); !ok || err != nil || p.Time != legacy.Time {
+		t.Fatalf("the earlier release's proof is not the box's: %+v %v %v", p, ok, err)
+	}
+	if _, err := Prove(context.Background(), (&agent{proof: proofOf("none", "")}).call(), &stopper{}, dir, "hermes-box", plan, nil); err != nil {
+		t.Fatal(err)
+	}
+	const candidate = "hermes-box-restore-42-1700000000000000000"
+	leak := &agent{proof: proofOf("none", netproof.DirectIP), code: 1}
+	leak.proof.Time = "2026-11-24T00:00:00Z"
+	if _, err := Prove(context.Background(), leak.call(), &stopper{}, dir, candidate, plan, nil); err == nil {
+		t.Fatal("the candidate's leak was not refused")
+	}
+	box, ok, err := Last(dir, "hermes-box")
+	if !ok || err != nil || box.Time != "2026-11-23T23:00:00Z" || box.Verdict() != nil {
+		t.Errorf("the box's proof after a candidate's: %+v %v %v", box, ok, err)
+	}
+	if p, ok, err := Last(dir, candidate); !ok || err != nil || p.Time != leak.proof.Time {
+		t.Errorf("the candidate's proof: %+v %v %v", p, ok, err)
+	}
+	if err := Forget(dir, candidate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, filenames.NetworkProof(candidate))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the candidate's proof outlived it: %v", err)
+	}
+	if err := Forget(dir, candidate); err != nil {
+		t.Errorf("forgetting a proof twice: %v", err)
 	}
 }
