@@ -9,7 +9,7 @@ import (
 // joining it to its directory stays in that directory.
 func TestNamesAreSingleComponents(t *testing.T) {
 	for _, n := range []string{StateDir, ImagesDir, BackupsDir, BaseArtifact, BaseArtifactTemp, SSHKey, HostKeysDir, KnownHosts,
-		NetworkProof, AuditAnchor, OperationLock, OperationHolder, RestoreJournal, BoxSettings, BuilderInUse} {
+		NetworkProofLegacy, NetworkProof("hermes-box"), AuditAnchor, OperationLock, OperationHolder, RestoreJournal, BoxSettings, BuilderInUse} {
 		if n == "" || filepath.Base(n) != n || n == "." || n == ".." {
 			t.Errorf("%q is not a single path component", n)
 		}
