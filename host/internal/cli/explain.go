@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -61,10 +62,17 @@ var errorClasses = []errorClass{
 		next: func(*cobra.Command, error) string {
 			return "hermes-box status says whether the box runs; hermes-box restart brings its ports back"
 		}},
-	{name: "smolvm missing", match: func(err error) bool { return errors.Is(err, exec.ErrNotFound) },
+	{name: "smolvm missing", match: func(err error) bool { return missingProgram(err) == "smolvm" },
 		cause: "smolvm is not installed (or not on PATH)",
 		next: func(*cobra.Command, error) string {
 			return "install it: " + pins.SmolvmInstallCommand(pins.SmolvmRecommended) + "; check it with smolvm --version, then run the command again"
+		}},
+	// Another program run by name (the keyring's dbus-launch, OpenSSH's
+	// ssh): named as the error names it, never taken for smolvm.
+	{name: "program missing", match: func(err error) bool { return missingProgram(err) != "" },
+		cause: "a program hermes-box runs is not installed (or not on PATH)",
+		next: func(_ *cobra.Command, err error) string {
+			return "install " + missingProgram(err) + " (the message above says what needs it), then run the command again"
 		}},
 	{name: "configuration", match: func(err error) bool { var ce *config.Error; return errors.As(err, &ce) },
 		next: func(*cobra.Command, error) string {
@@ -80,6 +88,16 @@ var errorClasses = []errorClass{
 		next: func(cmd *cobra.Command, _ error) string {
 			return "hermes-box status shows the box's state; hermes-box logs and hermes-box shell show why it is slow"
 		}},
+}
+
+// missingProgram is the name of the executable whose absence err reports,
+// "" when it reports none.
+func missingProgram(err error) string {
+	var ee *exec.Error
+	if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound) {
+		return filepath.Base(ee.Name)
+	}
+	return ""
 }
 
 // fallbackNext is the next step of an error no class knows.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -29,7 +30,8 @@ func TestExplainEveryClass(t *testing.T) {
 		"host key mismatch":  userr.WithHint(wrap(box.ErrHostKeyMismatch), "re-run it"),
 		"key refused":        wrap(box.ErrKeyRefused),
 		"connection refused": wrap(syscall.ECONNREFUSED),
-		"smolvm missing":     wrap(exec.ErrNotFound),
+		"smolvm missing":     wrap(&exec.Error{Name: "/opt/smolvm/bin/smolvm", Err: exec.ErrNotFound}),
+		"program missing":    wrap(&exec.Error{Name: "dbus-launch", Err: exec.ErrNotFound}),
 		"configuration":      wrap(&config.Error{File: "f", Line: 1, Msg: "bad"}),
 		"permission":         wrap(fs.ErrPermission),
 		"timeout":            wrap(context.DeadlineExceeded),
@@ -53,6 +55,11 @@ func TestExplainEveryClass(t *testing.T) {
 	// A carried next step is kept by a class that does not override it.
 	if _, next := explain(cmd, userr.WithHint(wrap(fs.ErrPermission), "chmod it")); next != "chmod it" {
 		t.Errorf("the carried next step was replaced: %q", next)
+	}
+	// A missing keyring helper is not a missing smolvm: its next step names it.
+	keyring := wrap(fmt.Errorf("opening the keyring: %w", &exec.Error{Name: "dbus-launch", Err: exec.ErrNotFound}))
+	if cause, next := explain(cmd, keyring); strings.Contains(cause, "smolvm") || !strings.Contains(next, "install dbus-launch") {
+		t.Errorf("a missing dbus-launch: %q %q", cause, next)
 	}
 	// An error of no class still gets one.
 	if cause, next := explain(cmd, errors.New("something else")); cause != "" || next != fallbackNext(cmd) {
