@@ -128,7 +128,7 @@ func restoreCalls(release string, sshPort int) []string {
 			"machine exec --name " + name + " " + agent + "version",
 			"machine exec --stream -i --name " + name + " " + agent + regexp.QuoteMeta(relay),
 			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name, "machine status --name " + name + " --json",
-			"machine exec --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
+			"machine exec --stream --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
 	}
 	candidate := `hermes-box-restore-\d+-\d+`
 	// Preflight (the release, the machines, the box's state); the safety
