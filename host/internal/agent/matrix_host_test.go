@@ -99,6 +99,7 @@ var uses = map[*agent.Verb]use{
 	agent.SnapshotApply: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
 		return c.SnapshotApply(ctx, strings.NewReader(strings.Repeat("t", 64<<10)))
 	},
+	agent.Version:  func(ctx context.Context, c *agent.Client, _ io.Writer) error { return c.Answers(ctx) },
 	agent.Netcheck: func(ctx context.Context, c *agent.Client, _ io.Writer) error { return c.Netcheck(ctx, "") },
 	agent.HostKeys: func(ctx context.Context, c *agent.Client, w io.Writer) error {
 		hk, err := c.HostKeys(ctx)

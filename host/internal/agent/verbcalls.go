@@ -206,6 +206,12 @@ func (c *Client) SnapshotApply(ctx context.Context, r io.Reader) error {
 	return c.Call(ctx, SnapshotApply, nil, r, nil)
 }
 
+// Answers calls the agent's version verb: it returns nil once the agent
+// answers (its answer is not used).
+func (c *Client) Answers(ctx context.Context) error {
+	return c.Call(ctx, Version, nil, nil, nil)
+}
+
 // Netcheck asks a builder whether it has an IPv4 default route and DNS for
 // the package host (host, when not empty, instead); the agent exits 1, an
 // *ExitError saying why, when not.

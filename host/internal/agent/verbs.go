@@ -48,9 +48,10 @@ const (
 )
 
 // The verbs the host calls. Each call goes through Client.Call with one of
-// them; the README's table of caps and deadlines is this one. Netcheck,
-// HostKeys and Provision run only through smolvm exec (relay.Exec with
-// Direct): the agent refuses them through the relay.
+// them; the README's table of caps and deadlines is this one. Version,
+// Netcheck, HostKeys and Provision run through smolvm exec directly
+// (relay.Exec with Direct): the agent refuses all but version through the
+// relay, and version is how the host learns the agent answers at all.
 var (
 	Health = &Verb{Argv: []string{"health", "--json"}, Result: "health.Report",
 		Stdout: mib, Stderr: maxEvents, Deadline: 30 * time.Second}
@@ -84,6 +85,7 @@ var (
 		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
+	Version  = &Verb{Argv: []string{"version"}, Result: "text", Stdout: 4 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
 	Netcheck = &Verb{Argv: []string{"netcheck"}, Args: []string{"[--host NAME]"}, Result: "netcheck.Result (exit 1: not ready)",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 10 * time.Second}
 	HostKeys = &Verb{Argv: []string{"hostkeys"}, Result: "protocol.HostKeys",
@@ -95,4 +97,4 @@ var (
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
 	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
-	SnapshotWrite, SnapshotApply, Netcheck, HostKeys, Provision}
+	SnapshotWrite, SnapshotApply, Version, Netcheck, HostKeys, Provision}

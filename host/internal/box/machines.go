@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // smolDriver is the machine driver of snapshot, restore and package on the
@@ -118,15 +118,9 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 	var last error
 	w := d.b.waiting(name, "the agent of "+name+" to answer through smolvm exec")
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, d.b.timing.callTimeout)
-		res, err := d.b.vm.Exec(cctx, smolvm.ExecSpec{Name: name, Argv: []string{boxlayout.AgentPath, "version"}})
-		ccancel()
-		if err == nil && res.ExitCode == 0 {
+		last = agent.New(d.b.directRelay(name), nil).Answers(ctx)
+		if last == nil {
 			return nil
-		}
-		last = err
-		if err == nil {
-			last = fmt.Errorf("agent version exited with status %d: %s", res.ExitCode, tail(res.Stderr))
 		}
 		if err := w.beat(ctx, last); err != nil {
 			return err

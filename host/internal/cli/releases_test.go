@@ -125,7 +125,7 @@ func restoreCalls(release string, sshPort int) []string {
 	}
 	boot := func(name string) []string {
 		return []string{"machine data-dir --name " + name, "machine update --name " + name + " --net", "machine start --name " + name, "machine status --name " + name + " --json",
-			"machine exec --name " + name + " " + agent + "version",
+			"machine exec --stream --name " + name + " " + agent + "version",
 			"machine exec --stream -i --name " + name + " " + agent + regexp.QuoteMeta(relay),
 			"machine status --name " + name + " --json", "machine stop --name " + name, "machine start --name " + name, "machine status --name " + name + " --json",
 			"machine exec --stream --name " + name + " " + agent + "hostkeys", "machine status --name " + name + " --json"}
