@@ -31,11 +31,12 @@ const (
 )
 
 // eventFields are the fields an event of the box may carry: the agent's
-// own (provision's artifacts and timeouts, a pull's blob), the relay's
-// mark of a raw stderr line, and the failed step's reason the client moves
-// into them. A box-supplied "elapsed" is not one: the host times steps.
-var eventFields = map[string]bool{"timeout": true, "sha256": true, "status": true, "url": true, "blob": true,
-	"source": true, "error": true}
+// own (provision's step outcome, artifacts and timeouts, a pull's blob),
+// the relay's mark of a raw stderr line, and the failed step's reason the
+// client moves into them. A box-supplied "elapsed" is not one: the host
+// times steps.
+var eventFields = map[string]bool{"changed": true, "changes": true, "timeout": true, "sha256": true, "status": true,
+	"url": true, "blob": true, "source": true, "error": true}
 
 var (
 	eventTypes  = map[protocol.EventType]bool{protocol.EventLog: true, protocol.EventProgress: true, protocol.EventStep: true, protocol.EventWarning: true}

@@ -43,6 +43,34 @@ func TestText(t *testing.T) {
 // TestSanitise: an event of the box keeps only known types, states,
 // levels and fields, each made safe; its time and elapsed are dropped and
 // it is marked as the box's.
+// TestSanitiseKeepsTheAgentsFields: the events the agent sends, in the
+// shapes guest-agent/internal/provision and oci write them, keep every
+// field (make e2e reads provision's "changed" to tell a step that found
+// its work done).
+func TestSanitiseKeepsTheAgentsFields(t *testing.T) {
+	for _, ev := range []protocol.Event{
+		{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: "apt-index", State: protocol.StepDone, Message: "already done",
+			Fields: map[string]string{"changed": "false"}},
+		{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: "node", State: protocol.StepDone, Message: "done",
+			Fields: map[string]string{"changed": "true", "changes": "3"}},
+		{Type: protocol.EventLog, Level: protocol.LevelInfo, Step: "node", Message: "artifact",
+			Fields: map[string]string{"sha256": "ab", "status": "fetched", "url": "https://example.invalid/n"}},
+		{Type: protocol.EventWarning, Level: protocol.LevelWarn, Step: "apt-index", Message: "slow", Fields: map[string]string{"timeout": "5m0s"}},
+		{Type: protocol.EventProgress, Step: "pull", Progress: &protocol.Progress{Current: 1, Total: 2, Unit: "bytes"},
+			Fields: map[string]string{"blob": "sha256:ab"}},
+	} {
+		out, ok := sanitise(ev)
+		if !ok {
+			t.Fatalf("dropped %+v", ev)
+		}
+		for k, v := range ev.Fields {
+			if out.Fields[k] != v {
+				t.Errorf("%s event of %s: field %s = %q, want %q", ev.Type, ev.Step, k, out.Fields[k], v)
+			}
+		}
+	}
+}
+
 func TestSanitise(t *testing.T) {
 	hostile := protocol.Event{Type: protocol.EventStep, Level: protocol.Level(escape), Step: escape, State: protocol.StepDone,
 		Message: escape, Fields: map[string]string{"elapsed": escape, "url": escape, "x" + escape: "y", "error": escape},
