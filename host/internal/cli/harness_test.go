@@ -136,8 +136,8 @@ func newHarness(t testing.TB, conf ...string) *harness {
 		"HERMES_BOX_PROJECT_ROOT="+h.root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+h.sshd.User,
 		"HBX_TEST_RELAY_COMMAND="+guestRelayCommand,
-		// The stand-in Hermes has no approval gate to provision.
-		"HBX_TEST_NO_GATE=stand-in",
+		// The test agent's provision installs Hermes with its gate.
+		gatedHermesEnv+"="+gatedHermes(t),
 	)
 	t.Cleanup(h.stopMachines)
 	return h
