@@ -14,6 +14,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -200,7 +201,7 @@ func (b *Box) Package(ctx context.Context, label, from string, legacyOK bool) (s
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(legacyOK), env.limits())
+		staged, err := backupset.Stage(ctx, src, b.cfg.StateDir(), env.trust(legacyOK), env.limits(), env.signer)
 		if err != nil {
 			return err
 		}
