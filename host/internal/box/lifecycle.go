@@ -16,46 +16,46 @@ import (
 )
 
 // Start starts the box and verifies it, under the operation lock.
-func (b *Box) Start(ctx context.Context) error {
-	return b.interrupted(ctx, "start", b.withLock(func() error { return b.startBox(ctx) }))
+func Start(ctx context.Context, b *Box) error {
+	return interrupted(ctx, b, "start", withLock(b, func() error { return startBox(ctx, b) }))
 }
 
 // Stop stops the box's services, then the machine, under the operation
 // lock.
-func (b *Box) Stop(ctx context.Context) error {
-	return b.interrupted(ctx, "stop", b.withLock(func() error { return b.stopBox(ctx) }))
+func Stop(ctx context.Context, b *Box) error {
+	return interrupted(ctx, b, "stop", withLock(b, func() error { return stopBox(ctx, b) }))
 }
 
 // Restart stops the box, then starts and verifies it, under one lock.
-func (b *Box) Restart(ctx context.Context) error {
-	return b.interrupted(ctx, "restart", b.withLock(func() error {
-		if err := b.stopBoxChecked(ctx, b.checkExecutorWiring); err != nil {
+func Restart(ctx context.Context, b *Box) error {
+	return interrupted(ctx, b, "restart", withLock(b, func() error {
+		if err := stopBoxChecked(ctx, b, func(m smolvm.Machine) error { return checkExecutorWiring(b, m) }); err != nil {
 			return err
 		}
-		return b.startBox(ctx)
+		return startBox(ctx, b)
 	}))
 }
 
 // startBox starts the box, or verifies it when it already runs (a failed
 // verification of a box that was already running does not stop it).
-func (b *Box) startBox(ctx context.Context) error {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func startBox(ctx context.Context, b *Box) error {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return err
 	}
-	if err := b.checkExecutorWiring(m); err != nil {
+	if err := checkExecutorWiring(b, m); err != nil {
 		return err
 	}
-	b.warnDrift()
+	warnDrift(b)
 	if m.State == smolvm.StateRunning {
 		b.ui.Info("%s is already running; verifying it", m.Name)
-		return b.verifyRunning(ctx)
+		return verifyRunning(ctx, b)
 	}
 	if m.State == smolvm.StatePaused || m.State == smolvm.StatePausing {
 		return &userr.Error{Err: fmt.Errorf("the box %s is %s (smolvm machine pause froze it); nothing was changed", m.Name, m.State),
 			Next: "resume it with: smolvm machine resume --name " + m.Name + " (then hermes-box start verifies it)"}
 	}
-	if err := b.bootAndVerify(ctx, m.Name); err != nil {
+	if err := bootAndVerify(ctx, b, m.Name); err != nil {
 		return err
 	}
 	b.ui.Info("%s is running and healthy: hermes-box ssh", m.Name)
@@ -64,14 +64,14 @@ func (b *Box) startBox(ctx context.Context) error {
 
 // stopBox asks the agent to stop every service (tolerating an agent that
 // cannot), then stops the machine.
-func (b *Box) stopBox(ctx context.Context) error {
-	return b.stopBoxChecked(ctx, func(smolvm.Machine) error { return nil })
+func stopBox(ctx context.Context, b *Box) error {
+	return stopBoxChecked(ctx, b, func(smolvm.Machine) error { return nil })
 }
 
 // stopBoxChecked is stopBox that first runs check on the machine and
 // changes nothing when it fails.
-func (b *Box) stopBoxChecked(ctx context.Context, check func(smolvm.Machine) error) error {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func stopBoxChecked(ctx context.Context, b *Box, check func(smolvm.Machine) error) error {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (b *Box) stopBoxChecked(ctx context.Context, check func(smolvm.Machine) err
 		return nil
 	}
 	if m.State == smolvm.StateRunning {
-		b.stopServices(ctx)
+		stopServices(ctx, b)
 	}
 	done := b.ui.Step("stop", m.Name)
 	err = b.vm.Stop(ctx, m.Name)
@@ -93,13 +93,13 @@ func (b *Box) stopBoxChecked(ctx context.Context, check func(smolvm.Machine) err
 
 // stopServices runs the agent's `services stop all` over the SSH relay. It
 // only warns when that fails: the machine stop that follows ends them too.
-func (b *Box) stopServices(ctx context.Context) {
-	tr, err := b.sshRelay()
+func stopServices(ctx context.Context, b *Box) {
+	tr, err := sshRelay(b)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 		defer cancel()
 		done := b.ui.Step("services-stop", "all services")
-		err = b.client(tr).StopService(ctx, "all")
+		err = client(b, tr).StopService(ctx, "all")
 		done(err)
 	}
 	var exit *agent.ExitError
@@ -115,12 +115,12 @@ func (b *Box) stopServices(ctx context.Context) {
 // Destroy stops and deletes the box and the builder, then forgets the
 // box's pinned host key, under the operation lock. Images, backups and
 // the SSH key are kept. It returns the machines it deleted.
-func (b *Box) Destroy(ctx context.Context) (deleted []string, err error) {
-	err = b.withLock(func() error { return b.destroy(ctx, &deleted) })
+func Destroy(ctx context.Context, b *Box) (deleted []string, err error) {
+	err = withLock(b, func() error { return destroy(ctx, b, &deleted) })
 	return deleted, err
 }
 
-func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
+func destroy(ctx context.Context, b *Box, deleted *[]string) error {
 	for _, name := range []string{b.cfg.MachineName, b.cfg.BuilderName} {
 		exists, err := b.vm.Exists(ctx, name)
 		if err != nil {
@@ -130,7 +130,7 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 			continue
 		}
 		if name == b.cfg.MachineName {
-			if err := b.stopBox(ctx); err != nil {
+			if err := stopBox(ctx, b); err != nil {
 				b.ui.Warn("stopping %s: %v; deleting it anyway", name, err)
 			}
 		}
@@ -142,25 +142,25 @@ func (b *Box) destroy(ctx context.Context, deleted *[]string) error {
 		}
 		*deleted = append(*deleted, name)
 		if name == b.cfg.MachineName {
-			if err := b.moveAuditAnchorAside(ctx); err != nil {
+			if err := moveAuditAnchorAside(ctx, b); err != nil {
 				return err
 			}
 		}
 	}
-	b.unmarkBuilder()
-	if err := b.forgetSettings(); err != nil {
+	unmarkBuilder(b)
+	if err := forgetSettings(b); err != nil {
 		return err
 	}
 	if err := keys.RemoveHostKey(b.cfg.StateDir(), b.cfg.MachineName); err != nil {
 		return err
 	}
-	if err := os.Remove(b.knownHostsPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing %s: %w", b.knownHostsPath(), err)
+	if err := os.Remove(knownHostsPath(b)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", knownHostsPath(b), err)
 	}
 	return nil
 }
 
 // knownHostsPath is the known_hosts file hermes-box writes for ssh.
-func (b *Box) knownHostsPath() string {
+func knownHostsPath(b *Box) string {
 	return filepath.Join(b.cfg.StateDir(), filenames.KnownHosts)
 }

@@ -24,35 +24,35 @@ import (
 
 // Snapshot backs the box up under label and returns the backup's path; the
 // box is returned to the state it was in.
-func (b *Box) Snapshot(ctx context.Context, label string) (string, error) {
-	if err := b.requireMachine(ctx); err != nil {
+func Snapshot(ctx context.Context, b *Box, label string) (string, error) {
+	if err := requireMachine(ctx, b); err != nil {
 		return "", err
 	}
-	env, err := b.backupRun()
+	env, err := loadBackupRun(b)
 	if err != nil {
 		return "", err
 	}
 	var dir string
 	err = env.locked(ctx, func() error {
-		b.recordAuditHead(ctx)
+		recordAuditHead(ctx, b)
 		dir, err = env.snapshot(ctx, label, false)
 		return err
 	})
-	return dir, b.aftermath(ctx, "snapshot", err)
+	return dir, aftermath(ctx, b, "snapshot", err)
 }
 
 // recordAuditHead records the audit chain's head before a snapshot of a
 // running box, and warns when the log no longer extends the last one.
-func (b *Box) recordAuditHead(ctx context.Context) {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func recordAuditHead(ctx context.Context, b *Box) {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil || m.State != smolvm.StateRunning {
 		return
 	}
-	tr, err := b.sshRelay()
+	tr, err := sshRelay(b)
 	if err != nil {
 		return
 	}
-	if c := b.anchorAudit(ctx, tr, time.Now().UTC()); c.Status != health.StatusHealthy {
+	if c := anchorAudit(ctx, b, tr, time.Now().UTC()); c.Status != health.StatusHealthy {
 		b.ui.Warn("%s", c.Message)
 	}
 }
@@ -71,8 +71,8 @@ type RestoreOptions struct {
 // project's key is refused, an unsigned one (made before backups were
 // signed) unless opts.LegacyOK vouches for it; opts.DiscardCurrent
 // replaces an existing box without a safety snapshot.
-func (b *Box) Restore(ctx context.Context, src string, opts RestoreOptions) error {
-	env, err := b.backupRun()
+func Restore(ctx context.Context, b *Box, src string, opts RestoreOptions) error {
+	env, err := loadBackupRun(b)
 	if errors.Is(err, userr.ErrNoBox) {
 		return userr.WithHint(fmt.Errorf("restore needs the SSH key the backup was made with, and there is none at %s", b.cfg.SSHKeyPath()),
 			"put the key pair there (a portable package carries it in state/), or set HERMES_BOX_SSH_KEY, then run the restore again")
@@ -81,14 +81,14 @@ func (b *Box) Restore(ctx context.Context, src string, opts RestoreOptions) erro
 		return err
 	}
 	env.resume = src
-	return b.aftermath(ctx, "restore", b.restore(ctx, env, src, opts))
+	return aftermath(ctx, b, "restore", restore(ctx, b, env, src, opts))
 }
 
 // restore is Restore under the lock.
-func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts RestoreOptions) error {
+func restore(ctx context.Context, b *Box, env *backupRun, src string, opts RestoreOptions) error {
 	cfg := b.cfg
 	return env.locked(ctx, func() error {
-		if err := b.restoreHostChecks(ctx); err != nil {
+		if err := restoreHostChecks(ctx, b); err != nil {
 			return err
 		}
 		staged, err := restorePreflight(ctx, env, src, opts.LegacyOK)
@@ -104,22 +104,22 @@ func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts Rest
 		// name is the half-made replacement; the original is in src.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety != "" && safety == src {
 			b.ui.Warn("removing the half-made %s an interrupted restore left, then restoring the original from %s", cfg.MachineName, src)
-			if err := b.removeMachine(ctx, cfg.MachineName); err != nil {
+			if err := removeMachine(ctx, b, cfg.MachineName); err != nil {
 				return fmt.Errorf("removing the half-made %s: %w", cfg.MachineName, err)
 			}
 		}
 		r := &backup.Restore{Ops: env.ops(), Machine: cfg.MachineName, Port: cfg.SSHPort, StateDir: cfg.StateDir(), DiscardCurrent: opts.DiscardCurrent}
 		if err := r.Run(ctx, staged.Dir); err != nil {
 			// A rollback may have started the original again.
-			err = errors.Join(err, b.secretsAfterCutOver(ctx))
+			err = errors.Join(err, secretsAfterCutOver(ctx, b))
 			if errors.Is(err, backup.ErrSafetySnapshot) {
 				return userr.WithHint(err, "if the box is compromised, `hermes-box restore --discard-current "+src+
 					"` restores without a safety snapshot: the current box is deleted once the backup is verified and staged")
 			}
 			return err
 		}
-		if err := b.installAuditAnchor(ctx, env.anchor); err != nil {
-			return errors.Join(err, b.secretsAfterCutOver(ctx))
+		if err := installAuditAnchor(ctx, b, env.anchor); err != nil {
+			return errors.Join(err, secretsAfterCutOver(ctx, b))
 		}
 		// A restore of the safety snapshot an interrupted cut-over named
 		// recovers the original: the journal has served.
@@ -128,7 +128,7 @@ func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts Rest
 				return err
 			}
 		}
-		return b.secretsAfterCutOver(ctx)
+		return secretsAfterCutOver(ctx, b)
 	})
 }
 
@@ -136,7 +136,7 @@ func (b *Box) restore(ctx context.Context, env *backupRun, src string, opts Rest
 // artifact, then the backup: its signature by the project key first, then
 // the rest as it is staged.
 func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
-	base := env.box.BaseArtifact()
+	base := BaseArtifact(env.box)
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
@@ -164,7 +164,7 @@ func (e *backupRun) sayOrigin(staged *backup.Staged) {
 	switch {
 	case staged.Signer == nil:
 		ui.Warn("restoring an unsigned backup, as --legacy-backup says: %s", backup.LegacySkips)
-	case e.box.fromPackage():
+	case fromPackage(e.box):
 		ui.Warn("this project came from a portable package, whose key (%s) signed the backup: that shows it unchanged since it was packaged, not who made it; restore only packages you made",
 			keys.Fingerprint(staged.Signer))
 	default:
@@ -173,7 +173,7 @@ func (e *backupRun) sayOrigin(staged *backup.Staged) {
 }
 
 // fromPackage reports a project unpacked from a portable package.
-func (b *Box) fromPackage() bool {
+func fromPackage(b *Box) bool {
 	fi, err := os.Lstat(filepath.Join(b.cfg.ProjectRoot, portableJSON))
 	return err == nil && fi.Mode().IsRegular()
 }
@@ -182,13 +182,13 @@ func (b *Box) fromPackage() bool {
 // new snapshot labelled label when from is empty, and returns its path.
 // legacyOK accepts an unsigned backup (made before backups were signed),
 // saying what that skips; the package's restore then needs it too.
-func (b *Box) Package(ctx context.Context, label, from string, legacyOK bool) (string, error) {
+func Package(ctx context.Context, b *Box, label, from string, legacyOK bool) (string, error) {
 	if from == "" {
-		if err := b.requireMachine(ctx); err != nil {
+		if err := requireMachine(ctx, b); err != nil {
 			return "", err
 		}
 	}
-	env, err := b.backupRun()
+	env, err := loadBackupRun(b)
 	if err != nil {
 		return "", err
 	}
@@ -231,7 +231,7 @@ var hostPlatforms = []string{"darwin-arm64", "linux-arm64", "linux-amd64"}
 func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, label string) (string, error) {
 	cfg := env.box.cfg
 	p := &backup.Package{
-		BaseArtifact: env.box.BaseArtifact(),
+		BaseArtifact: BaseArtifact(env.box),
 		Backup:       &staged.Verified,
 		BackupName:   filepath.Base(staged.Source),
 		Config:       portableConfig(env),
