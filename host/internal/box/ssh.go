@@ -14,31 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 )
 
-// ExitStatus is a status passed through unchanged (of `ssh CMD`, of the
-// console); it prints nothing more.
-type ExitStatus int
-
-func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// ExitCode is the status.
-func (e ExitStatus) ExitCode() int { return int(e) }
-
-// Shell opens the out-of-band root console (smolvm machine shell) on the
-// given streams; a non-zero status is an ExitStatus.
-func Shell(ctx context.Context, b *Box, stdin io.Reader, stdout, stderr io.Writer) error {
-	if _, err := machineState(ctx, b, b.cfg.MachineName); err != nil {
-		return err
-	}
-	code, err := b.vm.Shell(ctx, b.cfg.MachineName, stdin, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return ExitStatus(code)
-	}
-	return nil
-}
-
 // SSH runs the system ssh client into the box (starting it first when it
 // is stopped) with the terminal on the given streams, running remote when
 // it is not empty; ssh's status is passed on as an ExitStatus.
@@ -107,17 +82,4 @@ func runSSH(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr 
 		return fmt.Errorf("running ssh: %w", err)
 	}
 	return nil
-}
-
-// Logs prints the last lines of service's log to w, following it when
-// follow is set.
-func Logs(ctx context.Context, b *Box, w io.Writer, service string, lines int, follow bool) error {
-	m, err := machineState(ctx, b, b.cfg.MachineName)
-	if err != nil {
-		return err
-	}
-	if m.State != smolvm.StateRunning {
-		return fmt.Errorf("%s is %s; start it with hermes-box start", m.Name, m.State)
-	}
-	return runningClient(b).Logs(ctx, w, service, lines, follow)
 }
