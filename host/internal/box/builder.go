@@ -165,11 +165,14 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 	return err
 }
 
-// netcheck runs the agent's netcheck on the builder through smolvm exec;
-// the test hook names the host it resolves instead of its default (the
-// Ubuntu archive for the guest's architecture).
+// netcheck runs the agent's netcheck on the builder through smolvm exec,
+// which ends it in the box after agent.NetcheckKill; the test hook names
+// the host it resolves instead of its default (the Ubuntu archive for the
+// guest's architecture).
 func (b *Box) netcheck(ctx context.Context, name string) error {
-	return agent.New(b.directRelay(name), nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
+	tr := b.directRelay(name)
+	tr.Timeout = agent.NetcheckKill
+	return agent.New(tr, nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
 }
 
 func (b *Box) cycleBuilder(ctx context.Context, name string) error {
