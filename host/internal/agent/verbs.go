@@ -96,6 +96,11 @@ var (
 		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
 )
 
+// NetcheckKill is how long a netcheck may run in the builder: smolvm exec
+// ends it there after this (--timeout), well inside Netcheck's deadline,
+// so that a probe stuck in the box does not outlive the host's wait.
+const NetcheckKill = 5 * time.Second
+
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
 	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
