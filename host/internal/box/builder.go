@@ -165,11 +165,14 @@ func waitBuilderNetwork(ctx context.Context, b *Box, name string) error {
 	return err
 }
 
-// netcheck runs the agent's netcheck on the builder through smolvm exec;
-// the test hook names the host it resolves instead of its default (the
-// Ubuntu archive for the guest's architecture).
+// netcheck runs the agent's netcheck on the builder through smolvm exec,
+// which ends it in the box after agent.NetcheckKill; the test hook names
+// the host it resolves instead of its default (the Ubuntu archive for the
+// guest's architecture).
 func netcheck(ctx context.Context, b *Box, name string) error {
-	return agent.New(directRelay(b, name), nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
+	tr := directRelay(b, name)
+	tr.Timeout = agent.NetcheckKill
+	return agent.New(tr, nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
 }
 
 func cycleBuilder(ctx context.Context, b *Box, name string) error {
