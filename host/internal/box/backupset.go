@@ -12,8 +12,8 @@ import (
 // verify checks each fully, readData also re-hashes every chunk of the
 // incremental ones; signatures against the project key (any signer's
 // when there is no key yet).
-func (b *Box) ListBackups(ctx context.Context, verify, readData bool) ([]BackupEntry, error) {
-	key, err := b.projectKeyIfAny()
+func ListBackups(ctx context.Context, b *Box, verify, readData bool) ([]BackupEntry, error) {
+	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
@@ -22,13 +22,13 @@ func (b *Box) ListBackups(ctx context.Context, verify, readData bool) ([]BackupE
 
 // PruneBackups applies p to the box's machine's backups under the
 // operation lock (backupset.Prune).
-func (b *Box) PruneBackups(ctx context.Context, p backupset.Policy, dryRun bool) (*backupset.PruneReport, error) {
-	key, err := b.projectKeyIfAny()
+func PruneBackups(ctx context.Context, b *Box, p backupset.Policy, dryRun bool) (*backupset.PruneReport, error) {
+	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
 	var rep *backupset.PruneReport
-	err = b.withLock(func() error {
+	err = withLock(b, func() error {
 		rep, err = backupset.Prune(ctx, backupset.PruneRequest{Dir: b.cfg.BackupsDir(), Machine: b.cfg.MachineName,
 			Policy: p, Key: key, DryRun: dryRun})
 		return err
@@ -38,13 +38,13 @@ func (b *Box) PruneBackups(ctx context.Context, p backupset.Policy, dryRun bool)
 
 // RepairBackups rebuilds the chunk stores' indexes under the operation
 // lock (backupset.Repair).
-func (b *Box) RepairBackups(ctx context.Context) ([]backupset.Repaired, error) {
-	key, err := b.projectKeyIfAny()
+func RepairBackups(ctx context.Context, b *Box) ([]backupset.Repaired, error) {
+	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
 	var out []backupset.Repaired
-	err = b.withLock(func() error {
+	err = withLock(b, func() error {
 		out, err = backupset.Repair(ctx, b.cfg.BackupsDir(), key)
 		return err
 	})
@@ -55,13 +55,13 @@ func (b *Box) RepairBackups(ctx context.Context) ([]backupset.Repaired, error) {
 // directory (backup.Verified.WriteExport): an incremental backup is
 // materialized into a v2 one signed by the project key, every chunk
 // re-hashed; either is verified and staged first. It returns the file.
-func (b *Box) ExportBackup(ctx context.Context, src string) (string, error) {
-	env, err := b.backupRun()
+func ExportBackup(ctx context.Context, b *Box, src string) (string, error) {
+	env, err := loadBackupRun(b)
 	if err != nil {
 		return "", err
 	}
 	var archive string
-	err = b.withLock(func() error {
+	err = withLock(b, func() error {
 		staged, err := backupset.Stage(ctx, src, b.cfg.StateDir(), env.trust(false), env.limits(), env.signer)
 		if err != nil {
 			return err

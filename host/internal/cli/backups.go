@@ -43,7 +43,7 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
 	readData, _ := cmd.Flags().GetBool("read-data")
-	entries, err := b.ListBackups(cmd.Context(), deep, readData)
+	entries, err := box.ListBackups(cmd.Context(), b, deep, readData)
 	if err != nil {
 		return err
 	}
@@ -116,9 +116,9 @@ func newBackupsDeleteCommand() *cobra.Command {
 			}
 			force, _ := cmd.Flags().GetBool("force")
 			var e box.BackupEntry
-			err = b.Locked(func() error {
+			err = box.Locked(b, func() error {
 				var derr error
-				e, derr = b.DeleteBackup(cmd.Context(), args[0], force)
+				e, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
 				return derr
 			})
 			if err != nil {

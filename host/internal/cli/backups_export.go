@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
@@ -27,11 +28,11 @@ func newBackupsExportCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src, err := b.ResolveBackup(args[0])
+			src, err := box.ResolveBackup(b, args[0])
 			if err != nil {
 				return err
 			}
-			archive, err := b.ExportBackup(cmd.Context(), src)
+			archive, err := box.ExportBackup(cmd.Context(), b, src)
 			if err != nil {
 				return err
 			}

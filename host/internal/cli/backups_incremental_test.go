@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 )
@@ -25,8 +26,8 @@ func incrementalBackups(t *testing.T, h *harness, n int) (string, []string) {
 	initBox(t, h)
 	h.writeNote("incremental\n")
 	v2 := strings.TrimSpace(mustRun(t, h, "snapshot", "base").stdout)
-	signer, err := keys.LoadProjectKey(filepath.Join(h.root, "state", "hermes-box-ed25519"))
-	must(t, err)
+	signer, err := keys.LoadProjectKey(filepath.Join(h.Root, "state", "hermes-box-ed25519"))
+	boxtest.Must(t, err)
 	src := func(_ context.Context, part string, w io.Writer) error {
 		f, err := os.Open(filepath.Join(v2, part+".tar.gz"))
 		if err != nil {
@@ -38,10 +39,10 @@ func incrementalBackups(t *testing.T, h *harness, n int) (string, []string) {
 	}
 	var dirs []string
 	for i := n; i >= 1; i-- {
-		m := backup.Meta{Machine: machine, Label: fmt.Sprintf("inc%d", i), Smolvm: "test", GOOS: "linux", Signer: signer,
+		m := backup.Meta{Machine: boxtest.Machine, Label: fmt.Sprintf("inc%d", i), Smolvm: "test", GOOS: "linux", Signer: signer,
 			Now: time.Now().AddDate(0, 0, -i)}
-		dir, _, err := chunkstore.Snapshot(t.Context(), filepath.Join(h.root, "backups"), m, src)
-		must(t, err)
+		dir, _, err := chunkstore.Snapshot(t.Context(), filepath.Join(h.Root, "backups"), m, src)
+		boxtest.Must(t, err)
 		dirs = append(dirs, dir)
 	}
 	return v2, dirs
@@ -88,18 +89,18 @@ func TestBackupsRepairAndPruneIncremental(t *testing.T) {
 	}
 
 	// The store's index deleted: --verify names every incremental backup.
-	index := filepath.Join(chunkstore.StoreDir(filepath.Join(h.root, "backups"), machine), "index")
+	index := filepath.Join(chunkstore.StoreDir(filepath.Join(h.Root, "backups"), boxtest.Machine), "index")
 	idx, err := os.ReadDir(index)
-	must(t, err)
+	boxtest.Must(t, err)
 	for _, f := range idx {
-		must(t, os.Remove(filepath.Join(index, f.Name())))
+		boxtest.Must(t, os.Remove(filepath.Join(index, f.Name())))
 	}
 	r := h.run("backups", "--verify")
 	if r.code != 1 || !strings.Contains(r.stderr, "3 of 4 backups are invalid") {
 		t.Fatalf("backups --verify without the index: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = mustRun(t, h, "backups", "repair")
-	if !strings.Contains(r.stdout, machine+": index rebuilt from ") || !strings.Contains(r.stdout, "3 incremental backups whole") {
+	if !strings.Contains(r.stdout, boxtest.Machine+": index rebuilt from ") || !strings.Contains(r.stdout, "3 incremental backups whole") {
 		t.Errorf("repair said:\n%s", r.stdout)
 	}
 	entries, r = listBackups(t, h, "--read-data")
@@ -145,21 +146,21 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 	_, inc := incrementalBackups(t, h, 1)
 	h.writeNote("changed after the backup\n")
 	archive := strings.TrimSpace(mustRun(t, h, "backups", "export", filepath.Base(inc[0])).stdout)
-	if filepath.Dir(archive) != filepath.Join(h.root, "backups") || !strings.HasPrefix(filepath.Base(archive), backup.ExportPrefix) {
+	if filepath.Dir(archive) != filepath.Join(h.Root, "backups") || !strings.HasPrefix(filepath.Base(archive), backup.ExportPrefix) {
 		t.Fatalf("export wrote %s", archive)
 	}
 	mustRun(t, h, "destroy", "--force")
 
 	fresh := t.TempDir()
 	for _, d := range []string{"state", "images", "backups"} {
-		must(t, os.MkdirAll(filepath.Join(fresh, d), 0o700))
+		boxtest.Must(t, os.MkdirAll(filepath.Join(fresh, d), 0o700))
 	}
 	for _, f := range []string{"state/hermes-box-ed25519", "state/hermes-box-ed25519.pub", "images/hermes-base.smolmachine"} {
-		must(t, os.WriteFile(filepath.Join(fresh, f), readFile(t, filepath.Join(h.root, f)), 0o600))
+		boxtest.Must(t, os.WriteFile(filepath.Join(fresh, f), boxtest.ReadFile(t, filepath.Join(h.Root, f)), 0o600))
 	}
 	sh(t, filepath.Dir(archive), "sha256sum", "-c", filepath.Base(archive)+".sha256")
 	sh(t, filepath.Join(fresh, "backups"), "tar", "-xf", archive)
-	h.extra = []string{"HERMES_BOX_DATA_DIR=" + fresh}
+	h.Extra = []string{"HERMES_BOX_DATA_DIR=" + fresh}
 	name := strings.TrimSuffix(filepath.Base(inc[0]), backup.Suffix)
 	mustRun(t, h, "restore", name)
 	if got := h.readNote(); got != "incremental\n" {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
@@ -47,7 +48,7 @@ func backupsPruneAction(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := b.PruneBackups(cmd.Context(), p, dry)
+	rep, err := box.PruneBackups(cmd.Context(), b, p, dry)
 	if rep != nil {
 		if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 			if jerr := writeIndentedJSON(cmd.OutOrStdout(), rep); err == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
@@ -25,7 +26,7 @@ func newBackupsRepairCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			reps, err := b.RepairBackups(cmd.Context())
+			reps, err := box.RepairBackups(cmd.Context(), b)
 			if err != nil {
 				return err
 			}
