@@ -109,4 +109,13 @@ func (p *project) initBox() {
 		want = slices.DeleteFunc(want, func(l string) bool { return strings.HasSuffix(l, " --help") })
 	}
 	boxtest.ExpectCalls(p.t, calls, want)
+	var steps []string
+	for _, l := range strings.Split(p.ui.text(), "\n") {
+		if name, ok := strings.CutPrefix(l, "step "); ok && !strings.Contains(name, " ended: ") {
+			steps = append(steps, strings.SplitN(name, ":", 2)[0])
+		}
+	}
+	if plan := InitPlan(p.box(), nil); !slices.Equal(steps, plan) {
+		p.t.Errorf("init's steps %v, its plan %v", steps, plan)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
@@ -255,45 +254,6 @@ func TestStartRefusesWideListener(t *testing.T) {
 
 // TestOperationLock holds the lock: mutating commands refuse and leave stale
 // artifacts alone; once it is free, the next command reaps them.
-func TestOperationLock(t *testing.T) {
-	h := newHarness(t)
-	stale := filepath.Join(h.Root, "images", "hermes-base.tmp-4242.smolmachine")
-	keep := filepath.Join(h.Root, "images", "hermes-base.tmp-x.smolmachine")
-	h.Write("images/hermes-base.tmp-4242.smolmachine", "partial")
-	h.Write("images/hermes-base.tmp-x.smolmachine", "not ours")
-	boxtest.Must(t, os.MkdirAll(filepath.Join(h.Root, "state"), 0o700))
-	lf, err := os.OpenFile(filepath.Join(h.Root, "state", "operation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	boxtest.Must(t, err)
-	boxtest.Must(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
-	for _, cmd := range []string{"init", "start", "stop", "restart", "destroy"} {
-		args := []string{cmd}
-		if cmd == "destroy" {
-			args = append(args, "--force")
-		}
-		r := h.run(args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "another hermes-box operation is in progress") {
-			t.Errorf("%s under a held lock: %d %s", cmd, r.code, r.stderr)
-		}
-		if len(r.calls) != 0 {
-			t.Errorf("%s called smolvm under a held lock: %v", cmd, boxtest.Lines(r.calls))
-		}
-	}
-	if _, err := os.Stat(stale); err != nil {
-		t.Fatalf("a stale artifact was reaped without the lock: %v", err)
-	}
-	lf.Close()
-	r := h.run("stop")
-	if !strings.Contains(r.stderr, "does not exist") {
-		t.Errorf("stop without a box: %d %s", r.code, r.stderr)
-	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("the stale artifact was not reaped: %v", err)
-	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Errorf("a file that only looks stale was removed: %v", err)
-	}
-}
-
 func TestHelpAndCompletion(t *testing.T) {
 	h := newHarness(t)
 	r := h.run("--help")
