@@ -11,6 +11,7 @@ package boxtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -303,6 +304,24 @@ func (p *Project) StopMachines() {
 		}
 		cancel()
 	}
+}
+
+// GuestExec runs a command in a machine through the fake smolvm (not
+// recorded), with stdin.
+func (p *Project) GuestExec(name, stdin string, argv ...string) string {
+	p.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append([]string{"machine", "exec", "-i", "--name", name, "--"}, argv...)
+	cmd := exec.CommandContext(ctx, bins.Smolvm, args...)
+	cmd.Env = append(append([]string(nil), p.Env...), "FAKESMOLVM_LOG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		p.T.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
 }
 
 // ReadFile reads p or fails the test.
