@@ -46,7 +46,7 @@ func (a executorAgent) ExecutorStatus(context.Context, bool) (protocol.ExecutorS
 }
 
 func (executorAgent) Logs(context.Context, io.Writer, string, int, bool) error { return nil }
-func (executorAgent) ConnectHermes(context.Context, string) error            { return nil }
+func (executorAgent) ConnectHermes(context.Context, string) error              { return nil }
 
 // TestExecutorStatusAndKey drives the Executor's status and API key over a
 // loopback stand-in for its port: the status of a disabled, a stopped, a
