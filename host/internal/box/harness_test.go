@@ -109,13 +109,19 @@ func (p *project) initBox() {
 		want = slices.DeleteFunc(want, func(l string) bool { return strings.HasSuffix(l, " --help") })
 	}
 	boxtest.ExpectCalls(p.t, calls, want)
+	p.expectPlan(nil)
+}
+
+// expectPlan wants the steps rendered so far to be init's plan for docs.
+func (p *project) expectPlan(docs []string) {
+	p.t.Helper()
 	var steps []string
 	for _, l := range strings.Split(p.ui.text(), "\n") {
 		if name, ok := strings.CutPrefix(l, "step "); ok && !strings.Contains(name, " ended: ") {
 			steps = append(steps, strings.SplitN(name, ":", 2)[0])
 		}
 	}
-	if plan := InitPlan(p.box(), nil); !slices.Equal(steps, plan) {
+	if plan := InitPlan(p.box(), docs); !slices.Equal(steps, plan) {
 		p.t.Errorf("init's steps %v, its plan %v", steps, plan)
 	}
 }
