@@ -39,8 +39,8 @@ type backupRun struct {
 	anchor *auditanchor.Anchor
 }
 
-// backupRun reads the project key for a snapshot, restore or package.
-func (b *Box) backupRun() (*backupRun, error) {
+// loadBackupRun reads the project key for a snapshot, restore or package.
+func loadBackupRun(b *Box) (*backupRun, error) {
 	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -67,7 +67,7 @@ func (e *backupRun) trust(legacyOK bool) backup.Trust {
 // restore that recovers it), deletes candidate machines an interrupted
 // restore left, then runs fn.
 func (e *backupRun) locked(ctx context.Context, fn func() error) error {
-	return e.box.withLockResuming(e.resume, func() error {
+	return withLockResuming(e.box, e.resume, func() error {
 		removed, err := backup.ReapCandidates(ctx, e.ops(), e.box.cfg.MachineName)
 		for _, n := range removed {
 			e.box.ui.Info("removed the leftover candidate machine %s", n)
@@ -81,7 +81,7 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(), Limits: e.limits()}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: auditAnchorLine(e.box), Now: time.Now(), Limits: e.limits()}
 }
 
 // limits bound what a snapshot takes from the box and what a restore
@@ -90,15 +90,26 @@ func (e *backupRun) limits() backup.Limits {
 	return backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}
 }
 
+// signer is the project key, which signs every backup: the pair of the
+// public key the backups are checked against.
+func (e *backupRun) signer() (ssh.Signer, error) {
+	path := e.box.cfg.SSHKeyPath()
+	signer, err := keys.LoadProjectKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("the project key signs every backup: %w", err)
+	}
+	if keys.Fingerprint(signer.PublicKey()) != e.finger {
+		return nil, fmt.Errorf("%s is %s, but %s.pub is %s", path, keys.Fingerprint(signer.PublicKey()), path, e.finger)
+	}
+	return signer, nil
+}
+
 // snapshot writes a backup signed with the project key.
 func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
 	cfg := e.box.cfg
-	signer, err := keys.LoadProjectKey(cfg.SSHKeyPath())
+	signer, err := e.signer()
 	if err != nil {
-		return "", fmt.Errorf("snapshot: the project key signs every backup: %w", err)
-	}
-	if keys.Fingerprint(signer.PublicKey()) != e.finger {
-		return "", fmt.Errorf("snapshot: %s is %s, but %s.pub is %s", cfg.SSHKeyPath(), keys.Fingerprint(signer.PublicKey()), cfg.SSHKeyPath(), e.finger)
+		return "", fmt.Errorf("snapshot: %w", err)
 	}
 	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
 	return s.Run(ctx)
@@ -219,7 +230,7 @@ func (o *boxOps) Health(ctx context.Context, name string, port int) error {
 	if err != nil {
 		return err
 	}
-	report, err := o.env.box.health(ctx, tr)
+	report, err := healthOf(ctx, o.env.box, tr)
 	if err != nil {
 		return fmt.Errorf("health of %s: %w", name, err)
 	}

@@ -1,4 +1,6 @@
-package cli_test
+//go:build !hbxrelease
+
+package boxtest
 
 import (
 	"context"
@@ -18,9 +20,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
-// The box the harness provisions has the approval gate installed on the
-// real Hermes tree of the default pinned release, so that the real agent's
-// gate check (Hermes' own code asked for its effective mode) passes as in a
+// The box a project provisions has the approval gate installed on the real
+// Hermes tree of the default pinned release, so that the real agent's gate
+// check (Hermes' own code asked for its effective mode) passes as in a
 // provisioned box: the test agent's provision copies this overlay into the
 // builder (tests/testagent, GatedHermesEnv).
 var (
@@ -29,20 +31,21 @@ var (
 	gatedErr  error
 )
 
-// gatedHermesEnv is the test agent's variable naming the overlay.
-const gatedHermesEnv = "TESTAGENT_GATED_HERMES"
+// GatedHermesEnv is the test agent's variable naming the overlay; a test
+// that sets it empty (Project.Extra) builds a box without the gate.
+const GatedHermesEnv = "TESTAGENT_GATED_HERMES"
 
 // errNoTree is a machine without the real Hermes tree (test data kept
 // beside the clone, never committed).
 var errNoTree = errors.New("no real Hermes tree")
 
-// gatedHermes returns the overlay root, made once per test binary: the
+// GatedHermes returns the overlay root, made once per test binary: the
 // real tree at usr/local/lib/hermes-agent (with a venv whose python is this
 // machine's, and a discord stand-in as the test agent's tools have), patched
 // by the real agent's `patch hermes` verb, which also installs the plugin
 // and writes the managed scope at etc/hermes. Without the tree the test
 // skips, except in CI, where it fails.
-func gatedHermes(t testing.TB) string {
+func GatedHermes(t testing.TB) string {
 	t.Helper()
 	gatedOnce.Do(func() { gatedDir, gatedErr = prepareGatedHermes(t) })
 	if errors.Is(gatedErr, errNoTree) && os.Getenv("CI") != "true" {
@@ -59,7 +62,7 @@ func prepareGatedHermes(t testing.TB) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(bins.dir, "gated-hermes")
+	dir := filepath.Join(Build(t).Dir, "gated-hermes")
 	tree := filepath.Join(dir, filepath.FromSlash(boxlayout.HermesTree))
 	if err := placeTree(t, rel.Version, tree); err != nil {
 		return "", err
@@ -91,7 +94,7 @@ func prepareGatedHermes(t testing.TB) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bins.agent, "--root", dir, "patch", "hermes", "--commit", rel.Commit,
+	out, err := exec.CommandContext(ctx, Build(t).Agent, "--root", dir, "patch", "hermes", "--commit", rel.Commit,
 		"--config", filepath.Join(t.TempDir(), "config.yaml"), "--no-integration").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("installing the gate on Hermes %s: %v\n%s", rel.Version, err, out)
