@@ -61,7 +61,12 @@ type Config struct {
 	// SnapshotMaxMiB (HERMES_BOX_SNAPSHOT_MAX_MIB) bounds one backup part;
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
-	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
+	// SnapshotIncremental (HERMES_BOX_SNAPSHOT_INCREMENTAL) makes every
+	// snapshot, the restore's safety snapshot included, an incremental one
+	// into the machine's chunk store (only new chunks cross the relay);
+	// false writes hermes-box-v2 backups.
+	SnapshotIncremental bool
+	NetworkMode         NetworkMode // HERMES_BOX_NETWORK_MODE
 	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
 	// on Linux every call that boots a VMM asks smolvm for its seccomp and
 	// Landlock confinement, and a started VMM without a seccomp filter is

@@ -101,6 +101,9 @@ func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped boo
 		return "", fmt.Errorf("snapshot: %s is %s, but %s.pub is %s", cfg.SSHKeyPath(), keys.Fingerprint(signer.PublicKey()), cfg.SSHKeyPath(), e.finger)
 	}
 	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
+	if cfg.SnapshotIncremental {
+		s.Incremental = e.incremental(s.Meta)
+	}
 	return s.Run(ctx)
 }
 
