@@ -17,6 +17,16 @@ const (
 	EventWarning EventType = "warning"
 )
 
+// Known reports whether t is one of the event types above; the host drops
+// an event of any other type.
+func (t EventType) Known() bool {
+	switch t {
+	case EventLog, EventProgress, EventStep, EventWarning:
+		return true
+	}
+	return false
+}
+
 // Level is the severity of an Event.
 type Level string
 
@@ -42,6 +52,15 @@ func (l Level) rank() int {
 	}
 }
 
+// Known reports whether l is one of the levels above.
+func (l Level) Known() bool {
+	switch l {
+	case LevelDebug, LevelInfo, LevelWarn, LevelError:
+		return true
+	}
+	return false
+}
+
 // Enabled reports whether an event at level l passes a minimum level.
 func (l Level) Enabled(minimum Level) bool { return l.rank() >= minimum.rank() }
 
@@ -55,6 +74,45 @@ const (
 	StepSkipped StepState = "skipped"
 	StepFailed  StepState = "failed"
 )
+
+// Known reports whether s is one of the states above.
+func (s StepState) Known() bool {
+	switch s {
+	case StepStarted, StepDone, StepSkipped, StepFailed:
+		return true
+	}
+	return false
+}
+
+// The names of an Event's Fields. The agent sets its fields with these
+// constants and the host keeps exactly the names in EventFields, so a field
+// the agent adds is one the host passes on (guest-agent's
+// TestEventFieldsAreShared fails on a field name outside the list).
+const (
+	// FieldChanged and FieldChanges are provision's step outcome: whether
+	// the step changed the box, and how many changes it made.
+	FieldChanged = "changed"
+	FieldChanges = "changes"
+	// FieldTimeout is the time limit of a command provision runs.
+	FieldTimeout = "timeout"
+	// FieldSHA256, FieldStatus and FieldURL describe an artifact provision
+	// fetched and verified.
+	FieldSHA256 = "sha256"
+	FieldStatus = "status"
+	FieldURL    = "url"
+	// FieldBlob is the digest of the blob an image pull is downloading.
+	FieldBlob = "blob"
+	// FieldSource marks an event the host made of a raw stderr line.
+	FieldSource = "source"
+	// FieldError is a failed step's reason, which the host moves out of
+	// its message.
+	FieldError = "error"
+)
+
+// EventFields are the field names an event may carry on its way from the
+// agent to a person; the host drops any other.
+var EventFields = []string{FieldChanged, FieldChanges, FieldTimeout, FieldSHA256, FieldStatus, FieldURL, FieldBlob,
+	FieldSource, FieldError}
 
 // Event is one JSON line on the agent's stderr.
 type Event struct {

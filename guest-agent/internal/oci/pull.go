@@ -368,7 +368,7 @@ func (r *progressReader) Close() error { return r.rc.Close() }
 func progressEvent(msg string, d ispec.Descriptor, current int64) protocol.Event {
 	return protocol.Event{Type: protocol.EventProgress, Step: "executor-pull", Level: protocol.LevelInfo, Message: msg,
 		Progress: &protocol.Progress{Current: current, Total: d.Size, Unit: "bytes"},
-		Fields:   map[string]string{"blob": string(d.Digest)}}
+		Fields:   map[string]string{protocol.FieldBlob: string(d.Digest)}}
 }
 
 // removeGlob removes every match of pattern in dir.

@@ -168,7 +168,7 @@ func (p *Provisioner) runStep(ctx context.Context, s Step) (StepResult, error) {
 		return res, nil
 	case len(st.Pending) == 0:
 		res.State = stateUnchanged
-		p.stepEvent(s.Name, protocol.StepDone, protocol.LevelInfo, "already done", map[string]string{"changed": "false"})
+		p.stepEvent(s.Name, protocol.StepDone, protocol.LevelInfo, "already done", map[string]string{protocol.FieldChanged: "false"})
 		return res, nil
 	}
 	res.Changes = st.Pending
@@ -183,7 +183,7 @@ func (p *Provisioner) runStep(ctx context.Context, s Step) (StepResult, error) {
 		return res, fmt.Errorf("still pending after apply: %v", after.Pending)
 	}
 	res.State = stateChanged
-	p.stepEvent(s.Name, protocol.StepDone, protocol.LevelInfo, "done", map[string]string{"changed": "true", "changes": strconv.Itoa(len(st.Pending))})
+	p.stepEvent(s.Name, protocol.StepDone, protocol.LevelInfo, "done", map[string]string{protocol.FieldChanged: "true", protocol.FieldChanges: strconv.Itoa(len(st.Pending))})
 	return res, nil
 }
 
@@ -224,7 +224,7 @@ func (p *Provisioner) path(guest string) string { return filepath.Join(p.cfg.Roo
 // run runs c and reports it as a log event first.
 func (p *Provisioner) run(ctx context.Context, step string, c command.Command) (command.Output, error) {
 	p.emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelDebug, Step: step, Message: "running " + c.String(),
-		Fields: map[string]string{"timeout": c.Timeout.String()}})
+		Fields: map[string]string{protocol.FieldTimeout: c.Timeout.String()}})
 	return p.cfg.Runner.Run(ctx, c)
 }
 
@@ -235,7 +235,7 @@ func (p *Provisioner) fetch(ctx context.Context, step, name string, a Artifact) 
 		return "", fmt.Errorf("fetching %s: %w", name, err)
 	}
 	p.emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelInfo, Step: step, Message: name + " verified",
-		Fields: map[string]string{"sha256": r.SHA256, "status": string(r.Status), "url": a.URL}})
+		Fields: map[string]string{protocol.FieldSHA256: r.SHA256, protocol.FieldStatus: string(r.Status), protocol.FieldURL: a.URL}})
 	return r.Path, nil
 }
 

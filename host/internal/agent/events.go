@@ -40,7 +40,7 @@ func (c *agentCause) event(ev protocol.Event) {
 		if ev.Fields == nil {
 			ev.Fields = map[string]string{}
 		}
-		ev.Fields["error"], ev.Message = ev.Message, ""
+		ev.Fields[protocol.FieldError], ev.Message = ev.Message, ""
 	}
 	c.pass(&ev)
 }

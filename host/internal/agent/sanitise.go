@@ -30,19 +30,16 @@ const (
 	OriginBox   = "box"
 )
 
-// eventFields are the fields an event of the box may carry: the agent's
-// own (provision's step outcome, artifacts and timeouts, a pull's blob),
-// the relay's mark of a raw stderr line, and the failed step's reason the
-// client moves into them. A box-supplied "elapsed" is not one: the host
-// times steps.
-var eventFields = map[string]bool{"changed": true, "changes": true, "timeout": true, "sha256": true, "status": true,
-	"url": true, "blob": true, "source": true, "error": true}
-
-var (
-	eventTypes  = map[protocol.EventType]bool{protocol.EventLog: true, protocol.EventProgress: true, protocol.EventStep: true, protocol.EventWarning: true}
-	stepStates  = map[protocol.StepState]bool{protocol.StepStarted: true, protocol.StepDone: true, protocol.StepSkipped: true, protocol.StepFailed: true}
-	eventLevels = map[protocol.Level]bool{protocol.LevelDebug: true, protocol.LevelInfo: true, protocol.LevelWarn: true, protocol.LevelError: true}
-)
+// eventFields are the fields an event of the box may carry: the shared
+// list the agent's emitters draw their names from (protocol.EventFields).
+// A box-supplied "elapsed" is not one: the host times steps.
+var eventFields = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range protocol.EventFields {
+		m[f] = true
+	}
+	return m
+}()
 
 // Line is s from the box as one line of at most max bytes: every control
 // character (newline and tab too), DEL, C1 control and bidirectional
@@ -90,14 +87,14 @@ func Text(s string) string {
 // times its events), and marked as the box's. ok is false for an event of
 // an unknown type or state, which is dropped.
 func sanitise(ev protocol.Event) (out protocol.Event, ok bool) {
-	if !eventTypes[ev.Type] || (ev.Type == protocol.EventStep && !stepStates[ev.State]) {
+	if !ev.Type.Known() || (ev.Type == protocol.EventStep && !ev.State.Known()) {
 		return out, false
 	}
 	out = protocol.Event{Type: ev.Type, Level: ev.Level, Step: Line(ev.Step, MaxStepName), Message: Text(ev.Message)}
 	if ev.Type == protocol.EventStep {
 		out.State = ev.State
 	}
-	if !eventLevels[out.Level] {
+	if !out.Level.Known() {
 		out.Level = protocol.LevelInfo
 	}
 	if p := ev.Progress; p != nil && ev.Type == protocol.EventProgress {

@@ -83,6 +83,8 @@ var (
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
 	SnapshotWrite = &Verb{Argv: []string{"snapshot", "write"}, Args: []string{"PART"}, Result: "tar stream", Stream: true,
 		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
+	SnapshotChunks = &Verb{Argv: []string{"snapshot", "chunks"}, Args: []string{"PART"}, Stdin: true, Result: "chunk stream", Stream: true,
+		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
 	Version  = &Verb{Argv: []string{"version"}, Result: "text", Stdout: 4 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
@@ -94,7 +96,12 @@ var (
 		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
 )
 
+// NetcheckKill is how long a netcheck may run in the builder: smolvm exec
+// ends it there after this (--timeout), well inside Netcheck's deadline,
+// so that a probe stuck in the box does not outlive the host's wait.
+const NetcheckKill = 5 * time.Second
+
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
 	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
-	SnapshotWrite, SnapshotApply, Version, Netcheck, HostKeys, Provision}
+	SnapshotWrite, SnapshotChunks, SnapshotApply, Version, Netcheck, HostKeys, Provision}

@@ -19,17 +19,17 @@ const safetyLabel = "pre-restore"
 // snapshots restores left behind (full-size backups no other message
 // names). An error whose recovery is already said (an interrupted
 // cut-over, a box not returned to its state) is left as it is.
-func (b *Box) aftermath(ctx context.Context, cmd string, err error) error {
+func aftermath(ctx context.Context, b *Box, cmd string, err error) error {
 	if err == nil || NeedsRecovery(err) {
 		return err
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timing.interruptGrace)
 	defer cancel()
-	state, next := b.boxNow(lctx, cmd)
+	state, next := boxNow(lctx, b, cmd)
 	if hint := userr.Hint(err); hint != "" {
 		next = hint
 	}
-	if left := b.SafetySnapshots(lctx); left != "" {
+	if left := SafetySnapshots(lctx, b); left != "" {
 		state += "; " + left
 	}
 	code := userr.Code(err)
@@ -41,7 +41,7 @@ func (b *Box) aftermath(ctx context.Context, cmd string, err error) error {
 }
 
 // boxNow says in what state the box is after cmd failed, and what to run.
-func (b *Box) boxNow(ctx context.Context, cmd string) (state, next string) {
+func boxNow(ctx context.Context, b *Box, cmd string) (state, next string) {
 	name := b.cfg.MachineName
 	m, err := b.vm.Status(ctx, name)
 	switch {
@@ -59,8 +59,8 @@ func (b *Box) boxNow(ctx context.Context, cmd string) (state, next string) {
 
 // SafetySnapshots names the box's restore safety snapshots with their
 // size and how to delete them ("" when there are none).
-func (b *Box) SafetySnapshots(ctx context.Context) string {
-	entries, _ := b.Backups(ctx, false)
+func SafetySnapshots(ctx context.Context, b *Box) string {
+	entries, _ := Backups(ctx, b, false)
 	var left []string
 	for _, e := range entries {
 		if e.Machine == b.cfg.MachineName && e.Label == safetyLabel {

@@ -19,28 +19,28 @@ import (
 
 // client is the agent client over tr whose events are rendered on the
 // box's UI.
-func (b *Box) client(tr relay.Transport) *agent.Client {
+func client(b *Box, tr relay.Transport) *agent.Client {
 	return agent.New(tr, b.ui.Event)
 }
 
 // runningClient is the agent client over the SSH relay with the pinned
 // host key, dialled at each call; its events are rendered on the box's UI.
-func (b *Box) runningClient() *agent.Client {
-	return agent.Dialled(func() (relay.Transport, error) { return b.sshRelay() }, b.ui.Event)
+func runningClient(b *Box) *agent.Client {
+	return agent.Dialled(func() (relay.Transport, error) { return sshRelay(b) }, b.ui.Event)
 }
 
 // QuietClient is the agent client over the SSH relay once the box runs,
 // dropping the box's events; a box that does not run is refused, saying
 // what for.
-func (b *Box) QuietClient(ctx context.Context, purpose string) (*agent.Client, error) {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func QuietClient(ctx context.Context, b *Box, purpose string) (*agent.Client, error) {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return nil, err
 	}
 	if m.State != smolvm.StateRunning {
 		return nil, fmt.Errorf("%s is %s: %s (hermes-box start)", m.Name, m.State, purpose)
 	}
-	tr, err := b.sshRelay()
+	tr, err := sshRelay(b)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +48,13 @@ func (b *Box) QuietClient(ctx context.Context, purpose string) (*agent.Client, e
 }
 
 // sshRelay is the SSH transport to the runtime box, with the pinned host key.
-func (b *Box) sshRelay() (*relay.SSH, error) {
-	return b.sshRelayTo(b.cfg.MachineName, b.cfg.SSHPort)
+func sshRelay(b *Box) (*relay.SSH, error) {
+	return sshRelayTo(b, b.cfg.MachineName, b.cfg.SSHPort)
 }
 
 // sshRelayTo is the SSH transport to machine name on loopback port, with
 // the host key pinned for that machine.
-func (b *Box) sshRelayTo(name string, port int) (*relay.SSH, error) {
+func sshRelayTo(b *Box, name string, port int) (*relay.SSH, error) {
 	keyPath := b.cfg.SSHKeyPath()
 	if _, err := os.Stat(keyPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, userr.NotInitialised("no project SSH key at " + keyPath)
@@ -78,21 +78,21 @@ func (b *Box) sshRelayTo(name string, port int) (*relay.SSH, error) {
 }
 
 // execRelay is the smolvm-exec transport to a machine.
-func (b *Box) execRelay(machine string) *relay.Exec {
+func execRelay(b *Box, machine string) *relay.Exec {
 	return &relay.Exec{Machine: machine, Execer: b.vm}
 }
 
 // directRelay is the smolvm-exec transport that runs a verb the agent
 // refuses through the relay (builder and out-of-band verbs) directly.
-func (b *Box) directRelay(machine string) *relay.Exec {
-	tr := b.execRelay(machine)
+func directRelay(b *Box, machine string) *relay.Exec {
+	tr := execRelay(b, machine)
 	tr.Direct = true
 	return tr
 }
 
-// health asks the agent for its report (the cheap checks, as status shows).
-func (b *Box) health(ctx context.Context, tr relay.Transport) (*health.Report, error) {
-	return b.client(tr).Health(ctx, false)
+// healthOf asks the agent for its report (the cheap checks, as status shows).
+func healthOf(ctx context.Context, b *Box, tr relay.Transport) (*health.Report, error) {
+	return client(b, tr).Health(ctx, false)
 }
 
 // tail is the last line or so of a command's stderr, for error messages.

@@ -51,16 +51,16 @@ func fromBox(err error) bool {
 var errAuditRead = errors.New("the audit log was read up to its first bad line")
 
 // auditAnchor is the project's anchor file.
-func (b *Box) auditAnchor() string {
+func auditAnchor(b *Box) string {
 	return filepath.Join(b.cfg.StateDir(), filenames.AuditAnchor)
 }
 
 // anchorAudit records the audit chain's head as status and snapshot do,
 // returning the host's check of it.
-func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time) health.Check {
+func anchorAudit(ctx context.Context, b *Box, tr relay.Transport, now time.Time) health.Check {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
-	res, err := CheckAudit(ctx, agent.New(tr, nil), b.auditAnchor(), false)
+	res, err := CheckAudit(ctx, agent.New(tr, nil), auditAnchor(b), false)
 	switch {
 	case err != nil:
 		return hostCheck(false, health.SeverityWarning, "the audit log could not be checked: "+err.Error(), now)
@@ -73,8 +73,8 @@ func (b *Box) anchorAudit(ctx context.Context, tr relay.Transport, now time.Time
 // auditAnchorLine is the host's audit anchor for a backup's manifest, ""
 // when there is none (or it cannot be read: said, and the backup carries
 // none).
-func (b *Box) auditAnchorLine() string {
-	a, err := auditanchor.Load(b.auditAnchor())
+func auditAnchorLine(b *Box) string {
+	a, err := auditanchor.Load(auditAnchor(b))
 	if err != nil {
 		b.ui.Warn("the backup carries no audit anchor: %v", err)
 		return ""
@@ -88,8 +88,8 @@ func (b *Box) auditAnchorLine() string {
 // installAuditAnchor puts a restored backup's anchor in place: it
 // describes the restored log. A backup without one (nil) leaves no anchor
 // that could raise a false alarm: the host's is moved aside, and said.
-func (b *Box) installAuditAnchor(ctx context.Context, a *auditanchor.Anchor) error {
-	aside, err := auditanchor.Install(ctx, b.auditAnchor(), a, time.Now())
+func installAuditAnchor(ctx context.Context, b *Box, a *auditanchor.Anchor) error {
+	aside, err := auditanchor.Install(ctx, auditAnchor(b), a, time.Now())
 	switch {
 	case err != nil:
 		return err
@@ -103,8 +103,8 @@ func (b *Box) installAuditAnchor(ctx context.Context, a *auditanchor.Anchor) err
 
 // moveAuditAnchorAside moves the anchor of a deleted box aside, saying so:
 // the next box starts a new log.
-func (b *Box) moveAuditAnchorAside(ctx context.Context) error {
-	aside, err := auditanchor.Install(ctx, b.auditAnchor(), nil, time.Now())
+func moveAuditAnchorAside(ctx context.Context, b *Box) error {
+	aside, err := auditanchor.Install(ctx, auditAnchor(b), nil, time.Now())
 	if err == nil && aside != "" {
 		b.ui.Info("moved the audit anchor of the deleted box aside to %s", aside)
 	}

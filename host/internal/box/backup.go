@@ -39,8 +39,8 @@ type backupRun struct {
 	anchor *auditanchor.Anchor
 }
 
-// backupRun reads the project key for a snapshot, restore or package.
-func (b *Box) backupRun() (*backupRun, error) {
+// loadBackupRun reads the project key for a snapshot, restore or package.
+func loadBackupRun(b *Box) (*backupRun, error) {
 	cfg := b.cfg
 	pub, err := os.ReadFile(cfg.SSHKeyPath() + ".pub")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -67,7 +67,7 @@ func (e *backupRun) trust(legacyOK bool) backup.Trust {
 // restore that recovers it), deletes candidate machines an interrupted
 // restore left, then runs fn.
 func (e *backupRun) locked(ctx context.Context, fn func() error) error {
-	return e.box.withLockResuming(e.resume, func() error {
+	return withLockResuming(e.box, e.resume, func() error {
 		removed, err := backup.ReapCandidates(ctx, e.ops(), e.box.cfg.MachineName)
 		for _, n := range removed {
 			e.box.ui.Info("removed the leftover candidate machine %s", n)
@@ -81,7 +81,7 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: e.box.auditAnchorLine(), Now: time.Now(), Limits: e.limits()}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: auditAnchorLine(e.box), Now: time.Now(), Limits: e.limits()}
 }
 
 // limits bound what a snapshot takes from the box and what a restore
@@ -219,7 +219,7 @@ func (o *boxOps) Health(ctx context.Context, name string, port int) error {
 	if err != nil {
 		return err
 	}
-	report, err := o.env.box.health(ctx, tr)
+	report, err := healthOf(ctx, o.env.box, tr)
 	if err != nil {
 		return fmt.Errorf("health of %s: %w", name, err)
 	}

@@ -42,8 +42,8 @@ func CheckLabel(label string) error {
 
 // Backups lists the backups; deep verifies each, its signature against
 // the project key first (any signer's when there is no key yet).
-func (b *Box) Backups(ctx context.Context, deep bool) ([]BackupEntry, error) {
-	key, err := b.projectKeyIfAny()
+func Backups(ctx context.Context, b *Box, deep bool) ([]BackupEntry, error) {
+	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +52,8 @@ func (b *Box) Backups(ctx context.Context, deep bool) ([]BackupEntry, error) {
 
 // DeleteBackup removes the backup name (never the last good one of a
 // machine unless force).
-func (b *Box) DeleteBackup(ctx context.Context, name string, force bool) (BackupEntry, error) {
-	key, err := b.projectKeyIfAny()
+func DeleteBackup(ctx context.Context, b *Box, name string, force bool) (BackupEntry, error) {
+	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return BackupEntry{}, err
 	}
@@ -61,8 +61,8 @@ func (b *Box) DeleteBackup(ctx context.Context, name string, force bool) (Backup
 }
 
 // projectKeyIfAny is the project's public key, nil when there is none.
-func (b *Box) projectKeyIfAny() (ssh.PublicKey, error) {
-	env, err := b.backupRun()
+func projectKeyIfAny(b *Box) (ssh.PublicKey, error) {
+	env, err := loadBackupRun(b)
 	if errors.Is(err, userr.ErrNoBox) {
 		return nil, nil
 	}
@@ -73,8 +73,8 @@ func (b *Box) projectKeyIfAny() (ssh.PublicKey, error) {
 }
 
 // BackupNames are the names `backups` prints, for completion.
-func (b *Box) BackupNames(ctx context.Context) []string {
-	entries, _ := b.Backups(ctx, false)
+func BackupNames(ctx context.Context, b *Box) []string {
+	entries, _ := Backups(ctx, b, false)
 	names := make([]string, len(entries))
 	for i, e := range entries {
 		names[i] = e.Name
@@ -85,7 +85,7 @@ func (b *Box) BackupNames(ctx context.Context) []string {
 // ResolveBackup turns what a user gave for a backup into its path: a path
 // that exists is taken as it is; a bare name is one `backups` prints (with
 // or without its .hermesbox suffix) in the backups directory.
-func (b *Box) ResolveBackup(arg string) (string, error) {
+func ResolveBackup(b *Box, arg string) (string, error) {
 	if arg == "" {
 		return "", userr.Usage("a backup is needed: a name `hermes-box backups` prints, or a path")
 	}
@@ -106,8 +106,8 @@ func (b *Box) ResolveBackup(arg string) (string, error) {
 
 // LastGoodBackup is the newest backup of the box's machine that is not
 // invalid (without a full verification); ok is false when there is none.
-func (b *Box) LastGoodBackup(ctx context.Context) (e BackupEntry, ok bool) {
-	entries, _ := b.Backups(ctx, false)
+func LastGoodBackup(ctx context.Context, b *Box) (e BackupEntry, ok bool) {
+	entries, _ := Backups(ctx, b, false)
 	for _, e := range slices.Backward(entries) {
 		if e.Good() && e.Machine == b.cfg.MachineName {
 			return e, true

@@ -1,9 +1,12 @@
 // Package box is the lifecycle of one hermes-box: init (preflight, the
 // disposable builder, the runtime machine), start and stop, status,
 // snapshot and restore orchestration, and the executor wiring. A Box is
-// built once from the project's configuration; every agent verb it runs
-// goes through one call (Call). The command line (host/internal/cli) only
-// reads flags, calls a Box method and renders what it returns.
+// the box's data, built once from the project's configuration: the
+// configuration, the smolvm driver, the UI and the waits' bounds. Every
+// verb is a plain function over it in a file of its own (start.go,
+// stop.go, restore.go, ...), as lima's pkg/instance does for an instance;
+// the command line (host/internal/cli) only reads flags, calls the verb
+// (box.Start(ctx, b)) and renders what it returns.
 package box
 
 import (
@@ -123,7 +126,7 @@ func New(cfg *config.Config, ui UI) *Box {
 		cfg: cfg, vm: smolvm.New(smolvm.ExecRunner{}), ui: ui,
 		timing: defaultTimings(), hostCheck: checkHostPlatform, sshUser: boxlayout.AdminUser,
 	}
-	if err := b.adoptSettings(); err != nil {
+	if err := adoptSettings(b); err != nil {
 		ui.Warn("%v; using the configuration", err)
 	}
 	if b.cfg.ExecutorEnabled {
@@ -184,7 +187,7 @@ func isProject(dir string) bool {
 
 // checkNetworkMode refuses a mode the detected smolvm release cannot
 // enforce (its row in the pins table says so); full needs no smolvm call.
-func (b *Box) checkNetworkMode(ctx context.Context) error {
+func checkNetworkMode(ctx context.Context, b *Box) error {
 	if !netmode.Proven(b.cfg.NetworkMode) {
 		return netmode.Offer(b.cfg.NetworkMode, pins.SmolvmRelease{}, nil)
 	}

@@ -17,45 +17,45 @@ import (
 )
 
 // BaseArtifact is the packed base image the box is created from.
-func (b *Box) BaseArtifact() string { return filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifact) }
+func BaseArtifact(b *Box) string { return filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifact) }
 
 // buildBase builds the base image in a disposable builder and returns the
 // artifact's path. The builder is deleted whatever happens, unless a step
 // failed and KeepBuilder is set; a failure says that re-running init is
 // safe.
-func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
+func buildBase(ctx context.Context, b *Box) (artifact string, err error) {
 	name := b.cfg.BuilderName
 	defer func() {
 		if err != nil {
-			err = b.builderFailed(name, err)
+			err = builderFailed(b, name, err)
 		}
 		if err != nil && b.KeepBuilder {
 			b.ui.Warn("kept the failed builder %s for inspection: smolvm machine shell --name %s; delete it with smolvm machine delete --name %s --force before the next init", name, name, name)
 			return
 		}
 		done := b.ui.Step("builder-delete", name)
-		derr := b.removeMachine(ctx, name)
+		derr := removeMachine(ctx, b, name)
 		done(derr)
 		if derr == nil {
-			b.unmarkBuilder()
+			unmarkBuilder(b)
 		}
 		if derr != nil {
 			err = errors.Join(err, fmt.Errorf("deleting builder %s: %w (delete it with smolvm machine delete --name %s --force)", name, derr, name))
 		}
 	}()
-	if err := b.markBuilder(); err != nil {
+	if err := markBuilder(b); err != nil {
 		return "", err
 	}
-	if err := b.createBuilder(ctx, name); err != nil {
+	if err := createBuilder(ctx, b, name); err != nil {
 		return "", err
 	}
-	if err := b.installAgent(ctx, name); err != nil {
+	if err := installAgent(ctx, b, name); err != nil {
 		return "", err
 	}
-	if err := b.waitBuilderNetwork(ctx, name); err != nil {
+	if err := waitBuilderNetwork(ctx, b, name); err != nil {
 		return "", err
 	}
-	if err := b.provision(ctx, name); err != nil {
+	if err := provision(ctx, b, name); err != nil {
 		return "", err
 	}
 	done := b.ui.Step("builder-stop", name)
@@ -64,12 +64,12 @@ func (b *Box) buildBase(ctx context.Context) (artifact string, err error) {
 	if err != nil {
 		return "", err
 	}
-	return b.pack(ctx, name)
+	return pack(ctx, b, name)
 }
 
 // createBuilder creates the builder with a real NIC (virtio-net, not the
 // portless TSI default) and boots it.
-func (b *Box) createBuilder(ctx context.Context, name string) error {
+func createBuilder(ctx context.Context, b *Box, name string) error {
 	c := b.cfg
 	done := b.ui.Step("builder-create", fmt.Sprintf("%s from %s with build-time networking", name, pins.UbuntuImage))
 	err := b.vm.Create(ctx, smolvm.CreateSpec{Name: name, Image: pins.UbuntuImage, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
@@ -91,17 +91,17 @@ func (b *Box) createBuilder(ctx context.Context, name string) error {
 
 // installAgent copies the agent for the guest's architecture and the
 // project's public key into the builder.
-func (b *Box) installAgent(ctx context.Context, name string) error {
-	done := b.ui.Step("agent-copy", b.agentBinary())
-	err := b.vm.CopyIn(ctx, name, b.agentBinary(), boxlayout.AgentPath)
+func installAgent(ctx context.Context, b *Box, name string) error {
+	done := b.ui.Step("agent-copy", agentBinary(b))
+	err := b.vm.CopyIn(ctx, name, agentBinary(b), boxlayout.AgentPath)
 	if err == nil {
 		// smolvm cp does not keep the executable bit.
-		err = b.execOK(ctx, name, "/bin/chmod", "0755", boxlayout.AgentPath)
+		err = execOK(ctx, b, name, "/bin/chmod", "0755", boxlayout.AgentPath)
 	}
 	if err == nil && b.cfg.ExecutorEnabled {
-		err = b.vm.CopyIn(ctx, name, b.ociHelperBinary(), boxlayout.OCIHelperPath)
+		err = b.vm.CopyIn(ctx, name, ociHelperBinary(b), boxlayout.OCIHelperPath)
 		if err == nil {
-			err = b.execOK(ctx, name, "/bin/chmod", "0755", boxlayout.OCIHelperPath)
+			err = execOK(ctx, b, name, "/bin/chmod", "0755", boxlayout.OCIHelperPath)
 		}
 	}
 	if err == nil {
@@ -112,7 +112,7 @@ func (b *Box) installAgent(ctx context.Context, name string) error {
 }
 
 // execOK runs a short command in the machine and wants status 0.
-func (b *Box) execOK(ctx context.Context, name string, argv ...string) error {
+func execOK(ctx context.Context, b *Box, name string, argv ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
 	res, err := b.vm.Exec(ctx, smolvm.ExecSpec{Name: name, Argv: argv})
@@ -128,23 +128,23 @@ func (b *Box) execOK(ctx context.Context, name string, argv ...string) error {
 // waitBuilderNetwork runs the agent's netcheck until the builder has an
 // IPv4 default route and DNS: up to netProbes probes per boot and netBoots
 // boots, cycling the builder (stop, update --net, start) in between.
-func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
+func waitBuilderNetwork(ctx context.Context, b *Box, name string) error {
 	t := b.timing
 	ctx, cancel := context.WithTimeout(ctx, t.netTotal)
 	defer cancel()
 	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
-	w := b.waiting(name, "the builder's IPv4 route and DNS")
+	w := waiting(b, name, "the builder's IPv4 route and DNS")
 	var last error
 	for boot := 1; boot <= t.netBoots; boot++ {
 		if boot > 1 {
 			b.ui.Warn("builder network unavailable after boot %d/%d; restarting the builder", boot-1, t.netBoots)
-			if err := b.cycleBuilder(ctx, name); err != nil {
+			if err := cycleBuilder(ctx, b, name); err != nil {
 				done(err)
 				return err
 			}
 		}
 		for probe := 1; probe <= t.netProbes; probe++ {
-			if last = b.netcheck(ctx, name); last == nil {
+			if last = netcheck(ctx, b, name); last == nil {
 				done(nil)
 				return nil
 			}
@@ -165,14 +165,17 @@ func (b *Box) waitBuilderNetwork(ctx context.Context, name string) error {
 	return err
 }
 
-// netcheck runs the agent's netcheck on the builder through smolvm exec;
-// the test hook names the host it resolves instead of its default (the
-// Ubuntu archive for the guest's architecture).
-func (b *Box) netcheck(ctx context.Context, name string) error {
-	return agent.New(b.directRelay(name), nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
+// netcheck runs the agent's netcheck on the builder through smolvm exec,
+// which ends it in the box after agent.NetcheckKill; the test hook names
+// the host it resolves instead of its default (the Ubuntu archive for the
+// guest's architecture).
+func netcheck(ctx context.Context, b *Box, name string) error {
+	tr := directRelay(b, name)
+	tr.Timeout = agent.NetcheckKill
+	return agent.New(tr, nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
 }
 
-func (b *Box) cycleBuilder(ctx context.Context, name string) error {
+func cycleBuilder(ctx context.Context, b *Box, name string) error {
 	if err := b.vm.Stop(ctx, name); err != nil {
 		return err
 	}
@@ -184,42 +187,42 @@ func (b *Box) cycleBuilder(ctx context.Context, name string) error {
 
 // provisionArgs is the agent's provision request. Digests for artifacts the
 // pins do not cover travel only when the user configured them.
-func (b *Box) provisionArgs() agent.ProvisionArgs {
+func provisionArgs(b *Box) agent.ProvisionArgs {
 	return agent.ProvisionArgs{AuthorizedKeys: boxlayout.AuthorizedKeysUpload, HermesCommit: b.cfg.HermesCommit,
 		UVSHA256: b.cfg.UVSHA256, CodexSHA256: b.cfg.CodexSHA256}
 }
 
 // provision runs the agent's provision verb through the smolvm-exec
 // transport, rendering its progress.
-func (b *Box) provision(ctx context.Context, name string) (err error) {
-	env, cleanup, err := b.installTestPins(ctx, name)
+func provision(ctx context.Context, b *Box, name string) (err error) {
+	env, cleanup, err := installTestPins(ctx, b, name)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, cleanup()) }()
 	done := b.ui.Step("provision", name)
-	err = b.client(b.provisionTransport(name, env)).Provision(ctx, b.provisionArgs())
+	err = client(b, provisionTransport(b, name, env)).Provision(ctx, provisionArgs(b))
 	done(err)
 	return err
 }
 
 // pack packs the stopped builder and publishes the artifact atomically.
-func (b *Box) pack(ctx context.Context, name string) (string, error) {
+func pack(ctx context.Context, b *Box, name string) (string, error) {
 	tmp := filepath.Join(b.cfg.ImagesDir(), filenames.BaseArtifactTemp+strconv.Itoa(os.Getpid()))
 	packed := tmp + ".smolmachine"
 	cleanup := func() { os.Remove(tmp); os.Remove(packed) }
 	cleanup()
 	defer cleanup()
-	done := b.ui.Step("pack", b.BaseArtifact())
+	done := b.ui.Step("pack", BaseArtifact(b))
 	err := b.vm.PackCreate(ctx, smolvm.PackSpec{FromVM: name, Smolfile: filepath.Join(b.cfg.ProjectRoot, "Smolfile"), Output: tmp})
 	if err == nil {
-		err = publishArtifact(packed, b.BaseArtifact())
+		err = publishArtifact(packed, BaseArtifact(b))
 	}
 	done(err)
 	if err != nil {
 		return "", err
 	}
-	return b.BaseArtifact(), nil
+	return BaseArtifact(b), nil
 }
 
 func publishArtifact(packed, dst string) error {

@@ -12,18 +12,18 @@ import (
 // gateway that started before Executor was ready discovers its tools (the
 // reference's per-boot restart). When it did restart, the box is waited
 // for again.
-func (b *Box) refreshDiscovery(ctx context.Context, name string, tr relay.Transport) error {
+func refreshDiscovery(ctx context.Context, b *Box, name string, tr relay.Transport) error {
 	done := b.ui.Step("discovery", "Hermes' MCP discovery of Executor's tools")
-	restarted, err := b.askRefresh(ctx, tr)
+	restarted, err := askRefresh(ctx, b, tr)
 	if err == nil && restarted {
-		err = b.waitRunning(ctx, b.waiting(name, "the gateway of "+name+" to restart"), tr)
+		err = waitRunning(ctx, b, waiting(b, name, "the gateway of "+name+" to restart"), tr)
 	}
 	done(err)
 	return err
 }
 
-func (b *Box) askRefresh(ctx context.Context, tr relay.Transport) (bool, error) {
-	r, err := b.client(tr).RefreshDiscovery(ctx)
+func askRefresh(ctx context.Context, b *Box, tr relay.Transport) (bool, error) {
+	r, err := client(b, tr).RefreshDiscovery(ctx)
 	if err != nil {
 		return false, fmt.Errorf("refreshing Hermes' MCP discovery: %w", err)
 	}

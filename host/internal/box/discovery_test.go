@@ -51,7 +51,7 @@ func TestRefreshDiscovery(t *testing.T) {
 			tr := &verbTransport{answers: map[string]string{"executor refresh-discovery": tt.answer, "health --json": string(healthy)},
 				codes: map[string]int{"executor refresh-discovery": tt.code}}
 			b := &Box{timing: fastTimings(), ui: nopUI{}}
-			err := b.refreshDiscovery(t.Context(), "box", tr)
+			err := refreshDiscovery(t.Context(), b, "box", tr)
 			if tt.err == "" && err != nil || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
 				t.Fatalf("got %v, want %q", err, tt.err)
 			}

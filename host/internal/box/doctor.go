@@ -13,9 +13,9 @@ import (
 // doctor) and records the verdict for that binary. It holds the operation
 // lock, and always asks for the VMM's confinement: the row measures what
 // the release can do, whatever HERMES_BOX_VMM_CONFINEMENT says.
-func (b *Box) Doctor(ctx context.Context) (*doctor.Report, error) {
+func Doctor(ctx context.Context, b *Box) (*doctor.Report, error) {
 	var rep *doctor.Report
-	err := b.withLock(func() error {
+	err := withLock(b, func() error {
 		b.vm.Qualifying()
 		b.vm.ConfineVMM(true)
 		gw, err := doctorGateways()

@@ -53,13 +53,14 @@ type Executor struct {
 	HTTP *http.Client
 }
 
-// Executor wires the box's Executor: agent verbs over the SSH relay with
+// ExecutorOf wires the box's Executor: agent verbs over the SSH relay with
 // the pinned host key, the machine's state from smolvm, and the
 // loopback-only listener check on Executor's port.
-func (b *Box) Executor() *Executor {
+func ExecutorOf(b *Box) *Executor {
 	c := b.cfg
 	return &Executor{Machine: c.MachineName, Enabled: c.ExecutorEnabled, Port: c.ExecutorPort,
-		Agent: b.runningClient(), State: b.MachineState, CheckListener: b.CheckExecutorListener}
+		Agent: runningClient(b), State: func(ctx context.Context) (string, error) { return MachineState(ctx, b) },
+		CheckListener: func(ctx context.Context) error { return CheckExecutorListener(ctx, b) }}
 }
 
 // ErrExecutorDisabled refuses a command that needs Executor in a box

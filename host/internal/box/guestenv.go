@@ -19,7 +19,7 @@ import (
 // startSecrets resolves the box's mapped secrets before it starts, so a
 // missing host variable refuses the start and names it. Other machines
 // (a restore's candidate) get none: ok is false.
-func (b *Box) startSecrets(name string) (s protocol.Secrets, ok bool, err error) {
+func startSecrets(b *Box, name string) (s protocol.Secrets, ok bool, err error) {
 	if name != b.cfg.MachineName || len(b.cfg.Secrets) == 0 {
 		return s, false, nil
 	}
@@ -30,14 +30,14 @@ func (b *Box) startSecrets(name string) (s protocol.Secrets, ok bool, err error)
 // startMachine resolves the machine's secrets (startSecrets) and starts it
 // as one shown step; the secrets are delivered by afterStart once the
 // machine is verified.
-func (b *Box) startMachine(ctx context.Context, name string) (s protocol.Secrets, deliver bool, err error) {
-	if s, deliver, err = b.startSecrets(name); err != nil {
+func startMachine(ctx context.Context, b *Box, name string) (s protocol.Secrets, deliver bool, err error) {
+	if s, deliver, err = startSecrets(b, name); err != nil {
 		return s, false, err
 	}
 	done := b.ui.Step("start", name)
 	err = b.vm.Start(ctx, name)
 	done(err)
-	if h := b.resourceHint(err); h != "" {
+	if h := resourceHint(b, err); h != "" {
 		err = userr.WithHint(err, h)
 	}
 	return s, deliver, err
@@ -46,27 +46,27 @@ func (b *Box) startMachine(ctx context.Context, name string) (s protocol.Secrets
 // afterStart runs on a started, verified machine: it delivers the secrets
 // (the gateway restarts with them, and is waited for again) and proves
 // the network mode. An error means the caller stops the machine.
-func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.Secrets, deliver bool) error {
+func afterStart(ctx context.Context, b *Box, name string, port int, s protocol.Secrets, deliver bool) error {
 	if !deliver && !netmode.Proven(b.cfg.NetworkMode) {
 		return nil
 	}
-	tr, err := b.sshRelayTo(name, port)
+	tr, err := sshRelayTo(b, name, port)
 	if err != nil {
 		return err
 	}
-	call := b.client(tr)
+	call := client(b, tr)
 	if deliver {
-		if err := b.deliverSecrets(ctx, call, s, "the gateway of "+name); err != nil {
+		if err := deliverSecrets(ctx, b, call, s, "the gateway of "+name); err != nil {
 			return err
 		}
 	}
 	if netmode.Proven(b.cfg.NetworkMode) {
-		plan, err := b.netprobePlan(port)
+		plan, err := netprobePlan(b, port)
 		if err != nil {
 			return err
 		}
 		done := b.ui.Step("network", "proving network mode "+plan.Mode+" in "+name)
-		_, err = netmode.Prove(ctx, call, nil, b.cfg.StateDir(), name, plan, b.egressDenials(ctx, name))
+		_, err = netmode.Prove(ctx, call, nil, b.cfg.StateDir(), name, plan, egressDenials(ctx, b, name))
 		done(err)
 		if err != nil {
 			return err
@@ -75,12 +75,12 @@ func (b *Box) afterStart(ctx context.Context, name string, port int, s protocol.
 	if !deliver {
 		return nil
 	}
-	return b.waitGateway(ctx, name, tr)
+	return waitGateway(ctx, b, name, tr)
 }
 
 // deliverSecrets sends the mapped secrets to the gateway as one shown step
 // (to names where they go).
-func (b *Box) deliverSecrets(ctx context.Context, call secrets.Setter, s protocol.Secrets, to string) error {
+func deliverSecrets(ctx context.Context, b *Box, call secrets.Setter, s protocol.Secrets, to string) error {
 	done := b.ui.Step("secrets", fmt.Sprintf("%d mapped secret(s) to %s", len(s.Env), to))
 	err := secrets.Deliver(ctx, call, s)
 	done(err)
@@ -89,18 +89,18 @@ func (b *Box) deliverSecrets(ctx context.Context, call secrets.Setter, s protoco
 
 // waitGateway waits, as one shown step, for the box to report healthy with
 // the gateway restarted on its secrets.
-func (b *Box) waitGateway(ctx context.Context, name string, tr relay.Transport) error {
+func waitGateway(ctx context.Context, b *Box, name string, tr relay.Transport) error {
 	wctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	done := b.ui.Step("health", "waiting for the gateway with its secrets")
-	err := b.waitHealthy(wctx, b.waiting(name, "the gateway of "+name+" to restart with its secrets"), tr)
+	err := waitHealthy(wctx, b, waiting(b, name, "the gateway of "+name+" to restart with its secrets"), tr)
 	done(err)
 	return err
 }
 
 // netprobePlan is the production plan (the host-loopback alias and the
 // gateway probed on the machine's published SSH port), or the test hook's.
-func (b *Box) netprobePlan(port int) (netproof.Plan, error) {
+func netprobePlan(b *Box, port int) (netproof.Plan, error) {
 	plan := netproof.DefaultPlan(string(b.cfg.NetworkMode), b.cfg.NetworkHosts, port)
 	path := hookValue(hooks.netprobePlan)
 	if path == "" {
@@ -124,7 +124,7 @@ func (b *Box) netprobePlan(port int) (netproof.Plan, error) {
 // the box runs: the backup's code was proven without them first. A
 // restore that was interrupted, or that leaves the box stopped, delivers
 // nothing; the next start does.
-func (b *Box) secretsAfterCutOver(ctx context.Context) error {
+func secretsAfterCutOver(ctx context.Context, b *Box) error {
 	name := b.cfg.MachineName
 	if !b.drv.owesSecrets(name) || ctx.Err() != nil {
 		return nil
@@ -135,17 +135,17 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 	if running, err := b.drv.Running(ctx, name); err != nil || !running {
 		return err
 	}
-	s, deliver, err := b.startSecrets(name)
+	s, deliver, err := startSecrets(b, name)
 	if err != nil || !deliver {
 		return err
 	}
-	tr, err := b.sshRelay()
+	tr, err := sshRelay(b)
 	if err != nil {
 		return err
 	}
-	err = b.deliverSecrets(ctx, b.client(tr), s, "the gateway of the restored "+name)
+	err = deliverSecrets(ctx, b, client(b, tr), s, "the gateway of the restored "+name)
 	if err == nil {
-		err = b.waitGateway(ctx, name, tr)
+		err = waitGateway(ctx, b, name, tr)
 	}
 	if err != nil {
 		return userr.WithHint(fmt.Errorf("the box is restored, but its secrets are not delivered: %w", err), "hermes-box restart")
@@ -155,7 +155,7 @@ func (b *Box) secretsAfterCutOver(ctx context.Context) error {
 
 // egressDenials reads the machine's egress denials where the release
 // records them (machine egress-events, 1.8.1 and later); nil elsewhere.
-func (b *Box) egressDenials(ctx context.Context, name string) netmode.Denials {
+func egressDenials(ctx context.Context, b *Box, name string) netmode.Denials {
 	r, err := b.vm.Release(ctx)
 	if err != nil || !r.EgressEvents {
 		return nil

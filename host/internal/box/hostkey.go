@@ -29,10 +29,10 @@ type HostKeyChange struct {
 // the loopback port can answer) and pins it when it differs from the pin
 // and confirm agrees. A stopped box is started for the read and verified
 // with the new pin afterwards.
-func (b *Box) RepinHostKey(ctx context.Context, confirm func(old, new string) (bool, error)) (HostKeyChange, error) {
+func RepinHostKey(ctx context.Context, b *Box, confirm func(old, new string) (bool, error)) (HostKeyChange, error) {
 	var ch HostKeyChange
-	err := b.withLock(func() error {
-		m, err := b.machineState(ctx, b.cfg.MachineName)
+	err := withLock(b, func() error {
+		m, err := machineState(ctx, b, b.cfg.MachineName)
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (b *Box) RepinHostKey(ctx context.Context, confirm func(old, new string) (b
 				return err
 			}
 		}
-		key, err := b.readHostKey(ctx, m.Name)
+		key, err := readHostKey(ctx, b, m.Name)
 		if err != nil {
 			return fmt.Errorf("reading the host key of %s out of band: %w", m.Name, err)
 		}
@@ -69,7 +69,7 @@ func (b *Box) RepinHostKey(ctx context.Context, confirm func(old, new string) (b
 		ch.Changed = true
 		b.ui.Info("pinned %s %s (was %s)", key.Type(), ch.New, ch.Old)
 		if started {
-			return b.verifyRunning(ctx)
+			return verifyRunning(ctx, b)
 		}
 		return nil
 	})
@@ -80,8 +80,8 @@ func (b *Box) RepinHostKey(ctx context.Context, confirm func(old, new string) (b
 // system ssh runs, so a mismatch is said with its way out (hostkey repin)
 // instead of OpenSSH's advice about a known_hosts file hermes-box writes
 // afresh every time. Any other dial error is left for ssh to report.
-func (b *Box) checkPinnedKey(ctx context.Context) error {
-	tr, err := b.sshRelay()
+func checkPinnedKey(ctx context.Context, b *Box) error {
+	tr, err := sshRelay(b)
 	if err != nil {
 		return err
 	}

@@ -14,17 +14,17 @@ import (
 // Init checks the host, builds the base image in a disposable builder,
 // creates the box from it, copies the documents docs into its work dir and
 // waits until it is healthy, all under the operation lock.
-func (b *Box) Init(ctx context.Context, docs []string) error {
-	b.useConfiguration()
-	return b.interrupted(ctx, "init", b.withLock(func() error { return b.initBox(ctx, docs) }))
+func Init(ctx context.Context, b *Box, docs []string) error {
+	useConfiguration(b)
+	return interrupted(ctx, b, "init", withLock(b, func() error { return initBox(ctx, b, docs) }))
 }
 
 // InitPlan is the host steps init runs when nothing fails, in order, for
 // the documents docs and the configuration: the plan its progress numbers
 // ("[3/15] builder-create"). The agent's steps inside provision are not
 // counted. TestInitStepNumbers holds init's output to it.
-func (b *Box) InitPlan(docs []string) []string {
-	b.useConfiguration()
+func InitPlan(b *Box, docs []string) []string {
+	useConfiguration(b)
 	plan := []string{"preflight", "key", "builder-create", "builder-start", "agent-copy", "network", "provision",
 		"builder-stop", "pack", "builder-delete", "create", "start", "hostkey"}
 	for range docs {
@@ -49,34 +49,34 @@ func (b *Box) InitPlan(docs []string) []string {
 }
 
 // initBox is the whole of init, under the operation lock.
-func (b *Box) initBox(ctx context.Context, docs []string) error {
+func initBox(ctx context.Context, b *Box, docs []string) error {
 	done := b.ui.Step("preflight", "host, smolvm "+b.cfg.MachineName)
-	err := b.preflight(ctx, docs)
+	err := preflight(ctx, b, docs)
 	done(err)
 	if err != nil {
 		return err
 	}
-	if err := b.reapBuilder(ctx); err != nil {
+	if err := reapBuilder(ctx, b); err != nil {
 		return err
 	}
-	if err := b.ensureKey(); err != nil {
+	if err := ensureKey(b); err != nil {
 		return err
 	}
-	artifact, err := b.buildBase(ctx)
+	artifact, err := buildBase(ctx, b)
 	if err != nil {
 		return err
 	}
-	if err := b.createRuntime(ctx, artifact); err != nil {
+	if err := createRuntime(ctx, b, artifact); err != nil {
 		return err
 	}
-	if err := b.firstStart(ctx, docs); err != nil {
-		return b.firstStartFailed(err)
+	if err := firstStart(ctx, b, docs); err != nil {
+		return firstStartFailed(b, err)
 	}
 	return nil
 }
 
 // ensureKey creates the project key unless the user supplies one.
-func (b *Box) ensureKey() error {
+func ensureKey(b *Box) error {
 	path := b.cfg.SSHKeyPath()
 	if b.cfg.ExternalSSHKey() {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -91,30 +91,30 @@ func (b *Box) ensureKey() error {
 
 // firstStart starts the new box, pins its host key out of band, copies the
 // user's documents in and waits until it is healthy.
-func (b *Box) firstStart(ctx context.Context, docs []string) error {
+func firstStart(ctx context.Context, b *Box, docs []string) error {
 	name := b.cfg.MachineName
-	secrets, deliver, err := b.startMachine(ctx, name)
+	secrets, deliver, err := startMachine(ctx, b, name)
 	if err != nil {
 		return err
 	}
-	if err := b.pinHostKey(ctx, name); err != nil {
-		return errors.Join(err, b.stopMachine(ctx, name))
+	if err := pinHostKey(ctx, b, name); err != nil {
+		return errors.Join(err, stopMachine(ctx, b, name))
 	}
-	if err := b.copyDocuments(ctx, name, docs); err != nil {
-		return errors.Join(err, b.stopMachine(ctx, name))
+	if err := copyDocuments(ctx, b, name, docs); err != nil {
+		return errors.Join(err, stopMachine(ctx, b, name))
 	}
-	if err := b.verifyRunning(ctx); err != nil {
-		return errors.Join(err, b.stopMachine(ctx, name))
+	if err := verifyRunning(ctx, b); err != nil {
+		return errors.Join(err, stopMachine(ctx, b, name))
 	}
-	if err := b.afterStart(ctx, name, b.cfg.SSHPort, secrets, deliver); err != nil {
-		return errors.Join(err, b.stopMachine(ctx, name))
+	if err := afterStart(ctx, b, name, b.cfg.SSHPort, secrets, deliver); err != nil {
+		return errors.Join(err, stopMachine(ctx, b, name))
 	}
 	return nil
 }
 
 // firstStartFailed explains how to go on after the first start failed; the
 // machine is kept.
-func (b *Box) firstStartFailed(err error) error {
+func firstStartFailed(b *Box, err error) error {
 	n := b.cfg.MachineName
 	return fmt.Errorf("first start of the box failed: %w\n\n"+
 		"The machine %q was kept (stopped), so nothing built is lost; it may hold injected secrets.\n"+

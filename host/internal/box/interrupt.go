@@ -23,21 +23,21 @@ var ErrInterrupted = errors.New("interrupted")
 // cleanupContext is the context of a cleanup step (a stop or delete after
 // a step failed or was interrupted): it outlives ctx and is bounded by
 // cleanupTimeout, and by interruptGrace from the moment ctx is cancelled.
-func (b *Box) cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func cleanupContext(ctx context.Context, b *Box) (context.Context, context.CancelFunc) {
 	return detach.Context(ctx, b.timing.cleanupTimeout, b.timing.interruptGrace)
 }
 
 // stopMachine stops a machine on a cleanup context, so that it works
 // after the operation's context ended.
-func (b *Box) stopMachine(ctx context.Context, name string) error {
-	ctx, cancel := b.cleanupContext(ctx)
+func stopMachine(ctx context.Context, b *Box, name string) error {
+	ctx, cancel := cleanupContext(ctx, b)
 	defer cancel()
 	return b.vm.Stop(ctx, name)
 }
 
 // removeMachine stops and deletes a machine on a cleanup context.
-func (b *Box) removeMachine(ctx context.Context, name string) error {
-	ctx, cancel := b.cleanupContext(ctx)
+func removeMachine(ctx context.Context, b *Box, name string) error {
+	ctx, cancel := cleanupContext(ctx, b)
 	defer cancel()
 	exists, err := b.vm.Exists(ctx, name)
 	if err != nil || !exists {
@@ -49,18 +49,18 @@ func (b *Box) removeMachine(ctx context.Context, name string) error {
 // interrupted turns the error of command cmd into one that says what state
 // the interrupted command left and what to run next, when ctx was
 // cancelled; otherwise err is returned unchanged.
-func (b *Box) interrupted(ctx context.Context, cmd string, err error) error {
+func interrupted(ctx context.Context, b *Box, cmd string, err error) error {
 	if err == nil || ctx.Err() == nil || NeedsRecovery(err) {
 		return err
 	}
-	state, next := b.leftState(ctx, cmd)
+	state, next := leftState(ctx, b, cmd)
 	return &userr.Error{Err: fmt.Errorf("%s %w: %s", cmd, ErrInterrupted, state), Next: next, Code: userr.ExitInterrupted}
 }
 
 // leftState reads the machines back (one smolvm call, bounded by the
 // interrupt grace) and says what an interrupted cmd left, and what to run
 // next.
-func (b *Box) leftState(ctx context.Context, cmd string) (state, next string) {
+func leftState(ctx context.Context, b *Box, cmd string) (state, next string) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timing.interruptGrace)
 	defer cancel()
 	ms, err := b.vm.List(lctx)
@@ -101,37 +101,37 @@ func (b *Box) leftState(ctx context.Context, cmd string) (state, next string) {
 	return strings.Join(parts, "; "), next
 }
 
-func (b *Box) builderMarkPath() string {
+func builderMarkPath(b *Box) string {
 	return filepath.Join(b.cfg.StateDir(), filenames.BuilderInUse)
 }
 
-func (b *Box) markBuilder() error {
-	return atomicfile.Write(b.builderMarkPath(), []byte(b.cfg.BuilderName+"\n"), 0o600)
+func markBuilder(b *Box) error {
+	return atomicfile.Write(builderMarkPath(b), []byte(b.cfg.BuilderName+"\n"), 0o600)
 }
 
-func (b *Box) unmarkBuilder() {
-	_ = os.Remove(b.builderMarkPath())
+func unmarkBuilder(b *Box) {
+	_ = os.Remove(builderMarkPath(b))
 }
 
 // ownsLeftBuilder reports whether a builder named name was left by an
 // interrupted init of this project.
-func (b *Box) ownsLeftBuilder(name string) bool {
-	data, err := os.ReadFile(b.builderMarkPath())
+func ownsLeftBuilder(b *Box, name string) bool {
+	data, err := os.ReadFile(builderMarkPath(b))
 	return err == nil && strings.TrimSpace(string(data)) == name
 }
 
 // reapBuilder deletes the builder an interrupted init of this project left
 // (preflight found it).
-func (b *Box) reapBuilder(ctx context.Context) error {
+func reapBuilder(ctx context.Context, b *Box) error {
 	name := b.cfg.BuilderName
 	if !b.leftBuilder {
 		return nil
 	}
 	done := b.ui.Step("builder-delete", name+", left by an interrupted init")
-	err := b.removeMachine(ctx, name)
+	err := removeMachine(ctx, b, name)
 	done(err)
 	if err == nil {
-		b.unmarkBuilder()
+		unmarkBuilder(b)
 	}
 	return err
 }

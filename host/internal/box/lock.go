@@ -33,7 +33,7 @@ var staleArtifacts = []staleArtifact{
 }
 
 // prepareDirs creates the data directories with mode 0700.
-func (b *Box) prepareDirs() error {
+func prepareDirs(b *Box) error {
 	for _, dir := range []string{b.cfg.StateDir(), b.cfg.ImagesDir(), b.cfg.BackupsDir()} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
@@ -50,19 +50,19 @@ func (b *Box) prepareDirs() error {
 // waiting, then reaps what an interrupted operation left: stale temporary
 // artifacts of init, staged copies, unpublished backups and portable temp
 // files. The returned function releases the lock.
-func (b *Box) lock() (func(), error) {
-	if err := b.prepareDirs(); err != nil {
+func lock(b *Box) (func(), error) {
+	if err := prepareDirs(b); err != nil {
 		return nil, err
 	}
 	unlock, err := backup.Lock(b.cfg.StateDir())
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return nil, b.lockHeld()
+		return nil, lockHeld(b)
 	}
 	if err != nil {
 		return nil, err
 	}
-	b.recordHolder()
-	b.reapStale()
+	recordHolder(b)
+	reapStale(b)
 	removed, err := backup.Reap(b.cfg.StateDir(), b.cfg.BackupsDir())
 	for _, p := range removed {
 		b.ui.Info("removed stale %s", p)
@@ -74,7 +74,7 @@ func (b *Box) lock() (func(), error) {
 }
 
 // recordHolder writes who holds the lock, for a command refused meanwhile.
-func (b *Box) recordHolder() {
+func recordHolder(b *Box) {
 	text := fmt.Sprintf("pid %d: %s (since %s)\n", os.Getpid(), strings.Join(os.Args, " "), time.Now().UTC().Format("15:04:05 UTC"))
 	if err := atomicfile.Write(filepath.Join(b.cfg.StateDir(), filenames.OperationHolder), []byte(text), 0o600); err != nil {
 		b.ui.Warn("could not record the operation holding the lock: %v", err)
@@ -83,7 +83,7 @@ func (b *Box) recordHolder() {
 
 // lockHeld is the error of a command refused because another operation
 // holds the lock: which one, and what to do.
-func (b *Box) lockHeld() error {
+func lockHeld(b *Box) error {
 	holder := "an operation whose command is not recorded"
 	if text, rerr := os.ReadFile(filepath.Join(b.cfg.StateDir(), filenames.OperationHolder)); rerr == nil && len(text) > 0 {
 		holder = termsafe.String(strings.TrimSpace(string(text)))
@@ -95,7 +95,7 @@ func (b *Box) lockHeld() error {
 
 // reapStale removes the stale temporary artifacts; only regular files that
 // match a pattern exactly are touched.
-func (b *Box) reapStale() {
+func reapStale(b *Box) {
 	for _, s := range staleArtifacts {
 		dir := s.dir(b)
 		entries, err := os.ReadDir(dir)
@@ -119,20 +119,20 @@ func (b *Box) reapStale() {
 // withLock runs fn under the operation lock, unless a restore's cut-over
 // was interrupted: then the box may be missing or half restored, and
 // nothing but the restore that recovers it runs (see withLockResuming).
-func (b *Box) withLock(fn func() error) error {
-	return b.withLockResuming("", fn)
+func withLock(b *Box, fn func() error) error {
+	return withLockResuming(b, "", fn)
 }
 
 // withLockResuming is withLock for a restore of the backup resume, which is
 // allowed to run after an interrupted cut-over when resume is the safety
 // snapshot its journal names.
-func (b *Box) withLockResuming(resume string, fn func() error) error {
-	unlock, err := b.lock()
+func withLockResuming(b *Box, resume string, fn func() error) error {
+	unlock, err := lock(b)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := b.checkInterruptedRestore(resume); err != nil {
+	if err := checkInterruptedRestore(b, resume); err != nil {
 		return err
 	}
 	return fn()
@@ -140,7 +140,7 @@ func (b *Box) withLockResuming(resume string, fn func() error) error {
 
 // checkInterruptedRestore refuses while the restore journal stands, naming
 // the safety snapshot that holds the original box and how to recover.
-func (b *Box) checkInterruptedRestore(resume string) error {
+func checkInterruptedRestore(b *Box, resume string) error {
 	journal := filepath.Join(b.cfg.StateDir(), filenames.RestoreJournal)
 	safety, err := backup.Interrupted(b.cfg.StateDir())
 	switch {

@@ -86,7 +86,7 @@ func (d *smolDriver) List(ctx context.Context) ([]string, error) {
 // band: it carries the backup's host keys.
 func (d *smolDriver) Start(ctx context.Context, name string, port int) error {
 	restored := d.inRestoreMode(name)
-	if err := d.b.bootAndVerifyAt(ctx, name, port, restored); err != nil {
+	if err := bootAndVerifyAt(ctx, d.b, name, port, restored); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -116,9 +116,9 @@ func (d *smolDriver) waitExec(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.b.timing.startupDeadline)
 	defer cancel()
 	var last error
-	w := d.b.waiting(name, "the agent of "+name+" to answer through smolvm exec")
+	w := waiting(d.b, name, "the agent of "+name+" to answer through smolvm exec")
 	for {
-		last = agent.New(d.b.directRelay(name), nil).Answers(ctx)
+		last = agent.New(directRelay(d.b, name), nil).Answers(ctx)
 		if last == nil {
 			return nil
 		}
@@ -165,7 +165,7 @@ func (d *smolDriver) Delete(ctx context.Context, name string) error {
 // CreateRestore creates name from the base artifact in restore mode, on
 // SSH port, with the runtime's create (one code path with init).
 func (d *smolDriver) CreateRestore(ctx context.Context, name string, port int) error {
-	if err := d.b.createMachine(ctx, d.b.restoreSpec(name, port)); err != nil {
+	if err := createMachine(ctx, d.b, restoreSpec(d.b, name, port)); err != nil {
 		return err
 	}
 	d.setRestoreMode(name, true)
@@ -183,11 +183,11 @@ func (d *smolDriver) Agent(ctx context.Context, name string, port int) (relay.Tr
 		if err != nil {
 			return nil, fmt.Errorf("choosing the exec transport to %s: %w", name, err)
 		}
-		tr := d.b.execRelay(name)
+		tr := execRelay(d.b, name)
 		tr.HoldOutput = !rel.LargeExecStdin
 		return tr, nil
 	}
-	tr, err := d.b.sshRelayTo(name, port)
+	tr, err := sshRelayTo(d.b, name, port)
 	if err != nil {
 		return nil, err
 	}

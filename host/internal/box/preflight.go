@@ -41,18 +41,18 @@ func hostPlatform(goos, goarch string, openKVM func() error) error {
 
 // agentBinary is the agent built for the guest's architecture, which is the
 // host's (smolvm runs same-architecture guests).
-func (b *Box) agentBinary() string {
+func agentBinary(b *Box) string {
 	return filepath.Join(b.cfg.ProjectRoot, "bin", "hermes-box-agent-linux-"+runtime.GOARCH)
 }
 
 // ociHelperBinary is the agent's Executor helper (the image pull) for the
 // guest's architecture; a box gets it only when the Executor is enabled.
-func (b *Box) ociHelperBinary() string {
+func ociHelperBinary(b *Box) string {
 	return filepath.Join(b.cfg.ProjectRoot, "bin", "hermes-box-agent-oci-linux-"+runtime.GOARCH)
 }
 
 // preflight checks everything init needs before it changes anything.
-func (b *Box) preflight(ctx context.Context, documents []string) error {
+func preflight(ctx context.Context, b *Box, documents []string) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -60,11 +60,11 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 		}
 	}
 	// A refused network mode stops init before smolvm is even asked.
-	if err := b.checkNetworkMode(ctx); err != nil {
+	if err := checkNetworkMode(ctx, b); err != nil {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	add(b.hostCheck())
-	add(b.checkSmolvm(ctx))
+	add(checkSmolvm(ctx, b))
 	add(config.CheckSecrets(b.cfg.Secrets, os.LookupEnv))
 	for _, dir := range []string{b.cfg.ImagesDir(), b.cfg.BackupsDir(), b.cfg.StateDir()} {
 		add(checkWritable(dir))
@@ -73,12 +73,12 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 	if b.cfg.ExecutorEnabled {
 		add(checkPortFree(b.cfg.ExecutorPort))
 	}
-	if info, err := os.Stat(b.agentBinary()); err != nil || !info.Mode().IsRegular() {
-		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", b.agentBinary()))
+	if info, err := os.Stat(agentBinary(b)); err != nil || !info.Mode().IsRegular() {
+		add(fmt.Errorf("the agent for this host's architecture is missing: %s (run make build)", agentBinary(b)))
 	}
 	if b.cfg.ExecutorEnabled {
-		if info, err := os.Stat(b.ociHelperBinary()); err != nil || !info.Mode().IsRegular() {
-			add(fmt.Errorf("the Executor is enabled but the agent's Executor helper is missing: %s (run make build)", b.ociHelperBinary()))
+		if info, err := os.Stat(ociHelperBinary(b)); err != nil || !info.Mode().IsRegular() {
+			add(fmt.Errorf("the Executor is enabled but the agent's Executor helper is missing: %s (run make build)", ociHelperBinary(b)))
 		}
 	}
 	for _, d := range documents {
@@ -93,8 +93,8 @@ func (b *Box) preflight(ctx context.Context, documents []string) error {
 }
 
 // checkSmolvm wants a supported smolvm release and unused machine names.
-func (b *Box) checkSmolvm(ctx context.Context) error {
-	if err := b.checkSmolvmVersion(ctx); err != nil {
+func checkSmolvm(ctx context.Context, b *Box) error {
+	if err := checkSmolvmVersion(ctx, b); err != nil {
 		return err
 	}
 	ms, err := b.vm.List(ctx)
@@ -107,7 +107,7 @@ func (b *Box) checkSmolvm(ctx context.Context) error {
 		case b.cfg.MachineName:
 			errs = append(errs, fmt.Errorf("machine %q already exists: use hermes-box start, or destroy it first, or set HERMES_BOX_MACHINE_NAME", m.Name))
 		case b.cfg.BuilderName:
-			if b.ownsLeftBuilder(m.Name) {
+			if ownsLeftBuilder(b, m.Name) {
 				b.leftBuilder = true // an interrupted init's: init deletes it
 				continue
 			}

@@ -22,7 +22,7 @@ import (
 const packCacheMaxBytes = 16 << 30
 
 // runtimeSpec is the box's `machine create --from`.
-func (b *Box) runtimeSpec(artifact string) smolvm.CreateSpec {
+func runtimeSpec(b *Box, artifact string) smolvm.CreateSpec {
 	c := b.cfg
 	s := smolvm.CreateSpec{
 		Name: c.MachineName, From: artifact, CPUs: c.CPUs, MemoryMiB: c.MemoryMiB,
@@ -50,8 +50,8 @@ const envRestoreMode = boxlayout.EnvRestoreMode + "=true"
 // restoreSpec is runtimeSpec for a machine in restore mode: name on SSH
 // port, created from the base artifact. A machine other than the box (a
 // restore's candidate) publishes only its SSH port.
-func (b *Box) restoreSpec(name string, port int) smolvm.CreateSpec {
-	s := b.runtimeSpec(b.BaseArtifact())
+func restoreSpec(b *Box, name string, port int) smolvm.CreateSpec {
+	s := runtimeSpec(b, BaseArtifact(b))
 	s.Name = name
 	s.Ports = []smolvm.Port{{Host: port, Guest: boxlayout.SSHPort}}
 	if b.cfg.ExecutorEnabled && name == b.cfg.MachineName {
@@ -63,15 +63,15 @@ func (b *Box) restoreSpec(name string, port int) smolvm.CreateSpec {
 
 // createRuntime creates the box from the artifact and checks that its
 // packed layers survived extraction; a box that fails here is deleted.
-func (b *Box) createRuntime(ctx context.Context, artifact string) error {
-	return b.createMachine(ctx, b.runtimeSpec(artifact))
+func createRuntime(ctx context.Context, b *Box, artifact string) error {
+	return createMachine(ctx, b, runtimeSpec(b, artifact))
 }
 
 // createMachine creates a machine from a packed artifact (spec.From) and
 // checks that its packed layers survived extraction; a machine that fails
 // here is deleted.
-func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err error) {
-	if err := b.checkNetworkMode(ctx); err != nil {
+func createMachine(ctx context.Context, b *Box, spec smolvm.CreateSpec) (err error) {
+	if err := checkNetworkMode(ctx, b); err != nil {
 		return err
 	}
 	name := spec.Name
@@ -85,7 +85,7 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 	// too.
 	defer func() {
 		if err != nil {
-			if derr := b.removeMachine(ctx, name); derr != nil {
+			if derr := removeMachine(ctx, b, name); derr != nil {
 				err = errors.Join(err, fmt.Errorf("deleting the half-created %s: %w", name, derr))
 			} else {
 				err = fmt.Errorf("%w (the machine %s was deleted)", err, name)
@@ -104,14 +104,14 @@ func (b *Box) createMachine(ctx context.Context, spec smolvm.CreateSpec) (err er
 	if name != b.cfg.MachineName {
 		return nil
 	}
-	return b.recordSettings()
+	return recordSettings(b)
 }
 
 // pinHostKey reads the guest's host keys out of band (agent `hostkeys`
 // through smolvm exec) and pins the ed25519 one.
-func (b *Box) pinHostKey(ctx context.Context, name string) error {
+func pinHostKey(ctx context.Context, b *Box, name string) error {
 	done := b.ui.Step("hostkey", "pinning the SSH host key of "+name)
-	key, err := b.readHostKey(ctx, name)
+	key, err := readHostKey(ctx, b, name)
 	if err == nil {
 		err = keys.SaveHostKey(b.cfg.StateDir(), name, key)
 	}
@@ -122,8 +122,8 @@ func (b *Box) pinHostKey(ctx context.Context, name string) error {
 	return err
 }
 
-func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, error) {
-	hk, err := b.client(b.directRelay(name)).HostKeys(ctx)
+func readHostKey(ctx context.Context, b *Box, name string) (ssh.PublicKey, error) {
+	hk, err := client(b, directRelay(b, name)).HostKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the host keys of %s: %w", name, err)
 	}
@@ -144,7 +144,7 @@ func (b *Box) readHostKey(ctx context.Context, name string) (ssh.PublicKey, erro
 }
 
 // copyDocuments copies the user's documents into the box's work dir.
-func (b *Box) copyDocuments(ctx context.Context, name string, docs []string) error {
+func copyDocuments(ctx context.Context, b *Box, name string, docs []string) error {
 	for _, d := range docs {
 		dst := path.Join(boxlayout.WorkDir, filepath.Base(d))
 		done := b.ui.Step("document", d+" → "+dst)

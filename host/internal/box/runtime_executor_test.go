@@ -23,7 +23,7 @@ func TestRuntimeCreatePublishesExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := (&Box{cfg: cfg}).runtimeSpec("/images/base.smolmachine").Args()
+	args, err := runtimeSpec((&Box{cfg: cfg}), "/images/base.smolmachine").Args()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func settingsOf(c *config.Config) Settings {
 }
 
 // recordSettings writes what the box was just created with.
-func (b *Box) recordSettings() error {
+func recordSettings(b *Box) error {
 	data, err := json.MarshalIndent(settingsOf(b.cfg), "", "  ")
 	if err != nil {
 		return err
@@ -47,7 +47,7 @@ func (b *Box) recordSettings() error {
 }
 
 // forgetSettings removes the record (the box is gone).
-func (b *Box) forgetSettings() error {
+func forgetSettings(b *Box) error {
 	err := os.Remove(filepath.Join(b.cfg.StateDir(), filenames.BoxSettings))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the box's settings: %w", err)
@@ -61,7 +61,7 @@ func (b *Box) forgetSettings() error {
 // publishes, the network mode it was made with), and the differences are
 // named (Drift). A box without a record (made before records were kept)
 // is left to its configuration.
-func (b *Box) adoptSettings() error {
+func adoptSettings(b *Box) error {
 	data, err := os.ReadFile(filepath.Join(b.cfg.StateDir(), filenames.BoxSettings))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -86,7 +86,7 @@ func (b *Box) adoptSettings() error {
 }
 
 // configured is the configuration as loaded (what the user asks for).
-func (b *Box) configured() *config.Config {
+func configured(b *Box) *config.Config {
 	if b.wanted != nil {
 		return b.wanted
 	}
@@ -96,7 +96,7 @@ func (b *Box) configured() *config.Config {
 // useConfiguration drops what an earlier box was created with: init
 // creates a new box with the configuration (a record left by a box deleted
 // outside hermes-box is not this one's).
-func (b *Box) useConfiguration() {
+func useConfiguration(b *Box) {
 	if b.wanted != nil {
 		b.cfg, b.wanted = b.wanted, nil
 	}
@@ -104,7 +104,7 @@ func (b *Box) useConfiguration() {
 
 // Drift names each setting the configuration asks for that differs from
 // what the box was created with, and what it takes to apply it.
-func (b *Box) Drift() []string {
+func Drift(b *Box) []string {
 	if b.wanted == nil {
 		return nil
 	}
@@ -137,8 +137,8 @@ const driftNext = "these are fixed when a box is created: to apply them, re-crea
 
 // warnDrift says, before anything waits on the box, which settings differ
 // from what it was created with and how to apply them.
-func (b *Box) warnDrift() {
-	drift := b.Drift()
+func warnDrift(b *Box) {
+	drift := Drift(b)
 	for _, d := range drift {
 		b.ui.Warn("%s", d)
 	}

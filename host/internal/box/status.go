@@ -50,7 +50,7 @@ type NetworkStatus struct {
 	LastProof *netproof.Proof `json:"lastProof,omitempty"`
 }
 
-func (b *Box) networkStatus() NetworkStatus {
+func networkStatus(b *Box) NetworkStatus {
 	p, ok, err := netmode.Last(b.cfg.StateDir(), b.cfg.MachineName)
 	ns := NetworkStatus{Mode: string(b.cfg.NetworkMode), Summary: netmode.Summary(b.cfg.NetworkMode, p, ok)}
 	if err != nil {
@@ -72,23 +72,23 @@ type Summary struct {
 	UptimeSeconds int64  `json:"uptimeSeconds"`
 }
 
-// Status gathers the machine state, the listener check and, when the box
+// Inspect gathers the machine state, the listener check and, when the box
 // runs, the agent's report. The agent is asked at once, while smolvm is
 // (the SSH handshake and sshd's session start are most of a status's time,
 // the smolvm call and the listener check most of the rest); its answer is
 // used only when the machine runs, and the call is cancelled otherwise.
 // The pinned host key is checked before anything is sent, so an early dial
 // to a port that is not the box's reveals nothing.
-func (b *Box) Status(ctx context.Context) (*Status, error) {
+func Inspect(ctx context.Context, b *Box) (*Status, error) {
 	actx, cancel := context.WithCancel(ctx)
 	agent := make(chan agentAnswer, 1)
-	go func() { agent <- b.agentHealth(actx) }()
+	go func() { agent <- agentHealth(actx, b) }()
 	defer func() { cancel(); <-agent }()
 	now := time.Now().UTC()
 	st := &Status{Machine: json.RawMessage("null"), Report: health.Report{SchemaVersion: health.SchemaVersion, Time: now,
 		Checks: map[health.Code]health.Check{}, Services: []health.Service{}}}
-	m, err := b.machineState(ctx, b.cfg.MachineName)
-	if errors.Is(err, errNoMachine) && b.checkInterruptedRestore("") == nil {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
+	if errors.Is(err, errNoMachine) && checkInterruptedRestore(b, "") == nil {
 		name := b.cfg.MachineName
 		st.Checks[checkMachine] = hostCheck(false, health.SeverityCritical, "machine "+name+" does not exist (run hermes-box init first)", now)
 		st.Summarize()
@@ -122,8 +122,8 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 		agent <- a // for the deferred receive
 		mergeAgentHealth(st, a)
 	}
-	st.Network = b.networkStatus()
-	if st.Drift = b.Drift(); len(st.Drift) > 0 {
+	st.Network = networkStatus(b)
+	if st.Drift = Drift(b); len(st.Drift) > 0 {
 		st.DriftNext = driftNext
 	}
 	st.Summarize()
@@ -134,7 +134,7 @@ func (b *Box) Status(ctx context.Context) (*Status, error) {
 			st.State = m.State
 		}
 	}
-	st.Box = b.summary(m, st)
+	st.Box = summary(b, m, st)
 	return st, nil
 }
 
@@ -151,7 +151,7 @@ func vmmCheck(c smolvm.Confinement, now time.Time) health.Check {
 
 // summary is the box's line: what smolvm says of the machine, the ports
 // it publishes and the guest's uptime.
-func (b *Box) summary(m smolvm.Machine, st *Status) Summary {
+func summary(b *Box, m smolvm.Machine, st *Status) Summary {
 	s := Summary{Name: m.Name, State: st.State, CPUs: m.CPUs, MemoryMiB: m.MemoryMiB, Ports: []int{b.cfg.SSHPort},
 		Network: string(b.cfg.NetworkMode)}
 	if b.cfg.ExecutorEnabled {
@@ -176,8 +176,8 @@ type agentAnswer struct {
 // agentHealth asks the agent for its report over the SSH relay and checks
 // its audit chain beside it: two sessions on one connection, since a
 // handshake and sshd's start of a connection cost more than a session.
-func (b *Box) agentHealth(ctx context.Context) agentAnswer {
-	tr, err := b.sshRelay()
+func agentHealth(ctx context.Context, b *Box) agentAnswer {
+	tr, err := sshRelay(b)
 	if err != nil {
 		return agentAnswer{err: err}
 	}
@@ -191,9 +191,9 @@ func (b *Box) agentHealth(ctx context.Context) agentAnswer {
 		// Every status records the audit chain's head. An audit log whose
 		// verdict comes before its end has its session stopped; the health
 		// call's session on the same connection goes on.
-		audit <- b.anchorAudit(ctx, c, time.Now().UTC())
+		audit <- anchorAudit(ctx, b, c, time.Now().UTC())
 	}()
-	r, err := b.health(ctx, c)
+	r, err := healthOf(ctx, b, c)
 	check := <-audit
 	if err != nil {
 		return agentAnswer{err: err}
@@ -231,8 +231,8 @@ func hostCheck(ok bool, sev health.Severity, msg string, now time.Time) health.C
 }
 
 // MachineState is the box's smolvm state, "missing" when there is none.
-func (b *Box) MachineState(ctx context.Context) (string, error) {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func MachineState(ctx context.Context, b *Box) (string, error) {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if errors.Is(err, errNoMachine) {
 		return "missing", nil
 	}
@@ -242,11 +242,11 @@ func (b *Box) MachineState(ctx context.Context) (string, error) {
 // CheckExecutorListener fails unless Executor's port listens on loopback
 // only, and only the box's VMM (or a process it started) holds it: the API
 // key goes to the box, never to whatever else took the port.
-func (b *Box) CheckExecutorListener(ctx context.Context) error {
+func CheckExecutorListener(ctx context.Context, b *Box) error {
 	if err := b.listen.CheckLoopback(ctx, b.cfg.ExecutorPort); err != nil {
 		return fmt.Errorf("refusing to use Executor's port: %w", err)
 	}
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return err
 	}

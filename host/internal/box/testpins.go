@@ -27,7 +27,7 @@ const (
 // installTestPins copies the test pin directory into the builder and
 // returns the agent's environment and a cleanup that removes the copy. It
 // does nothing unless the hook is set.
-func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func() error, error) {
+func installTestPins(ctx context.Context, b *Box, name string) ([]string, func() error, error) {
 	noop := func() error { return nil }
 	if b.testPinsDir == "" {
 		return nil, noop, nil
@@ -37,13 +37,13 @@ func (b *Box) installTestPins(ctx context.Context, name string) ([]string, func(
 	if err != nil {
 		return nil, noop, err
 	}
-	if err := b.execOK(ctx, name, "/bin/mkdir", "-p", "-m", "0700", boxlayout.TestPinsDir); err != nil {
+	if err := execOK(ctx, b, name, "/bin/mkdir", "-p", "-m", "0700", boxlayout.TestPinsDir); err != nil {
 		return nil, noop, err
 	}
 	cleanup := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), b.timing.cleanupTimeout)
 		defer cancel()
-		return b.execOK(ctx, name, "/bin/rm", "-rf", boxlayout.TestPinsDir)
+		return execOK(ctx, b, name, "/bin/rm", "-rf", boxlayout.TestPinsDir)
 	}
 	for _, f := range files {
 		if err := b.vm.CopyIn(ctx, name, f, path.Join(boxlayout.TestPinsDir, filepath.Base(f))); err != nil {
@@ -80,8 +80,8 @@ func testPinFiles(dir string) ([]string, error) {
 // provisionTransport is the smolvm-exec transport for provision: the verb
 // runs directly (the agent does not allow it through the relay), with the
 // test pins' environment when the hook is set.
-func (b *Box) provisionTransport(name string, env []string) *relay.Exec {
-	tr := b.directRelay(name)
+func provisionTransport(b *Box, name string, env []string) *relay.Exec {
+	tr := directRelay(b, name)
 	tr.Env = env
 	return tr
 }

@@ -81,7 +81,7 @@ func (r *refusingTransport) Run(context.Context, protocol.Request, io.Reader, io
 func TestWaitHealthyStopsWhenTheKeyIsRefused(t *testing.T) {
 	a := &Box{timing: fastTimings(), ui: nopUI{}}
 	tr := &refusingTransport{}
-	if err := a.waitHealthy(t.Context(), nil, tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
+	if err := waitHealthy(t.Context(), a, nil, tr); !errors.Is(err, relay.ErrAuthRefused) || tr.calls != 1 {
 		t.Fatalf("got %v after %d calls; want ErrAuthRefused after 1", err, tr.calls)
 	}
 }
@@ -147,7 +147,7 @@ func TestWaitHealthyWaitsForStartingServices(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), a.timing.startupDeadline)
 			defer cancel()
 			tr := &reportsTransport{reports: tt.reports, deep: tt.deep}
-			err := a.waitHealthy(ctx, nil, tr)
+			err := waitHealthy(ctx, a, nil, tr)
 			if (err == nil) != tt.ok || (tt.wantCalls > 0 && tr.calls != tt.wantCalls) {
 				t.Fatalf("err %v after %d reports; want ok=%v after %d", err, tr.calls, tt.ok, tt.wantCalls)
 			}
@@ -195,15 +195,15 @@ func TestStartSecretsOnlyForTheBox(t *testing.T) {
 	t.Setenv("HBX_UNIT_SECRET", "sk-unit")
 	b := &Box{cfg: &config.Config{MachineName: "hermes-box",
 		Secrets: []config.SecretMapping{{Guest: "OPENAI_API_KEY", Host: "HBX_UNIT_SECRET", Line: 1}}}}
-	s, ok, err := b.startSecrets("hermes-box")
+	s, ok, err := startSecrets(b, "hermes-box")
 	if err != nil || !ok || s.Env["OPENAI_API_KEY"] != "sk-unit" {
 		t.Fatalf("box: %v %v %v", s.Names(), ok, err)
 	}
-	if s, ok, err := b.startSecrets("hermes-box-restore-1a2b"); err != nil || ok || len(s.Env) != 0 {
+	if s, ok, err := startSecrets(b, "hermes-box-restore-1a2b"); err != nil || ok || len(s.Env) != 0 {
 		t.Fatalf("candidate: %v %v %v", s.Names(), ok, err)
 	}
 	t.Setenv("HBX_UNIT_SECRET", "")
-	if _, _, err := b.startSecrets("hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
+	if _, _, err := startSecrets(b, "hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
 		t.Fatalf("missing host variable: %v", err)
 	}
 }

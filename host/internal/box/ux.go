@@ -18,7 +18,7 @@ import (
 
 // Locked runs fn under the operation lock (which also reaps what an
 // interrupted operation left).
-func (b *Box) Locked(fn func() error) error { return b.withLock(fn) }
+func Locked(b *Box, fn func() error) error { return withLock(b, fn) }
 
 // The states `status` reports for a box, and their exit statuses (README
 // "Exit codes").
@@ -45,10 +45,10 @@ func StateExitCode(state string) int {
 
 // builderFailed adds to the error of a failed builder step what to do:
 // re-running init is safe.
-func (b *Box) builderFailed(name string, err error) error {
+func builderFailed(b *Box, name string, err error) error {
 	next := "re-run hermes-box init: it is safe (the builder " + name + " is deleted and built again from scratch); " +
 		"hermes-box init --keep-builder keeps a failed builder for inspection"
-	if h := b.resourceHint(err); h != "" {
+	if h := resourceHint(b, err); h != "" {
 		next = h
 	} else if b.KeepBuilder {
 		next = fmt.Sprintf("inspect it with smolvm machine shell --name %s, delete it with smolvm machine delete --name %s --force, then re-run hermes-box init", name, name)
@@ -65,7 +65,7 @@ var (
 // resourceHint is the next step when smolvm refused the CPUs or memory the
 // configuration asks for: the setting is the problem, so running the same
 // command again fails the same way. It is "" for any other error.
-func (b *Box) resourceHint(err error) string {
+func resourceHint(b *Box, err error) string {
 	var se *smolvm.Error
 	if !errors.As(err, &se) {
 		return ""
@@ -83,15 +83,15 @@ func (b *Box) resourceHint(err error) string {
 
 // Services lists the names of the box's supervised services (the box must
 // run).
-func (b *Box) Services(ctx context.Context) ([]string, error) {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func Services(ctx context.Context, b *Box) ([]string, error) {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return nil, err
 	}
 	if m.State != smolvm.StateRunning {
 		return nil, userr.WithHint(fmt.Errorf("%s is %s", m.Name, m.State), "start it with hermes-box start")
 	}
-	st, err := b.runningClient().ServicesStatus(ctx)
+	st, err := runningClient(b).ServicesStatus(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +106,8 @@ func (b *Box) Services(ctx context.Context) ([]string, error) {
 // Executor while the configuration enables it: its helper and published
 // port are fixed when the box is created, so a restart could only fail and
 // leave the box stopped. Nothing is changed; the hint says what to run.
-func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
-	if !b.configured().ExecutorEnabled {
+func checkExecutorWiring(b *Box, m smolvm.Machine) error {
+	if !configured(b).ExecutorEnabled {
 		return nil
 	}
 	var raw struct {
@@ -127,7 +127,7 @@ func (b *Box) checkExecutorWiring(m smolvm.Machine) error {
 // checkSmolvmVersion wants a supported smolvm release. Missing, it says
 // which releases are supported and how to install one; an unsupported one
 // is refused with the table and the install command (shared/pins).
-func (b *Box) checkSmolvmVersion(ctx context.Context) error {
+func checkSmolvmVersion(ctx context.Context, b *Box) error {
 	_, err := b.vm.Release(ctx)
 	switch {
 	case err == nil:
@@ -164,7 +164,7 @@ func (u *unsupportedSmolvm) Unwrap() error { return u.err }
 // restoreHostChecks checks, before a restore creates anything, that this
 // host can run the restored box: its platform, smolvm, every host variable
 // secret-env.txt maps and, when there is no box yet, the loopback ports.
-func (b *Box) restoreHostChecks(ctx context.Context) error {
+func restoreHostChecks(ctx context.Context, b *Box) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -172,7 +172,7 @@ func (b *Box) restoreHostChecks(ctx context.Context) error {
 		}
 	}
 	add(b.hostCheck())
-	if err := b.checkSmolvmVersion(ctx); err != nil {
+	if err := checkSmolvmVersion(ctx, b); err != nil {
 		return fmt.Errorf("restore preflight (this host): %w", err)
 	}
 	add(config.CheckSecrets(b.cfg.Secrets, os.LookupEnv))
@@ -192,7 +192,7 @@ func (b *Box) restoreHostChecks(ctx context.Context) error {
 
 // requireMachine fails (saying to run init first) when the box does not
 // exist, or while an interrupted restore's journal stands.
-func (b *Box) requireMachine(ctx context.Context) error {
-	_, err := b.machineState(ctx, b.cfg.MachineName)
+func requireMachine(ctx context.Context, b *Box) error {
+	_, err := machineState(ctx, b, b.cfg.MachineName)
 	return err
 }

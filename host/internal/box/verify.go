@@ -22,13 +22,13 @@ var errNoMachine = errors.New("machine does not exist")
 
 // machineState returns the smolvm state of the machine, wrapping
 // errNoMachine when there is none.
-func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, error) {
+func machineState(ctx context.Context, b *Box, name string) (smolvm.Machine, error) {
 	// One smolvm call: `machine status` of a missing machine fails with
 	// "not found" (smolvm.ErrNotFound), so no `machine ls` is needed first.
 	m, err := b.vm.Status(ctx, name)
 	if smolvm.IsNotFound(err) {
 		// After an interrupted restore, init is not the way back.
-		if err := b.checkInterruptedRestore(""); err != nil {
+		if err := checkInterruptedRestore(b, ""); err != nil {
 			return smolvm.Machine{}, fmt.Errorf("%w: %q: %w", errNoMachine, name, err)
 		}
 		return smolvm.Machine{}, &userr.Error{Err: fmt.Errorf("%w: %q", errNoMachine, name), Code: userr.ExitNoBox,
@@ -39,7 +39,7 @@ func (b *Box) machineState(ctx context.Context, name string) (smolvm.Machine, er
 
 // waitPort polls until something accepts on the SSH port; w beats
 // between the polls.
-func (b *Box) waitPort(ctx context.Context, w *waiter, addr string) error {
+func waitPort(ctx context.Context, b *Box, w *waiter, addr string) error {
 	var d net.Dialer
 	for {
 		dctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
@@ -72,13 +72,13 @@ func sleep(ctx context.Context, d time.Duration) error {
 // verifyRunning checks a running box: the SSH port accepts, every published
 // port listens on loopback only, the agent answers over the SSH relay
 // (bounded readiness loop), and one deep check of its report passes.
-func (b *Box) verifyRunning(ctx context.Context) error {
-	return b.verifyMachine(ctx, b.cfg.MachineName, b.cfg.SSHPort)
+func verifyRunning(ctx context.Context, b *Box) error {
+	return verifyMachine(ctx, b, b.cfg.MachineName, b.cfg.SSHPort)
 }
 
 // verifyMachine is verifyRunning for machine name with its SSH on port (a
 // restore's candidate publishes only SSH).
-func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
+func verifyMachine(ctx context.Context, b *Box, name string, port int) error {
 	ctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	ports := []int{port}
@@ -86,30 +86,30 @@ func (b *Box) verifyMachine(ctx context.Context, name string, port int) error {
 		ports = append(ports, b.cfg.ExecutorPort)
 	}
 	done := b.ui.Step("listener", fmt.Sprintf("SSH of %s on 127.0.0.1:%d, loopback only", name, port))
-	err := b.checkListeners(ctx, name, ports)
+	err := checkListeners(ctx, b, name, ports)
 	done(err)
 	if err != nil {
 		return err
 	}
-	tr, err := b.sshRelayTo(name, port)
+	tr, err := sshRelayTo(b, name, port)
 	if err != nil {
 		return err
 	}
 	done = b.ui.Step("health", "waiting for the agent")
-	err = b.waitHealthy(ctx, b.waiting(name, "the agent of "+name+" to report healthy"), tr)
+	err = waitHealthy(ctx, b, waiting(b, name, "the agent of "+name+" to report healthy"), tr)
 	done(err)
 	if err != nil || !b.cfg.ExecutorEnabled || name != b.cfg.MachineName {
 		return err
 	}
-	return b.refreshDiscovery(ctx, name, tr)
+	return refreshDiscovery(ctx, b, name, tr)
 }
 
 // checkListeners waits for machine's published ports and checks their
 // binding.
-func (b *Box) checkListeners(ctx context.Context, machine string, ports []int) error {
+func checkListeners(ctx context.Context, b *Box, machine string, ports []int) error {
 	for _, p := range ports {
 		addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(p))
-		if err := b.waitPort(ctx, b.waiting(machine, addr+" to accept"), addr); err != nil {
+		if err := waitPort(ctx, b, waiting(b, machine, addr+" to accept"), addr); err != nil {
 			return err
 		}
 		if err := b.listen.CheckLoopback(ctx, p); err != nil {
@@ -127,23 +127,23 @@ func (b *Box) checkListeners(ctx context.Context, machine string, ports []int) e
 // whole wait. Once the cheap report passes, the box is ready only when a
 // deep one (the installed tools run) passes too, so a half-provisioned box
 // is never called ready.
-func (b *Box) waitHealthy(ctx context.Context, w *waiter, tr relay.Transport) error {
-	return b.waitFor(ctx, w, tr, true)
+func waitHealthy(ctx context.Context, b *Box, w *waiter, tr relay.Transport) error {
+	return waitFor(ctx, b, w, tr, true)
 }
 
 // waitRunning is waitHealthy without the deep report: for a box already
 // proven ready whose gateway was only restarted.
-func (b *Box) waitRunning(ctx context.Context, w *waiter, tr relay.Transport) error {
-	return b.waitFor(ctx, w, tr, false)
+func waitRunning(ctx context.Context, b *Box, w *waiter, tr relay.Transport) error {
+	return waitFor(ctx, b, w, tr, false)
 }
 
 // waitFor is waitHealthy (wantDeep) or waitRunning; w beats between the
 // polls (a machine that stopped ends the wait at once).
-func (b *Box) waitFor(ctx context.Context, w *waiter, tr relay.Transport, wantDeep bool) error {
+func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDeep bool) error {
 	var last error
 	deep := false
 	for {
-		report, err := b.client(tr).Health(ctx, deep)
+		report, err := client(b, tr).Health(ctx, deep)
 		if err == nil {
 			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil
@@ -235,8 +235,8 @@ func hasServiceProblem(r *health.Report) bool {
 
 // bootAndVerify starts a machine and verifies it; on failure it stops the
 // machine again and says why.
-func (b *Box) bootAndVerify(ctx context.Context, name string) error {
-	return b.bootAndVerifyAt(ctx, name, b.cfg.SSHPort, false)
+func bootAndVerify(ctx context.Context, b *Box, name string) error {
+	return bootAndVerifyAt(ctx, b, name, b.cfg.SSHPort, false)
 }
 
 // bootAndVerifyAt is bootAndVerify for a machine whose SSH is on port.
@@ -244,9 +244,9 @@ func (b *Box) bootAndVerify(ctx context.Context, name string) error {
 // first, out of band (it carries the backup's host keys), and gets no
 // secrets: it runs a backup's code, and the box gets them from the
 // restore once the cut-over is complete (Restore).
-func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, restored bool) error {
+func bootAndVerifyAt(ctx context.Context, b *Box, name string, port int, restored bool) error {
 	pin := restored
-	secrets, deliver, err := b.startMachine(ctx, name)
+	secrets, deliver, err := startMachine(ctx, b, name)
 	if restored {
 		deliver = false
 	}
@@ -256,16 +256,16 @@ func (b *Box) bootAndVerifyAt(ctx context.Context, name string, port int, restor
 	// An init interrupted before it pinned the host key left none: the
 	// key is read out of band, as init does.
 	if _, kerr := keys.LoadHostKey(b.cfg.StateDir(), name); pin || errors.Is(kerr, fs.ErrNotExist) {
-		err = b.pinHostKey(ctx, name)
+		err = pinHostKey(ctx, b, name)
 	}
 	if err == nil {
-		err = b.verifyMachine(ctx, name, port)
+		err = verifyMachine(ctx, b, name, port)
 	}
 	if err == nil {
-		err = b.afterStart(ctx, name, port, secrets, deliver)
+		err = afterStart(ctx, b, name, port, secrets, deliver)
 	}
 	if err != nil {
-		stopErr := b.stopMachine(ctx, name)
+		stopErr := stopMachine(ctx, b, name)
 		if stopErr != nil {
 			return errors.Join(fmt.Errorf("%w; stopping the machine also failed", err), stopErr)
 		}

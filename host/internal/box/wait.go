@@ -42,7 +42,7 @@ type waiter struct {
 }
 
 // waiting starts a wait on machine for what ("SSH on 127.0.0.1:2222").
-func (b *Box) waiting(machine, what string) *waiter {
+func waiting(b *Box, machine, what string) *waiter {
 	now := time.Now()
 	return &waiter{b: b, machine: machine, what: what, start: now, lastBeat: now, lastCheck: now}
 }
@@ -88,7 +88,7 @@ func (w *waiter) stopped(ctx context.Context, state string, last error) error {
 	if last != nil {
 		err = fmt.Errorf("%w (its last answer: %w)", err, last)
 	}
-	path, tail := w.b.consoleTail(ctx, w.machine)
+	path, tail := consoleTail(ctx, w.b, w.machine)
 	next := "hermes-box start tries again; hermes-box shell opens its root console"
 	if tail != "" {
 		err = fmt.Errorf("%w; the last lines of its console (%s):\n%s", err, path, tail)
@@ -99,7 +99,7 @@ func (w *waiter) stopped(ctx context.Context, state string, last error) error {
 
 // consoleTail is the path of machine's console log and its last lines,
 // made safe for a terminal ("" when there is none).
-func (b *Box) consoleTail(ctx context.Context, machine string) (path, tail string) {
+func consoleTail(ctx context.Context, b *Box, machine string) (path, tail string) {
 	cctx, cancel := context.WithTimeout(ctx, b.timing.callTimeout)
 	defer cancel()
 	dir, err := b.vm.DataDir(cctx, machine)

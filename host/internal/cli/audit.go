@@ -29,7 +29,7 @@ var boxAudit = func(cmd *cobra.Command) (auditTarget, error) {
 	if err != nil {
 		return auditTarget{}, err
 	}
-	c, err := b.QuietClient(cmd.Context(), "the audit log is read from the running box")
+	c, err := box.QuietClient(cmd.Context(), b, "the audit log is read from the running box")
 	if err != nil {
 		return auditTarget{}, err
 	}

@@ -38,7 +38,7 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
-	entries, err := b.Backups(cmd.Context(), deep)
+	entries, err := box.Backups(cmd.Context(), b, deep)
 	if err != nil {
 		return err
 	}
@@ -108,9 +108,9 @@ func newBackupsDeleteCommand() *cobra.Command {
 			}
 			force, _ := cmd.Flags().GetBool("force")
 			var e box.BackupEntry
-			err = b.Locked(func() error {
+			err = box.Locked(b, func() error {
 				var derr error
-				e, derr = b.DeleteBackup(cmd.Context(), args[0], force)
+				e, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
 				return derr
 			})
 			if err != nil {

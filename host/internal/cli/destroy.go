@@ -44,7 +44,7 @@ func destroyAction(cmd *cobra.Command, _ []string) error {
 			return userr.WithCode(fmt.Errorf("nothing destroyed"), userr.ExitFailure)
 		}
 	}
-	deleted, err := b.Destroy(cmd.Context())
+	deleted, err := box.Destroy(cmd.Context(), b)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func destroyAction(cmd *cobra.Command, _ []string) error {
 // lossLine says what destroying the box loses and what is left to restore.
 func lossLine(ctx context.Context, b *box.Box) string {
 	lost := "its root file system and /workspace are lost"
-	e, ok := b.LastGoodBackup(ctx)
+	e, ok := box.LastGoodBackup(ctx, b)
 	if !ok {
 		return lost + ", and there is no backup of " + b.Config().MachineName + " (hermes-box snapshot takes one)"
 	}

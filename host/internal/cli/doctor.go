@@ -21,7 +21,7 @@ func newDoctorCommand() *cobra.Command {
 			"by init and start, naming the row. Exits 1 when a row fails.",
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
-		rep, err := b.Doctor(cmd.Context())
+		rep, err := box.Doctor(cmd.Context(), b)
 		if rep != nil {
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				err = firstErr(err, writeIndentedJSON(cmd.OutOrStdout(), rep))

@@ -34,7 +34,7 @@ func defaultExecutorDeps() executorDeps {
 			if err != nil {
 				return nil, err
 			}
-			return b.Executor(), nil
+			return box.ExecutorOf(b), nil
 		},
 		openURL:    browser.Open,
 		readSecret: readAPIKey,

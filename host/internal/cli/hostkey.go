@@ -45,7 +45,7 @@ func hostKeyRepinAction(cmd *cobra.Command, b *box.Box, _ []string) error {
 		}
 		return ok, err
 	}
-	ch, err := b.RepinHostKey(cmd.Context(), confirm)
+	ch, err := box.RepinHostKey(cmd.Context(), b, confirm)
 	if err != nil {
 		return err
 	}

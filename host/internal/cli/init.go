@@ -31,8 +31,8 @@ func initAction(cmd *cobra.Command, _ []string) error {
 	}
 	docs, _ := cmd.Flags().GetStringArray("document")
 	b.KeepBuilder, _ = cmd.Flags().GetBool("keep-builder")
-	renderer(cmd).Plan(b.InitPlan(docs))
-	err = b.Init(cmd.Context(), docs)
+	renderer(cmd).Plan(box.InitPlan(b, docs))
+	err = box.Init(cmd.Context(), b, docs)
 	renderer(cmd).Summary("init")
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ Then detach from tmux with Ctrl-b d.
 Backups: hermes-box snapshot takes one; keep %s
 with them (restores need it) and keep the SSH key %s safe.
 If something is wrong: hermes-box status, hermes-box logs, hermes-box shell (root console).
-`, c.MachineName, boxlayout.AdminUser, c.SSHPort, b.BaseArtifact(), c.SSHKeyPath())
+`, c.MachineName, boxlayout.AdminUser, c.SSHPort, box.BaseArtifact(b), c.SSHKeyPath())
 	if c.ExecutorEnabled {
 		fmt.Fprintf(w, "Executor: http://localhost:%d (loopback only)\n", c.ExecutorPort)
 	}

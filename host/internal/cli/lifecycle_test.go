@@ -100,7 +100,7 @@ func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
 	}
-	const netcheck = "machine exec --stream --name hermes-builder -- /usr/local/sbin/hermes-box-agent netcheck"
+	const netcheck = "machine exec --stream --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
 	var want []string
 	for _, c := range h.initCalls() {
 		if c != netcheck {

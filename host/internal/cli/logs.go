@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -35,14 +36,14 @@ func newLogsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			names, err := b.Services(cmd.Context())
+			names, err := box.Services(cmd.Context(), b)
 			if err != nil {
 				return err
 			}
 			if !slices.Contains(names, service) {
 				return userr.WithCode(fmt.Errorf("unknown service %q: the box's services are %s", service, strings.Join(names, ", ")), userr.ExitUsage)
 			}
-			return b.Logs(cmd.Context(), cmd.OutOrStdout(), service, lines, follow)
+			return box.Logs(cmd.Context(), b, cmd.OutOrStdout(), service, lines, follow)
 		},
 	}
 	cmd.Flags().BoolP("follow", "f", false, "keep printing new lines until Ctrl-C")
@@ -59,7 +60,7 @@ func completeServices(cmd *cobra.Command, args []string, _ string) ([]string, co
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	names, err := b.Services(cmd.Context())
+	names, err := box.Services(cmd.Context(), b)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -50,11 +50,11 @@ func packageAction(cmd *cobra.Command, args []string) error {
 	}
 	if cmd.Flags().Changed("snapshot") {
 		// An empty name is a mistake, not a request for a new snapshot.
-		if from, err = b.ResolveBackup(from); err != nil {
+		if from, err = box.ResolveBackup(b, from); err != nil {
 			return err
 		}
 	}
-	archive, err := b.Package(cmd.Context(), label, from, legacyOK)
+	archive, err := box.Package(cmd.Context(), b, label, from, legacyOK)
 	if err != nil {
 		return err
 	}

@@ -11,5 +11,5 @@ func newRestartCommand() *cobra.Command {
 		Use:   "restart",
 		Short: "Stop the box, then start and verify it",
 		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return b.Restart(cmd.Context()) })
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return box.Restart(cmd.Context(), b) })
 }

@@ -14,7 +14,7 @@ func completeBackups(cmd *cobra.Command, args []string, _ string) ([]string, cob
 	if err != nil || len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return b.BackupNames(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+	return box.BackupNames(cmd.Context(), b), cobra.ShellCompDirectiveNoFileComp
 }
 
 func newRestoreCommand() *cobra.Command {
@@ -42,17 +42,17 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := b.ResolveBackup(args[0])
+	src, err := box.ResolveBackup(b, args[0])
 	if err != nil {
 		return err
 	}
 	var opts box.RestoreOptions
 	opts.LegacyOK, _ = cmd.Flags().GetBool("legacy-backup")
 	opts.DiscardCurrent, _ = cmd.Flags().GetBool("discard-current")
-	if err := b.Restore(cmd.Context(), src, opts); err != nil {
+	if err := box.Restore(cmd.Context(), b, src, opts); err != nil {
 		return err
 	}
-	if left := b.SafetySnapshots(cmd.Context()); left != "" {
+	if left := box.SafetySnapshots(cmd.Context(), b); left != "" {
 		renderer(cmd).Info("%s", left)
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", b.Config().MachineName, src)

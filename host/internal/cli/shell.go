@@ -12,6 +12,6 @@ func newShellCommand() *cobra.Command {
 		Short: "Open the out-of-band root console (smolvm machine shell)",
 		Args:  cobra.NoArgs,
 	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
-		return b.Shell(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return box.Shell(cmd.Context(), b, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	})
 }

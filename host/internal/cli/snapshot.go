@@ -36,7 +36,7 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := b.Snapshot(cmd.Context(), label)
+	dir, err := box.Snapshot(cmd.Context(), b, label)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ func newSSHCommand() *cobra.Command {
 		Long: "ssh runs the system ssh client with the project key and the pinned host key in a private\n" +
 			"known_hosts, forwarding of every kind off. The box is started first if it is stopped.",
 	}, func(cmd *cobra.Command, b *box.Box, args []string) error {
-		return b.SSH(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		return box.SSH(cmd.Context(), b, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 	})
 	// Everything after the first argument belongs to the remote command.
 	cmd.Flags().SetInterspersed(false)

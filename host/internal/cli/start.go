@@ -13,5 +13,5 @@ func newStartCommand() *cobra.Command {
 		Long: "start boots the box, waits for its SSH port, checks that every published port listens on\n" +
 			"loopback only and that the agent reports healthy. If verification fails the box is stopped.",
 		Args: cobra.NoArgs,
-	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return b.Start(cmd.Context()) })
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return box.Start(cmd.Context(), b) })
 }

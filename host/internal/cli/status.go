@@ -26,7 +26,7 @@ func newStatusCommand() *cobra.Command {
 			"  0 healthy   1 unhealthy or degraded   3 stopped   4 missing (run hermes-box init)",
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
-		st, err := b.Status(cmd.Context())
+		st, err := box.Inspect(cmd.Context(), b)
 		if err == nil {
 			// A report gathered while Ctrl-C cut its calls short is not
 			// the box's state.

@@ -11,5 +11,5 @@ func newStopCommand() *cobra.Command {
 		Use:   "stop",
 		Short: "Stop the box's services gracefully, then the machine",
 		Args:  cobra.NoArgs,
-	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return b.Stop(cmd.Context()) })
+	}, func(cmd *cobra.Command, b *box.Box, _ []string) error { return box.Stop(cmd.Context(), b) })
 }

@@ -18,7 +18,7 @@ const maxEventLine = 256 << 10
 // RawSourceField is set to RawSourceStderr in the Fields of an event made
 // from a stderr line that was not an event (a crash, a message from sudo).
 const (
-	RawSourceField  = "source"
+	RawSourceField  = protocol.FieldSource
 	RawSourceStderr = "stderr"
 )
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -47,6 +48,10 @@ type Exec struct {
 	// A call with input then runs `agent relay --hold-output`, so the agent
 	// writes nothing until the verb has returned.
 	HoldOutput bool
+	// Timeout, when positive, has smolvm end the verb in the box after it
+	// (exec --timeout): a probe that hangs in the box ends there too, not
+	// only on the host.
+	Timeout time.Duration
 }
 
 var _ Transport = (*Exec)(nil)
@@ -135,7 +140,7 @@ func (e *Exec) exec(ctx context.Context, argv []string, stdin io.Reader, stdout 
 		close(done)
 	}()
 	res, err := e.Execer.Exec(ctx, smolvm.ExecSpec{
-		Name: e.Machine, Argv: argv, Env: e.Env, Stream: true, Stdin: stdin, Stdout: stdout, Stderr: pw,
+		Name: e.Machine, Argv: argv, Env: e.Env, Stream: true, Timeout: e.Timeout, Stdin: stdin, Stdout: stdout, Stderr: pw,
 	})
 	pw.Close()
 	<-done

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
@@ -116,6 +117,16 @@ func TestExecTransportDirect(t *testing.T) {
 	}
 	if !warned || !failed {
 		t.Errorf("the environment did not reach the agent: events %+v", events)
+	}
+
+	// A timeout is smolvm's: it ends the verb in the box (netcheck's).
+	timed := &Exec{Machine: "builder", Execer: l, Direct: true, Timeout: 5 * time.Second}
+	if _, err := timed.Run(t.Context(), request("netcheck"), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want = "machine exec --stream --name builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
+	if got := strings.Join(l.argv, " "); got != want {
+		t.Errorf("argv %q, want %q", got, want)
 	}
 
 	if _, err := direct.Run(t.Context(), req, strings.NewReader("x"), nil, nil); err == nil {

@@ -14,48 +14,23 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 )
 
-// ExitStatus is a status passed through unchanged (of `ssh CMD`, of the
-// console); it prints nothing more.
-type ExitStatus int
-
-func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// ExitCode is the status.
-func (e ExitStatus) ExitCode() int { return int(e) }
-
-// Shell opens the out-of-band root console (smolvm machine shell) on the
-// given streams; a non-zero status is an ExitStatus.
-func (b *Box) Shell(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
-	if _, err := b.machineState(ctx, b.cfg.MachineName); err != nil {
-		return err
-	}
-	code, err := b.vm.Shell(ctx, b.cfg.MachineName, stdin, stdout, stderr)
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return ExitStatus(code)
-	}
-	return nil
-}
-
 // SSH runs the system ssh client into the box (starting it first when it
 // is stopped) with the terminal on the given streams, running remote when
 // it is not empty; ssh's status is passed on as an ExitStatus.
-func (b *Box) SSH(ctx context.Context, remote []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
+func SSH(ctx context.Context, b *Box, remote []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	m, err := machineState(ctx, b, b.cfg.MachineName)
 	if err != nil {
 		return err
 	}
 	if m.State != smolvm.StateRunning {
-		if err := b.Start(ctx); err != nil {
+		if err := Start(ctx, b); err != nil {
 			return err
 		}
 	}
-	if err := b.checkPinnedKey(ctx); err != nil {
+	if err := checkPinnedKey(ctx, b); err != nil {
 		return err
 	}
-	argv, err := b.sshArgv(remote)
+	argv, err := sshArgv(b, remote)
 	if err != nil {
 		return err
 	}
@@ -64,12 +39,12 @@ func (b *Box) SSH(ctx context.Context, remote []string, stdin io.Reader, stdout,
 
 // sshArgv is the system ssh command line: no user configuration, only the
 // project key, only the pinned host key, no agent and no forwarding.
-func (b *Box) sshArgv(remote []string) ([]string, error) {
+func sshArgv(b *Box, remote []string) ([]string, error) {
 	hostKey, err := keys.LoadHostKey(b.cfg.StateDir(), b.cfg.MachineName)
 	if err != nil {
 		return nil, fmt.Errorf("no pinned host key (run hermes-box init): %w", err)
 	}
-	kh := b.knownHostsPath()
+	kh := knownHostsPath(b)
 	if err := keys.WriteKnownHosts(kh, "127.0.0.1", b.cfg.SSHPort, hostKey); err != nil {
 		return nil, err
 	}
@@ -107,17 +82,4 @@ func runSSH(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr 
 		return fmt.Errorf("running ssh: %w", err)
 	}
 	return nil
-}
-
-// Logs prints the last lines of service's log to w, following it when
-// follow is set.
-func (b *Box) Logs(ctx context.Context, w io.Writer, service string, lines int, follow bool) error {
-	m, err := b.machineState(ctx, b.cfg.MachineName)
-	if err != nil {
-		return err
-	}
-	if m.State != smolvm.StateRunning {
-		return fmt.Errorf("%s is %s; start it with hermes-box start", m.Name, m.State)
-	}
-	return b.runningClient().Logs(ctx, w, service, lines, follow)
 }
