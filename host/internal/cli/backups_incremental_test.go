@@ -171,3 +171,19 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 		t.Errorf("the clean data dir's backups: %+v", entries)
 	}
 }
+
+// TestSnapshotPrunesByTheConfiguration: with HERMES_BOX_PRUNE_KEEP_LAST=1,
+// each snapshot leaves only itself, and says so.
+func TestSnapshotPrunesByTheConfiguration(t *testing.T) {
+	h := newHarness(t, "HERMES_BOX_PRUNE_KEEP_LAST=1")
+	initBox(t, h)
+	mustRun(t, h, "snapshot", "first")
+	r := mustRun(t, h, "snapshot", "second")
+	if !strings.Contains(r.stderr, "pruned by HERMES_BOX_PRUNE_KEEP_* (keep the last 1, 0 daily, 0 weekly): 1 kept, 1 removed") {
+		t.Errorf("snapshot said:\n%s", r.stderr)
+	}
+	entries, _ := listBackups(t, h)
+	if len(entries) != 1 || entries[0].Path != strings.TrimSpace(r.stdout) {
+		t.Errorf("after the second snapshot: %+v", entries)
+	}
+}

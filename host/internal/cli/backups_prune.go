@@ -57,11 +57,16 @@ func backupsPruneAction(cmd *cobra.Command, _ []string) error {
 		} else if perr := printPrune(cmd.OutOrStdout(), rep); err == nil {
 			err = perr
 		}
-		if rep.NotCollected != "" {
-			renderer(cmd).Warn("the chunk store was not collected: %s", rep.NotCollected)
-		}
+		warnNotCollected(cmd, rep)
 	}
 	return err
+}
+
+// warnNotCollected says why a prune left the chunk store uncollected.
+func warnNotCollected(cmd *cobra.Command, rep *backupset.PruneReport) {
+	if rep.NotCollected != "" {
+		renderer(cmd).Warn("the chunk store was not collected: %s", rep.NotCollected)
+	}
 }
 
 // printPrune says what a prune kept, removed and collected.
