@@ -40,8 +40,15 @@ type Entry struct {
 	Label   string    `json:"label"`
 	Machine string    `json:"machine"`
 	Created time.Time `json:"created"`
-	// Size is the bytes of its files.
+	// Size is the bytes of its files; for an incremental backup, the
+	// bytes of the files it holds (its parts' contents).
 	Size int64 `json:"size"`
+	// Added is what the backup added to the backups directory: a v2
+	// backup's files, an incremental backup's new chunks (stored size).
+	Added int64 `json:"added"`
+	// Incremental is a backup whose record names chunks in its machine's
+	// chunk store.
+	Incremental bool `json:"incremental,omitempty"`
 	// Verified is "verified" when every check of Verify passed (with
 	// Deep), "complete" when its files and manifest are present (without
 	// Deep), else "invalid" with Problem saying why.
@@ -108,6 +115,7 @@ func inspect(ctx context.Context, path string, deep bool, key ssh.PublicKey) Ent
 			e.Unsigned = e.Unsigned && f != FileSignature
 		}
 	}
+	e.Added = e.Size
 	var problem error
 	if deep {
 		v, err := Verify(ctx, path, Trust{Key: key, LegacyOK: true})

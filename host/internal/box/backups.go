@@ -43,11 +43,7 @@ func CheckLabel(label string) error {
 // Backups lists the backups; deep verifies each, its signature against
 // the project key first (any signer's when there is no key yet).
 func Backups(ctx context.Context, b *Box, deep bool) ([]BackupEntry, error) {
-	key, err := projectKeyIfAny(b)
-	if err != nil {
-		return nil, err
-	}
-	return backup.Inventory(ctx, b.cfg.BackupsDir(), deep, key)
+	return ListBackups(ctx, b, deep, false)
 }
 
 // DeleteBackup removes the backup name (never the last good one of a
