@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // partSent are the bytes each part of an incremental snapshot sent over
@@ -20,7 +22,7 @@ func partSent(t *testing.T, stderr string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range rx.FindAllStringSubmatch(stderr, -1) {
 		n, err := strconv.ParseFloat(m[2], 64)
-		must(t, err)
+		boxtest.Must(t, err)
 		out[m[1]] = n * map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m[3]]
 	}
 	if len(out) != 2 {
@@ -35,7 +37,7 @@ func added(t *testing.T, dir string) (chunks, bytes int64) {
 	var rec struct {
 		Added struct{ Chunks, Bytes int64 } `json:"added"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(dir, "snapshot.json")), &rec))
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(dir, "snapshot.json")), &rec))
 	return rec.Added.Chunks, rec.Added.Bytes
 }
 
@@ -58,10 +60,10 @@ func noise(seed string, n int) string {
 func TestIncrementalSnapshotRestore(t *testing.T) {
 	h := newHarness(t, "HERMES_BOX_SNAPSHOT_INCREMENTAL=true")
 	initBox(t, h)
-	root := filepath.Join(h.state, "machines", machine, "root")
+	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 	bigPath := filepath.Join(root, "workspace/work/big.bin")
 	big := noise("big", 6<<20)
-	must(t, os.WriteFile(bigPath, []byte(big), 0o644))
+	boxtest.Must(t, os.WriteFile(bigPath, []byte(big), 0o644))
 	h.writeNote("before\n")
 
 	r := mustRun(t, h, "snapshot", "first")
@@ -71,7 +73,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 
 	h.writeNote("after\n")
 	changed := big[:3<<20] + noise("edit", 64<<10) + big[3<<20+64<<10:]
-	must(t, os.WriteFile(bigPath, []byte(changed), 0o644))
+	boxtest.Must(t, os.WriteFile(bigPath, []byte(changed), 0o644))
 	r = mustRun(t, h, "snapshot", "second")
 	second := strings.TrimSpace(r.stdout)
 	sent2 := partSent(t, r.stderr)
@@ -91,11 +93,11 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	if got := h.readNote(); got != "before\n" {
 		t.Fatalf("note after restoring the first = %q", got)
 	}
-	if got := string(readFile(t, bigPath)); got != big {
+	if got := string(boxtest.ReadFile(t, bigPath)); got != big {
 		t.Fatal("the large file after restoring the first is not the first's")
 	}
 	checkReplacement(t, h, r.calls)
-	safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "hermes-box-*-pre-restore.hermesbox"))
+	safety, _ := filepath.Glob(filepath.Join(h.Root, "backups", "hermes-box-*-pre-restore.hermesbox"))
 	if len(safety) != 1 {
 		t.Fatalf("safety snapshots: %v", safety)
 	}
