@@ -68,7 +68,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 
 	r := mustRun(t, h, "snapshot", "first")
 	first := strings.TrimSpace(r.stdout)
-	sent1 := partSent(t, r.stderr)
+	sent1, rss1 := partSent(t, r.stderr), r.maxRSSKiB
 	chunks1, bytes1 := added(t, first)
 
 	h.writeNote("after\n")
@@ -76,10 +76,10 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	boxtest.Must(t, os.WriteFile(bigPath, []byte(changed), 0o644))
 	r = mustRun(t, h, "snapshot", "second")
 	second := strings.TrimSpace(r.stdout)
-	sent2 := partSent(t, r.stderr)
+	sent2, rss2 := partSent(t, r.stderr), r.maxRSSKiB
 	chunks2, bytes2 := added(t, second)
-	t.Logf("first: %d chunks, %d bytes added, sent %v; second: %d chunks, %d bytes added, sent %v",
-		chunks1, bytes1, sent1, chunks2, bytes2, sent2)
+	t.Logf("first: %d chunks, %d bytes added, sent %v, host peak RSS %d KiB; second: %d chunks, %d bytes added, sent %v, host peak RSS %d KiB",
+		chunks1, bytes1, sent1, rss1, chunks2, bytes2, sent2, rss2)
 	if bytes1 < 6<<20 || sent1["workspace"] < 6<<20 {
 		t.Fatalf("the first snapshot added %d bytes and sent %v", bytes1, sent1)
 	}
@@ -90,6 +90,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	}
 
 	r = mustRun(t, h, "restore", first)
+	t.Logf("restore of the first: host peak RSS %d KiB", r.maxRSSKiB)
 	if got := h.readNote(); got != "before\n" {
 		t.Fatalf("note after restoring the first = %q", got)
 	}
