@@ -14,21 +14,26 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
-// partSent are the bytes each part of an incremental snapshot sent over
-// the relay, from its "snapshot PART: read …, new …, sent …" lines.
-func partSent(t *testing.T, stderr string) map[string]float64 {
+// partBytes are the bytes each part of an incremental snapshot read in
+// the box and sent over the relay, from its "snapshot PART: read …,
+// new …, sent …" lines.
+func partBytes(t *testing.T, stderr string) (read, sent map[string]float64) {
 	t.Helper()
-	rx := regexp.MustCompile(`snapshot (rootfs|workspace): read [^,]+, new [^,]+, sent ([0-9.]+) (B|KiB|MiB|GiB)`)
-	out := map[string]float64{}
-	for _, m := range rx.FindAllStringSubmatch(stderr, -1) {
-		n, err := strconv.ParseFloat(m[2], 64)
+	size := `([0-9.]+) (B|KiB|MiB|GiB)`
+	rx := regexp.MustCompile(`snapshot (rootfs|workspace): read ` + size + `, new [^,]+, sent ` + size)
+	bytes := func(n, unit string) float64 {
+		f, err := strconv.ParseFloat(n, 64)
 		boxtest.Must(t, err)
-		out[m[1]] = n * map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m[3]]
+		return f * map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
 	}
-	if len(out) != 2 {
+	read, sent = map[string]float64{}, map[string]float64{}
+	for _, m := range rx.FindAllStringSubmatch(stderr, -1) {
+		read[m[1]], sent[m[1]] = bytes(m[2], m[3]), bytes(m[4], m[5])
+	}
+	if len(sent) != 2 {
 		t.Fatalf("no progress line of both parts in:\n%s", stderr)
 	}
-	return out
+	return read, sent
 }
 
 // added is what an incremental backup's record says it added.
@@ -68,7 +73,8 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 
 	r := mustRun(t, h, "snapshot", "first")
 	first := strings.TrimSpace(r.stdout)
-	sent1, rss1 := partSent(t, r.stderr), r.maxRSSKiB
+	read1, sent1 := partBytes(t, r.stderr)
+	rss1 := r.maxRSSKiB
 	chunks1, bytes1 := added(t, first)
 
 	h.writeNote("after\n")
@@ -76,15 +82,21 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	boxtest.Must(t, os.WriteFile(bigPath, []byte(changed), 0o644))
 	r = mustRun(t, h, "snapshot", "second")
 	second := strings.TrimSpace(r.stdout)
-	sent2, rss2 := partSent(t, r.stderr), r.maxRSSKiB
+	read2, sent2 := partBytes(t, r.stderr)
+	rss2 := r.maxRSSKiB
 	chunks2, bytes2 := added(t, second)
-	t.Logf("first: %d chunks, %d bytes added, sent %v, host peak RSS %d KiB; second: %d chunks, %d bytes added, sent %v, host peak RSS %d KiB",
-		chunks1, bytes1, sent1, rss1, chunks2, bytes2, sent2, rss2)
+	t.Logf("first: %d chunks, %d bytes added, read %v, sent %v, host peak RSS %d KiB; second: %d chunks, %d bytes added, read %v, sent %v, host peak RSS %d KiB",
+		chunks1, bytes1, read1, sent1, rss1, chunks2, bytes2, read2, sent2, rss2)
 	if bytes1 < 6<<20 || sent1["workspace"] < 6<<20 {
 		t.Fatalf("the first snapshot added %d bytes and sent %v", bytes1, sent1)
 	}
 	// The edit touches one or two chunks of the large file (at most 2 MiB)
 	// plus the note and the trees.
+	// The agent's cache of the first (committed) snapshot: the rootfs is
+	// not read again, the workspace's unchanged files neither.
+	if read2["rootfs"] > read1["rootfs"]/4 || read2["workspace"] > 7<<20 {
+		t.Fatalf("the second snapshot read %v (the first %v)", read2, read1)
+	}
 	if bytes2 > 3<<20 || sent2["workspace"] > 3<<20 || sent2["workspace"] > sent1["workspace"]/2 {
 		t.Fatalf("the second snapshot added %d bytes and sent %v (the first sent %v)", bytes2, sent2, sent1)
 	}
