@@ -57,15 +57,15 @@ func backupsPruneAction(cmd *cobra.Command, _ []string) error {
 		} else if perr := printPrune(cmd.OutOrStdout(), rep); err == nil {
 			err = perr
 		}
-		warnNotCollected(cmd, rep)
+		warnNotCollected(cmd, rep.NotCollected)
 	}
 	return err
 }
 
-// warnNotCollected says why a prune left the chunk store uncollected.
-func warnNotCollected(cmd *cobra.Command, rep *backupset.PruneReport) {
-	if rep.NotCollected != "" {
-		renderer(cmd).Warn("the chunk store was not collected: %s", rep.NotCollected)
+// warnNotCollected says why the chunk store was left uncollected, if it was.
+func warnNotCollected(cmd *cobra.Command, why string) {
+	if why != "" {
+		renderer(cmd).Warn("the chunk store was not collected: %s", why)
 	}
 }
 

@@ -58,7 +58,7 @@ func autoPrune(cmd *cobra.Command, b *box.Box) {
 		renderer(cmd).Warn("the backup is saved, but pruning by HERMES_BOX_PRUNE_KEEP_* failed: %v", err)
 	case rep != nil:
 		renderer(cmd).Info("pruned by HERMES_BOX_PRUNE_KEEP_* (%s): %d kept, %d removed", rep.Policy, len(rep.Kept), len(rep.Removed))
-		warnNotCollected(cmd, rep)
+		warnNotCollected(cmd, rep.NotCollected)
 	}
 }
 
