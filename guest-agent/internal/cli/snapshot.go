@@ -26,7 +26,12 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 			return usageError("snapshot write: %w", err)
 		}
 		e.step("snapshot-"+fs.Arg(0), protocol.StepStarted)
-		if err := snapshot.Write(ctx, e.Out, spec); err != nil {
+		// A part compresses as it goes: a run of zeros may send nothing
+		// for a while.
+		stop := protocol.Heartbeat(e.emit, "snapshot-"+fs.Arg(0))
+		err = snapshot.Write(ctx, e.Out, spec)
+		stop()
+		if err != nil {
 			return err
 		}
 		e.step("snapshot-"+fs.Arg(0), protocol.StepDone)
@@ -39,10 +44,15 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 		opts := snapshot.ApplyOptions{Root: e.root, Chown: os.Geteuid() == 0, Progress: func(part string) {
 			e.step("apply-"+part, protocol.StepStarted)
 		}}
+		// After the stream, the walk of the whole root says nothing.
+		defer protocol.Heartbeat(e.emit, "snapshot-apply")()
 		return snapshot.Apply(ctx, e.In, opts)
 	}
 	return usageError("snapshot: unknown subcommand %q: want write or apply", args[0])
 }
+
+// emit reports an event; a failure to report is not the verb's failure.
+func (e *env) emit(ev protocol.Event) { _ = e.events.Emit(ev) }
 
 // step reports a step event; a failure to report is not the verb's failure.
 func (e *env) step(name string, state protocol.StepState) {

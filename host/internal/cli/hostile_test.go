@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -457,33 +458,34 @@ func TestHostileAuditFloodInStatus(t *testing.T) {
 }
 
 // TestHostileHangNamesTheVerb: a box that never answers ends each command
-// at the verb's deadline (shortened here by the test hook) with an error
-// naming the verb that did not answer and what to run next.
+// at the verb's own deadline (no test hook shortens it: each case runs on
+// a box of its own, in parallel) with an error naming the verb that did
+// not answer and what to run next.
 func TestHostileHangNamesTheVerb(t *testing.T) {
-	h := newHarness(t)
-	initBox(t, h)
-	h.extra = append(h.extra, "HBX_TEST_AGENT_DEADLINE=2s")
 	for _, tc := range []struct {
 		file, verb string
+		deadline   time.Duration
 		args       []string
 	}{
-		{"logs", "logs", []string{"logs", "hermes"}},
-		{"audit", "audit raw", []string{"audit"}},
+		{"logs", "logs", agent.Logs.Deadline, []string{"logs", "hermes"}},
+		{"audit", "audit raw", agent.AuditRaw.Deadline, []string{"audit"}},
 		// logs asks for the services first.
-		{"services.status", "services status --json", []string{"logs", "hermes"}},
+		{"services.status", "services status --json", agent.ServicesStatus.Deadline, []string{"logs", "hermes"}},
 	} {
 		t.Run(tc.verb, func(t *testing.T) {
-			h.t = t
+			t.Parallel()
+			h := newHarness(t)
+			initBox(t, h)
 			h.hostile(tc.file, "hang")
-			defer h.peaceful()
 			r := h.run(tc.args...)
-			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "the box did not answer agent "+tc.verb+" within 2s") {
-				t.Errorf("exit %d, want the verb named:\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			want := fmt.Sprintf("the box did not answer agent %s within %v", tc.verb, tc.deadline)
+			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {
+				t.Errorf("exit %d, want %q:\nstdout: %s\nstderr: %s", r.code, want, r.stdout, r.stderr)
 			}
 			if !strings.Contains(r.stderr, "hermes-box restart") {
 				t.Errorf("no next step:\n%s", r.stderr)
 			}
-			if r.elapsed > 2*time.Second+10*time.Second {
+			if r.elapsed > tc.deadline+10*time.Second {
 				t.Errorf("took %v", r.elapsed)
 			}
 		})
