@@ -118,6 +118,9 @@ const (
 	CacheDir = "/var/cache/hermes-box"
 	// DownloadCache holds verified downloads.
 	DownloadCache = CacheDir + "/downloads"
+	// ChunkCache holds the chunk ids of the files of each part's last
+	// incremental snapshot (never itself snapshotted).
+	ChunkCache = CacheDir + "/chunks"
 	// SmokeMarker records that the image's smoke test passed.
 	SmokeMarker = StateDir + "/smoke-passed"
 	// StartupLog is boot's log of its first-boot steps.

@@ -13,12 +13,8 @@ package snaptree
 import (
 	"archive/tar"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
-
-	"github.com/hermes-box/hermes-box/shared/cdc"
 )
 
 // SizeRecord is the PAX record holding a regular file's size in a tree.
@@ -36,70 +32,9 @@ type Stats struct {
 	Entries int64
 	// Bytes is the content of regular files.
 	Bytes int64
-}
-
-// Encode reads the tar stream r, passes every chunk of every regular
-// file's content and then every chunk of the tree to sink, and returns
-// the tree's chunk ids in order.
-func Encode(r io.Reader, sink Sink) (tree []ID, st Stats, err error) {
-	emit := func(data []byte) error {
-		id := sha256.Sum256(data)
-		tree = append(tree, id)
-		return sink(id, data)
-	}
-	cw := cdc.NewWriter(emit)
-	tw := tar.NewWriter(cw)
-	tr := tar.NewReader(r)
-	ch := cdc.New(nil)
-	var ids []byte
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, st, fmt.Errorf("reading tar: %w", err)
-		}
-		st.Entries++
-		if hdr.Typeflag != tar.TypeReg {
-			if hdr.Size != 0 {
-				return nil, st, fmt.Errorf("reading tar: %s (type %q) has a body", hdr.Name, hdr.Typeflag)
-			}
-			if err := tw.WriteHeader(hdr); err != nil {
-				return nil, st, fmt.Errorf("writing the tree: %s: %w", hdr.Name, err)
-			}
-			continue
-		}
-		ids = ids[:0]
-		ch.Reset(tr)
-		var size int64
-		for {
-			c, err := ch.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, st, fmt.Errorf("reading %s: %w", hdr.Name, err)
-			}
-			id := sha256.Sum256(c)
-			if err := sink(id, c); err != nil {
-				return nil, st, err
-			}
-			ids = append(ids, id[:]...)
-			size += int64(len(c))
-		}
-		st.Bytes += size
-		if err := writeFile(tw, hdr, size, ids); err != nil {
-			return nil, st, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, st, fmt.Errorf("writing the tree: %w", err)
-	}
-	if err := cw.Close(); err != nil {
-		return nil, st, err
-	}
-	return tree, st, nil
+	// Read is the part of Bytes that was read and cut into chunks (the
+	// rest was known, Encoder.WriteKnown).
+	Read int64
 }
 
 // writeFile writes a regular file's tree entry: its header, its size in

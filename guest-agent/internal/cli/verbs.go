@@ -91,7 +91,7 @@ func init() {
 		}, true},
 		{verb{
 			name:    "snapshot",
-			summary: "write rootfs|workspace: a gzip tar on stdout; apply: restore the parts framed on stdin",
+			summary: "write rootfs|workspace: a gzip tar on stdout; chunks rootfs|workspace: the chunks the host lacks (held ids on stdin); apply: restore the parts framed on stdin",
 			run:     runSnapshot,
 		}, true},
 		{verb{

@@ -26,6 +26,7 @@ import (
 // rootExcludes are never archived from the root (relative slash paths).
 var rootExcludes = []string{
 	workspaceInRoot, "proc", "sys", "dev", "run", "storage", "packed_layers", "tmp", readyInRoot,
+	boxlayout.InRoot(boxlayout.ChunkCache),
 }
 
 // workspaceExcludes are never archived from the workspace: the repullable

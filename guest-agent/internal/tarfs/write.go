@@ -25,6 +25,17 @@ type WriteOptions struct {
 	// Owner reads the numeric owner of a path; nil takes it from the
 	// file. Provisioning passes its injectable owner.
 	Owner func(path string) (uid, gid int, err error)
+	// Known, when set, is asked before a regular file with content is
+	// read: true means it wrote the entry itself (its content known by
+	// the file's identity and times), and the walk does not read it.
+	Known func(hdr *tar.Header, fi os.FileInfo) (bool, error)
+}
+
+// Entries receive what Walk archives: each entry's header, then a regular
+// file's content. A *tar.Writer is one; snaptree's Encoder is another.
+type Entries interface {
+	WriteHeader(hdr *tar.Header) error
+	io.Writer
 }
 
 // Write archives dir as a tar on w, named as `tar -C DIR -cf - .` names it
@@ -35,7 +46,19 @@ type WriteOptions struct {
 // module's one tar writer: boot's seed, snapshots and their tests use it.
 func Write(ctx context.Context, w io.Writer, dir string, opt WriteOptions) error {
 	tw := tar.NewWriter(w)
-	wr := &writer{ctx: ctx, tw: tw, top: dir, owner: opt.Owner, links: map[fileID]string{}, buf: make([]byte, 256<<10)}
+	if err := Walk(ctx, tw, dir, opt); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("finishing the tar of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Walk passes the entries Write archives to tw, in the same order and by
+// the same rules, without ending the archive.
+func Walk(ctx context.Context, tw Entries, dir string, opt WriteOptions) error {
+	wr := &writer{ctx: ctx, tw: tw, top: dir, owner: opt.Owner, known: opt.Known, links: map[fileID]string{}, buf: make([]byte, 256<<10)}
 	wr.exclude = map[string]bool{}
 	for _, x := range opt.Exclude {
 		wr.exclude[x] = true
@@ -48,13 +71,7 @@ func Write(ctx context.Context, w io.Writer, dir string, opt WriteOptions) error
 		return fmt.Errorf("archiving %s: not a directory", dir)
 	}
 	wr.dev = statOf(st).Dev
-	if err := wr.walk("", st); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("finishing the tar of %s: %w", dir, err)
-	}
-	return nil
+	return wr.walk("", st)
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -62,11 +79,12 @@ type fileID struct{ dev, ino uint64 }
 // writer archives one directory tree.
 type writer struct {
 	ctx     context.Context
-	tw      *tar.Writer
+	tw      Entries
 	top     string
 	dev     uint64
 	exclude map[string]bool
 	owner   func(string) (int, int, error)
+	known   func(*tar.Header, os.FileInfo) (bool, error)
 	links   map[fileID]string
 	buf     []byte
 }
@@ -85,6 +103,11 @@ func (wr *writer) walk(rel string, fi os.FileInfo) error {
 	hdr, err := wr.header(full, rel, fi, st)
 	if err != nil {
 		return err
+	}
+	if wr.known != nil && hdr.Typeflag == tar.TypeReg && hdr.Size > 0 {
+		if done, err := wr.known(hdr, fi); err != nil || done {
+			return err
+		}
 	}
 	if err := wr.tw.WriteHeader(hdr); err != nil {
 		return fmt.Errorf("writing header of %s: %w", full, err)

@@ -96,6 +96,9 @@ var uses = map[*agent.Verb]use{
 	agent.SnapshotWrite: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
 		return c.SnapshotWrite(ctx, "rootfs", io.Discard)
 	},
+	agent.SnapshotChunks: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
+		return c.SnapshotChunks(ctx, "rootfs", strings.NewReader("HBXHELD1"), io.Discard)
+	},
 	agent.SnapshotApply: func(ctx context.Context, c *agent.Client, _ io.Writer) error {
 		return c.SnapshotApply(ctx, strings.NewReader(strings.Repeat("t", 64<<10)))
 	},

@@ -201,6 +201,13 @@ func (c *Client) SnapshotWrite(ctx context.Context, part string, w io.Writer) er
 	return c.Call(ctx, SnapshotWrite, []string{part}, nil, w)
 }
 
+// SnapshotChunks runs an incremental snapshot of part: held (what the
+// host's store holds, chunkwire.Held) goes to the agent, and its chunk
+// stream to w.
+func (c *Client) SnapshotChunks(ctx context.Context, part string, held io.Reader, w io.Writer) error {
+	return c.Call(ctx, SnapshotChunks, []string{part}, held, w)
+}
+
 // SnapshotApply streams a backup from r to the agent, which applies it.
 func (c *Client) SnapshotApply(ctx context.Context, r io.Reader) error {
 	return c.Call(ctx, SnapshotApply, nil, r, nil)

@@ -93,6 +93,8 @@ var (
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
 	SnapshotWrite = &Verb{Argv: []string{"snapshot", "write"}, Args: []string{"PART"}, Result: "tar stream", Stream: true,
 		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
+	SnapshotChunks = &Verb{Argv: []string{"snapshot", "chunks"}, Args: []string{"PART"}, Stdin: true, Result: "chunk stream", Stream: true,
+		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
 	Version  = &Verb{Argv: []string{"version"}, Result: "text", Stdout: 4 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
@@ -112,4 +114,4 @@ const NetcheckKill = 5 * time.Second
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,
 	SecretsSet, Netprobe, ExecutorStatus, ExecutorStatusSizes, ExecutorRefresh, ExecutorConnect,
-	SnapshotWrite, SnapshotApply, Version, Netcheck, HostKeys, Provision}
+	SnapshotWrite, SnapshotChunks, SnapshotApply, Version, Netcheck, HostKeys, Provision}

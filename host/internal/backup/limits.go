@@ -186,6 +186,12 @@ func (l Limits) Guard(w io.Writer, dir, part string) io.Writer {
 	return &partWriter{w: w, lim: l.withDefaults(), dir: dir, part: part}
 }
 
+// ListTar is List of a tar stream that is not compressed (an incremental
+// snapshot's tree, decoded); ctx stops it between reads.
+func (l Limits) ListTar(ctx context.Context, r io.Reader) ([]string, error) {
+	return listTar(ctxReader{ctx, r}, l.withDefaults())
+}
+
 // List is ListArchive within l's entry, name and unpacked limits.
 func (l Limits) List(ctx context.Context, r io.Reader) ([]string, error) {
 	return listArchive(ctx, r, l.withDefaults())

@@ -29,7 +29,20 @@ func listArchive(ctx context.Context, r io.Reader, lim Limits) ([]string, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading gzip: %w", err)
 	}
-	tr := tar.NewReader(bounded.Reader(zr, lim.MaxUnpacked, "the unpacked archive"))
+	names, err := listTar(zr, lim)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return nil, fmt.Errorf("reading gzip: %w", err)
+	}
+	return names, nil
+}
+
+// listTar lists the tar stream r as listArchive does, within lim; it
+// reads r up to the end of the archive.
+func listTar(r io.Reader, lim Limits) ([]string, error) {
+	tr := tar.NewReader(bounded.Reader(r, lim.MaxUnpacked, "the unpacked archive"))
 	budget := listBudget{lim: lim}
 	var names []string
 	for {
@@ -48,9 +61,6 @@ func listArchive(ctx context.Context, r io.Reader, lim Limits) ([]string, error)
 			return nil, err
 		}
 		names = append(names, name)
-	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return nil, fmt.Errorf("reading gzip: %w", err)
 	}
 	slices.Sort(names)
 	return names, nil

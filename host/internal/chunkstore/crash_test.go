@@ -41,7 +41,7 @@ func crashHelper(op string) int {
 		}
 	}
 	storeDir := os.Getenv(envCrashDir)
-	if op == "snapshot" {
+	if op == "snapshot" || op == "ingest" {
 		storeDir = StoreDir(storeDir, "box")
 	}
 	s, err := Open(storeDir)
@@ -67,6 +67,9 @@ func crashHelper(op string) int {
 	case "snapshot":
 		s.Close()
 		_, _, err = Snapshot(context.Background(), os.Getenv(envCrashDir), meta(1), source(boxParts(1)))
+	case "ingest":
+		s.Close()
+		_, _, err = Ingest(context.Background(), os.Getenv(envCrashDir), meta(1), chunkAgent(boxParts(1), agentMutation{}, nil), nil)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -188,37 +191,46 @@ func TestGCKeepsExactlyTheMarked(t *testing.T) {
 	}
 }
 
-// TestCrashSnapshot kills an incremental snapshot at each step: the last
-// backup still restores, the new one exists only once published (and
-// then restores), and a collection afterwards leaves exactly what the
-// backups need.
+// TestCrashSnapshot kills an incremental snapshot at each step, made
+// from gzip parts (Snapshot) or from the agent's chunk streams (Ingest):
+// the last backup still restores, the new one exists only once published
+// (and then restores), and a collection afterwards leaves exactly what
+// the backups need.
 func TestCrashSnapshot(t *testing.T) {
-	for _, at := range []string{"before-rename-.pack", "pack-published", "index-published", "record-written", "published"} {
-		t.Run(at, func(t *testing.T) {
-			backups := t.TempDir()
-			dir0, _ := snapshot(t, backups, 0)
-			runCrash(t, "snapshot", at, backups)
-			restored(t, backups, dir0, 0)
-			if _, err := Collect(context.Background(), backups, "box", trust); err != nil {
-				t.Fatal(err)
-			}
-			dirs, recs, err := Backups(backups, "box", trust)
-			must(t, err)
-			if want := map[bool]int{true: 2, false: 1}[at == "published"]; len(dirs) != want {
-				t.Fatalf("%d backups after the crash, want %d", len(dirs), want)
-			}
-			if entries, _ := os.ReadDir(backups); len(entries) != len(dirs)+1 {
-				t.Fatalf("the backups directory holds %v", entries)
-			}
-			restored(t, backups, dirs[len(dirs)-1], len(dirs)-1)
-			s := openStore(t, StoreDir(backups, "box"))
-			m := s.NewMarks()
-			for _, rec := range recs {
-				must(t, s.Mark(context.Background(), rec, m))
-			}
-			if rep, err := s.GC(m); err != nil || rep != (GCReport{}) {
-				t.Fatalf("a collection after the first removed %+v (%v): the first missed garbage", rep, err)
-			}
-		})
+	for _, op := range []string{"snapshot", "ingest"} {
+		points := []string{"before-rename-.pack", "pack-published", "index-published", "record-written", "published"}
+		if op == "ingest" {
+			points = append(points, "part-received")
+		}
+		for _, at := range points {
+			t.Run(op+"/"+at, func(t *testing.T) { crashSnapshot(t, op, at) })
+		}
+	}
+}
+
+func crashSnapshot(t *testing.T, op, at string) {
+	backups := t.TempDir()
+	dir0, _ := snapshot(t, backups, 0)
+	runCrash(t, op, at, backups)
+	restored(t, backups, dir0, 0)
+	if _, err := Collect(context.Background(), backups, "box", trust); err != nil {
+		t.Fatal(err)
+	}
+	dirs, recs, err := Backups(backups, "box", trust)
+	must(t, err)
+	if want := map[bool]int{true: 2, false: 1}[at == "published"]; len(dirs) != want {
+		t.Fatalf("%d backups after the crash, want %d", len(dirs), want)
+	}
+	if entries, _ := os.ReadDir(backups); len(entries) != len(dirs)+1 {
+		t.Fatalf("the backups directory holds %v", entries)
+	}
+	restored(t, backups, dirs[len(dirs)-1], len(dirs)-1)
+	s := openStore(t, StoreDir(backups, "box"))
+	m := s.NewMarks()
+	for _, rec := range recs {
+		must(t, s.Mark(context.Background(), rec, m))
+	}
+	if rep, err := s.GC(m); err != nil || rep != (GCReport{}) {
+		t.Fatalf("a collection after the first removed %+v (%v): the first missed garbage", rep, err)
 	}
 }

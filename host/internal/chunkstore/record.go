@@ -52,14 +52,16 @@ func StoreDir(backupsDir, machine string) string {
 
 // Record is an incremental backup's snapshot.json.
 type Record struct {
-	Format      string                `json:"format"`
-	Chunker     string                `json:"chunker"`
-	Created     string                `json:"created"` // UTC RFC 3339
-	Machine     string                `json:"machine"`
-	Label       string                `json:"label"`
-	Smolvm      string                `json:"smolvm"`
-	GOOS        string                `json:"goos"`
-	Fingerprint string                `json:"ssh_key_fingerprint"`
+	Format      string `json:"format"`
+	Chunker     string `json:"chunker"`
+	Created     string `json:"created"` // UTC RFC 3339
+	Machine     string `json:"machine"`
+	Label       string `json:"label"`
+	Smolvm      string `json:"smolvm"`
+	GOOS        string `json:"goos"`
+	Fingerprint string `json:"ssh_key_fingerprint"`
+	// AuditAnchor is the box's audit anchor line (backup.Manifest's).
+	AuditAnchor string                `json:"audit_anchor,omitempty"`
 	Parts       map[string]PartRecord `json:"parts"`
 	// Added is what this backup added to the store.
 	Added Added `json:"added"`
@@ -101,7 +103,7 @@ func (r *Record) Meta() (backup.Meta, error) {
 	if err != nil {
 		return backup.Meta{}, fmt.Errorf("%s: created %q: %w", RecordFile, r.Created, err)
 	}
-	return backup.Meta{Machine: r.Machine, Label: r.Label, Smolvm: r.Smolvm, GOOS: r.GOOS, Now: now}, nil
+	return backup.Meta{Machine: r.Machine, Label: r.Label, Smolvm: r.Smolvm, GOOS: r.GOOS, AuditAnchor: r.AuditAnchor, Now: now}, nil
 }
 
 // IsIncremental reports whether the backup directory dir holds a record.

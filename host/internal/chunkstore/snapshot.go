@@ -24,6 +24,20 @@ import (
 // restore needs. The record is signed with meta.Signer. On failure the chunks this snapshot added are dropped
 // and no backup directory appears. The caller holds the operation lock.
 func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src backup.PartSource) (dir string, rec *Record, err error) {
+	return build(ctx, backupsDir, meta, func(_ *Store, w *Writer, part string) (PartRecord, []string, error) {
+		return ingest(ctx, w, part, src, meta.Limits, backupsDir)
+	})
+}
+
+// partFunc writes one part's chunks with w and returns its record and its
+// listing.
+type partFunc func(s *Store, w *Writer, part string) (PartRecord, []string, error)
+
+// build writes both parts with fill into the machine's store, commits the
+// store's index and publishes the record, signed with meta.Signer; on
+// failure the chunks it added are dropped and no backup directory
+// appears. The workspace must hold what a restore needs.
+func build(ctx context.Context, backupsDir string, meta backup.Meta, fill partFunc) (dir string, rec *Record, err error) {
 	if meta.Signer == nil {
 		return "", nil, errors.New("snapshot: no key to sign the backup with")
 	}
@@ -46,10 +60,13 @@ func Snapshot(ctx context.Context, backupsDir string, meta backup.Meta, src back
 		}
 	}()
 	rec = &Record{Format: RecordFormat, Chunker: cdc.Name, Created: meta.Now.UTC().Format(time.RFC3339),
-		Machine: meta.Machine, Label: meta.Label, Smolvm: meta.Smolvm, GOOS: meta.GOOS,
+		Machine: meta.Machine, Label: meta.Label, Smolvm: meta.Smolvm, GOOS: meta.GOOS, AuditAnchor: meta.AuditAnchor,
 		Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), Parts: map[string]PartRecord{}}
 	for _, part := range Parts {
-		p, names, err := ingest(ctx, w, part, src, meta.Limits, backupsDir)
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+		p, names, err := fill(s, w, part)
 		if err != nil {
 			return "", nil, fmt.Errorf("snapshot of %s: %w", part, err)
 		}

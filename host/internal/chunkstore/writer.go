@@ -136,6 +136,15 @@ func (w *Writer) closePack() error {
 	return nil
 }
 
+// flush publishes the open pack, so that Read finds its chunks; no
+// index names it yet.
+func (w *Writer) flush() error {
+	if w.pack == nil {
+		return nil
+	}
+	return w.closePack()
+}
+
 // Commit publishes the last pack and an index naming every pack this
 // writer wrote. After Commit the chunks survive a crash; a snapshot
 // record that references them may be published.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -29,12 +30,12 @@ func auditStatus(t *testing.T, h *harness) health.Check {
 func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.guestExec(machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit")
-	h.guestExec(machine, auditChain("approve", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("approve", "deny", "approve"), "/usr/bin/tee", gateLog)
 	for _, c := range []string{"then-exit-1", "then-pad"} {
 		t.Run(c, func(t *testing.T) {
-			h.t = t
+			h.T = t
 			h.hostile("audit", c)
 			defer h.peaceful()
 			r := h.run("audit", "--verify")
@@ -47,9 +48,9 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 			}
 		})
 	}
-	h.t = t
+	h.T = t
 	// The original log still extends the anchor: it never moved.
-	h.guestExec(machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit", "--verify")
 }
 
@@ -60,12 +61,12 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 func TestAuditAnchorTravelsWithBackups(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.guestExec(machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	older := strings.TrimSpace(mustRun(t, h, "snapshot", "older").stdout)
-	if !strings.Contains(string(readFile(t, filepath.Join(older, "manifest.txt"))), `audit_anchor={"count":3,`) {
-		t.Errorf("the backup's manifest carries no anchor of 3 lines:\n%s", readFile(t, filepath.Join(older, "manifest.txt")))
+	if !strings.Contains(string(boxtest.ReadFile(t, filepath.Join(older, "manifest.txt"))), `audit_anchor={"count":3,`) {
+		t.Errorf("the backup's manifest carries no anchor of 3 lines:\n%s", boxtest.ReadFile(t, filepath.Join(older, "manifest.txt")))
 	}
-	h.guestExec(machine, auditChain("deny", "deny", "approve", "deny", "deny"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve", "deny", "deny"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit") // anchored at 5 lines
 
 	r := mustRun(t, h, "restore", older)
@@ -89,9 +90,9 @@ func TestAuditAnchorTravelsWithBackups(t *testing.T) {
 	}
 
 	// A break dealt with: the user resets the anchor, on the record.
-	h.guestExec(machine, auditChain("deny", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit")
-	h.guestExec(machine, auditChain("approve", "approve"), "/usr/bin/tee", gateLog)
+	h.guestExec(boxtest.Machine, auditChain("approve", "approve"), "/usr/bin/tee", gateLog)
 	if r := h.run("audit", "--verify"); r.code != 1 {
 		t.Fatalf("audit --verify of a rewritten log: exit %d", r.code)
 	}
@@ -99,14 +100,14 @@ func TestAuditAnchorTravelsWithBackups(t *testing.T) {
 	if !strings.Contains(r.stderr, "audit anchor reset") {
 		t.Errorf("--reset-anchor does not say so:\n%s", r.stderr)
 	}
-	logged := string(readFile(t, filepath.Join(h.root, "state", "audit-anchor-resets.log")))
+	logged := string(boxtest.ReadFile(t, filepath.Join(h.Root, "state", "audit-anchor-resets.log")))
 	if !strings.Contains(logged, "reset the audit anchor of 2 lines") {
 		t.Errorf("the reset log: %q", logged)
 	}
-	if moved, _ := filepath.Glob(filepath.Join(h.root, "state", "audit-anchor.json.[0-9]*")); len(moved) != 2 {
+	if moved, _ := filepath.Glob(filepath.Join(h.Root, "state", "audit-anchor.json.[0-9]*")); len(moved) != 2 {
 		t.Errorf("anchors moved aside: %v", moved)
 	}
-	if _, err := os.Stat(filepath.Join(h.root, "state", "audit-anchor.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.Root, "state", "audit-anchor.json")); err != nil {
 		t.Errorf("no anchor after the reset's check: %v", err)
 	}
 	mustRun(t, h, "stop")

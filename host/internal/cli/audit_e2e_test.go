@@ -3,6 +3,8 @@ package cli_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // TestAuditThroughTheRelay runs `hermes-box audit` against the box: the
@@ -15,7 +17,7 @@ func TestAuditThroughTheRelay(t *testing.T) {
 	if !strings.Contains(r.stdout, `"ok":true`) || !strings.Contains(r.stdout, `"entries":0`) {
 		t.Errorf("audit --json of an empty log: %s", r.stdout)
 	}
-	h.guestExec(machine, "{\"not\":\"a record\"}\n", "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
+	h.guestExec(boxtest.Machine, "{\"not\":\"a record\"}\n", "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
 	r = h.run("audit", "--verify")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "line 1") {
 		t.Errorf("audit --verify of a tampered log exited %d:\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

@@ -13,34 +13,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // guestExec runs a command in a machine through the fake smolvm (not
 // recorded), with stdin.
 func (h *harness) guestExec(name, stdin string, argv ...string) string {
-	h.t.Helper()
+	h.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	args := append([]string{"machine", "exec", "-i", "--name", name, "--"}, argv...)
-	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "path", "smolvm"), args...)
-	cmd.Env = append(append([]string(nil), h.env...), "FAKESMOLVM_LOG=")
+	cmd := exec.CommandContext(ctx, bins.Smolvm, args...)
+	cmd.Env = append(append([]string(nil), h.Env...), "FAKESMOLVM_LOG=")
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		h.t.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
+		h.T.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
 	}
 	return out.String()
 }
 
 const note = "/workspace/work/note.txt"
 
-func (h *harness) writeNote(text string) { h.guestExec(machine, text, "/usr/bin/tee", note) }
+func (h *harness) writeNote(text string) { h.guestExec(boxtest.Machine, text, "/usr/bin/tee", note) }
 
 func (h *harness) readNote() string {
-	h.t.Helper()
-	return string(readFile(h.t, filepath.Join(h.state, "machines", machine, "root", note)))
+	h.T.Helper()
+	return string(boxtest.ReadFile(h.T, filepath.Join(h.State, "machines", boxtest.Machine, "root", note)))
 }
 
 // expectHealthy checks that the box runs and its services are RUNNING.
@@ -53,10 +54,10 @@ func expectHealthy(t *testing.T, h *harness, when string) {
 }
 
 // index returns the position of the first call matching re, or -1.
-func index(calls []call, re string) int {
+func index(calls []boxtest.Call, re string) int {
 	rx := regexp.MustCompile(re)
 	for i, c := range calls {
-		if rx.MatchString(c.line) {
+		if rx.MatchString(c.Line) {
 			return i
 		}
 	}
@@ -89,7 +90,7 @@ func TestSnapshotRestorePackage(t *testing.T) {
 		}
 	}
 	if i := index(r.calls, `^machine (create|stop|start|delete)`); i >= 0 {
-		t.Errorf("snapshot of a running box changed the machine: %s", r.calls[i].line)
+		t.Errorf("snapshot of a running box changed the machine: %s", r.calls[i].Line)
 	}
 	expectHealthy(t, h, "after snapshot")
 
@@ -101,7 +102,7 @@ func TestSnapshotRestorePackage(t *testing.T) {
 	}
 	checkReplacement(t, h, r.calls)
 	expectHealthy(t, h, "after the replacement restore")
-	safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "hermes-box-*-pre-restore.hermesbox"))
+	safety, _ := filepath.Glob(filepath.Join(h.Root, "backups", "hermes-box-*-pre-restore.hermesbox"))
 	if len(safety) != 1 {
 		t.Errorf("safety snapshots: %v", safety)
 	}
@@ -113,19 +114,19 @@ func TestSnapshotRestorePackage(t *testing.T) {
 		t.Fatalf("note after the fresh restore = %q", got)
 	}
 	if i := index(r.calls, `-restore-`); i >= 0 {
-		t.Errorf("the fresh restore made a candidate: %s", r.calls[i].line)
+		t.Errorf("the fresh restore made a candidate: %s", r.calls[i].Line)
 	}
-	wantCreate := fmt.Sprintf(`^machine create --name hermes-box --from \$ROOT/images/hermes-base\.smolmachine .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.port)
+	wantCreate := fmt.Sprintf(`^machine create --name hermes-box --from \$ROOT/images/hermes-base\.smolmachine .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.Port)
 	if index(r.calls, wantCreate) < 0 {
-		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(lines(r.calls), "\n  "))
+		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	expectHealthy(t, h, "after the fresh restore")
 	// The machine's -e variables reach its entrypoint (the agent's boot).
 	var rec struct {
 		EntryPID int `json:"entry_pid"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-	environ := readFile(t, fmt.Sprintf("/proc/%d/environ", rec.EntryPID))
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "machine.json")), &rec))
+	environ := boxtest.ReadFile(t, fmt.Sprintf("/proc/%d/environ", rec.EntryPID))
 	if !bytes.Contains(environ, []byte("\x00HERMES_BOX_RESTORE_MODE=true\x00")) {
 		t.Errorf("the restored box's boot (pid %d) runs without HERMES_BOX_RESTORE_MODE=true", rec.EntryPID)
 	}
@@ -149,14 +150,14 @@ func TestSnapshotRestorePackage(t *testing.T) {
 // checkReplacement asserts the order of a replacement restore: candidate
 // in restore mode on another loopback port, applied, deleted; then the
 // original deleted and recreated in restore mode on the box's port.
-func checkReplacement(t *testing.T, h *harness, calls []call) {
+func checkReplacement(t *testing.T, h *harness, calls []boxtest.Call) {
 	t.Helper()
-	all := strings.Join(lines(calls), "\n  ")
+	all := strings.Join(boxtest.Lines(calls), "\n  ")
 	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) --from \$ROOT/images/hermes-base\.smolmachine .*-p ([0-9]+):22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
 	var name, port string
 	created := -1
 	for i, c := range calls {
-		if m := cand.FindStringSubmatch(c.line); m != nil {
+		if m := cand.FindStringSubmatch(c.Line); m != nil {
 			name, port, created = m[1], m[2], i
 			break
 		}
@@ -164,18 +165,18 @@ func checkReplacement(t *testing.T, h *harness, calls []call) {
 	if created < 0 {
 		t.Fatalf("no restore-mode candidate create:\n  %s", all)
 	}
-	if port == fmt.Sprint(h.port) {
+	if port == fmt.Sprint(h.Port) {
 		t.Errorf("the candidate uses the box's port %s", port)
 	}
 	applied := index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay( --hold-output)?$`) // --hold-output on 1.0.4 (TestLifecycleAcrossReleases)
 	candDeleted := index(calls, `^machine delete --name `+name+` --force$`)
 	boxDeleted := index(calls, `^machine delete --name hermes-box --force$`)
-	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.port))
+	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.Port))
 	if !(created < applied && applied < candDeleted && candDeleted < boxDeleted && boxDeleted < boxCreated) {
 		t.Errorf("replacement order: candidate create %d, apply %d, delete %d; box delete %d, create %d\n  %s",
 			created, applied, candDeleted, boxDeleted, boxCreated, all)
 	}
-	if got := h.machines(); len(got) != 1 {
+	if got := h.Machines(); len(got) != 1 {
 		t.Errorf("machines after restore: %v", got)
 	}
 }
@@ -190,26 +191,26 @@ func TestRestoreCandidateFailure(t *testing.T) {
 	h.writeNote("after\n")
 
 	starts := 0
-	for _, c := range h.calls() {
-		if strings.HasPrefix(c.line, "machine start ") {
+	for _, c := range h.Calls() {
+		if strings.HasPrefix(c.Line, "machine start ") {
 			starts++
 		}
 	}
-	h.extra = []string{fmt.Sprintf("FAKESMOLVM_FAIL=machine start#%d", starts+1)}
+	h.Extra = []string{fmt.Sprintf("FAKESMOLVM_FAIL=machine start#%d", starts+1)}
 	r := h.run("restore", backupDir)
-	h.extra = nil
+	h.Extra = nil
 	if r.code == 0 || !strings.Contains(r.stderr, "candidate failed, original kept") {
 		t.Fatalf("restore with a failing candidate exited %d:\n%s", r.code, r.stderr)
 	}
 	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) `)
 	var name string
 	for _, c := range r.calls {
-		if m := cand.FindStringSubmatch(c.line); m != nil {
+		if m := cand.FindStringSubmatch(c.Line); m != nil {
 			name = m[1]
 		}
 	}
 	if name == "" || index(r.calls, `^machine delete --name `+name+` --force$`) < 0 {
-		t.Errorf("the candidate %q was not deleted:\n  %s", name, strings.Join(lines(r.calls), "\n  "))
+		t.Errorf("the candidate %q was not deleted:\n  %s", name, strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	if index(r.calls, `^machine delete --name hermes-box --force$`) >= 0 {
 		t.Errorf("the original was deleted")
@@ -217,7 +218,7 @@ func TestRestoreCandidateFailure(t *testing.T) {
 	if got := h.readNote(); got != "after\n" {
 		t.Errorf("the original's note is %q", got)
 	}
-	if got := h.machines(); len(got) != 1 || got[machine] != "running" {
+	if got := h.Machines(); len(got) != 1 || got[boxtest.Machine] != "running" {
 		t.Errorf("machines: %v", got)
 	}
 	expectHealthy(t, h, "after the failed restore")
@@ -236,8 +237,8 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 	h.writeNote("later\n")
 	other := strings.TrimSpace(mustRun(t, h, "snapshot", "other").stdout)
 	mustRun(t, h, "destroy", "--force")
-	journal := filepath.Join(h.root, "state", "restore-journal")
-	h.write("state/restore-journal", "machine="+machine+"\nsafety="+safety+"\n")
+	journal := filepath.Join(h.Root, "state", "restore-journal")
+	h.Write("state/restore-journal", "machine="+boxtest.Machine+"\nsafety="+safety+"\n")
 
 	for _, args := range [][]string{
 		{"start"}, {"stop"}, {"restart"}, {"destroy", "--force"}, {"init"}, {"ssh", "true"}, {"status"},
@@ -248,14 +249,14 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 			t.Errorf("%v exited %d with stderr:\n%s", args, r.code, r.stderr)
 		}
 		if i := index(r.calls, `^machine (create|start|stop|delete)`); i >= 0 {
-			t.Errorf("%v changed a machine: %s", args, r.calls[i].line)
+			t.Errorf("%v changed a machine: %s", args, r.calls[i].Line)
 		}
 	}
-	h.write("state/restore-journal", "machine="+machine+"\n")
+	h.Write("state/restore-journal", "machine="+boxtest.Machine+"\n")
 	if r := h.run("start"); r.code == 0 || !strings.Contains(r.stderr, "inspect or remove "+journal) {
 		t.Errorf("start with an unreadable journal exited %d with stderr:\n%s", r.code, r.stderr)
 	}
-	h.write("state/restore-journal", "machine="+machine+"\nsafety="+safety+"\n")
+	h.Write("state/restore-journal", "machine="+boxtest.Machine+"\nsafety="+safety+"\n")
 
 	r := mustRun(t, h, "restore", safety)
 	if !strings.Contains(r.stderr, "recovering the original machine") {
@@ -288,7 +289,7 @@ func TestRestoreDiscardCurrent(t *testing.T) {
 		t.Fatalf("restore with a failing safety snapshot exited %d:\n%s", r.code, r.stderr)
 	}
 	if i := index(r.calls, `^machine (create|delete)`); i >= 0 {
-		t.Errorf("the refused restore changed the machines: %s", r.calls[i].line)
+		t.Errorf("the refused restore changed the machines: %s", r.calls[i].Line)
 	}
 	if got := h.readNote(); got != "compromised\n" {
 		t.Errorf("note = %q", got)
@@ -301,7 +302,7 @@ func TestRestoreDiscardCurrent(t *testing.T) {
 	deleted := index(r.calls, `^machine delete --name hermes-box --force$`)
 	created := index(r.calls, `^machine create --name hermes-box --from .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
 	if deleted < 0 || created < deleted || index(r.calls, `-restore-`) >= 0 {
-		t.Errorf("--discard-current: delete %d, create %d, no candidate:\n  %s", deleted, created, strings.Join(lines(r.calls), "\n  "))
+		t.Errorf("--discard-current: delete %d, create %d, no candidate:\n  %s", deleted, created, strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	expectHealthy(t, h, "after --discard-current")
 	mustRun(t, h, "stop")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // TestVMMConfinement: the box's VMM (the fake's VMM process, which installs
@@ -26,21 +28,21 @@ func TestVMMConfinement(t *testing.T) {
 		t.Errorf("the fake's VMM runs with Seccomp: %s, want 2 (a real filter)", mode)
 	}
 	mustRun(t, h, "stop")
-	h.extra = []string{"FAKESMOLVM_BROKEN=vmm-unconfined"}
+	h.Extra = []string{"FAKESMOLVM_BROKEN=vmm-unconfined"}
 	r = h.run("start")
 	want := "runs without a seccomp filter (Seccomp: 0 in /proc/"
 	if r.code == 0 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "the machine was stopped") {
 		t.Fatalf("start with an unconfined VMM: exit %d, want %q:\n%s", r.code, want, r.stderr)
 	}
-	if got := h.machines()[machine]; got != "stopped" {
+	if got := h.Machines()[boxtest.Machine]; got != "stopped" {
 		t.Errorf("the unconfined box is %s", got)
 	}
-	h.extra = append(h.extra, "HERMES_BOX_VMM_CONFINEMENT=off")
+	h.Extra = append(h.Extra, "HERMES_BOX_VMM_CONFINEMENT=off")
 	warning := "HERMES_BOX_VMM_CONFINEMENT=off: smolvm's VMM runs without its seccomp and Landlock confinement"
 	r = mustRun(t, h, "start")
 	for _, c := range r.calls {
-		if c.env["SMOLVM_SECCOMP"] != "" || c.env["SMOLVM_LANDLOCK"] != "" {
-			t.Errorf("confinement asked for while off: %q %v", c.line, c.env)
+		if c.Env["SMOLVM_SECCOMP"] != "" || c.Env["SMOLVM_LANDLOCK"] != "" {
+			t.Errorf("confinement asked for while off: %q %v", c.Line, c.Env)
 		}
 	}
 	for _, args := range [][]string{{"status"}, {"stop"}} {
@@ -61,8 +63,8 @@ func vmmSeccomp(t *testing.T, h *harness) string {
 	var rec struct {
 		PID int `json:"pid"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-	for _, line := range strings.Split(string(readFile(t, fmt.Sprintf("/proc/%d/status", rec.PID))), "\n") {
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "machine.json")), &rec))
+	for _, line := range strings.Split(string(boxtest.ReadFile(t, fmt.Sprintf("/proc/%d/status", rec.PID))), "\n") {
 		if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
 			return strings.TrimSpace(v)
 		}

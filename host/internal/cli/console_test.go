@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // TestShell runs `shell` against the fake smolvm's console: the user's
@@ -18,7 +20,7 @@ import (
 func TestShell(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	root := filepath.Join(h.state, "machines", machine, "root")
+	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 
 	r := h.runInput("echo out; echo err >&2; pwd; exit 5\n", "shell")
 	if r.code != 5 {
@@ -27,7 +29,7 @@ func TestShell(t *testing.T) {
 	if r.stdout != "out\n"+root+"\n" || !strings.Contains(r.stderr, "err") {
 		t.Errorf("shell stdout %q (want out and %s), stderr %q", r.stdout, root, r.stderr)
 	}
-	expectCalls(t, r.calls, []string{"machine status --name hermes-box --json", "machine shell --name hermes-box"})
+	boxtest.ExpectCalls(t, r.calls, []string{"machine status --name hermes-box --json", "machine shell --name hermes-box"})
 
 	mustRun(t, h, "stop")
 	r = h.runInput("echo never\n", "shell")
@@ -42,7 +44,7 @@ func TestShell(t *testing.T) {
 func TestFollowLogs(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	root := filepath.Join(h.state, "machines", machine, "root")
+	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 	logFile := filepath.Join(root, "workspace/hermes-home/logs/hermes-gateway.log")
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -51,8 +53,8 @@ func TestFollowLogs(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
+	boxtest.Must(t, err)
+	boxtest.Must(t, cmd.Start())
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -78,13 +80,13 @@ func TestFollowLogs(t *testing.T) {
 		t.Fatalf("agents relaying for the box while logs -f runs: %v", followers)
 	}
 	f, err := os.OpenFile(logFile, os.O_APPEND|os.O_WRONLY, 0)
-	must(t, err)
+	boxtest.Must(t, err)
 	_, err = f.WriteString("appended while following\n")
-	must(t, err)
-	must(t, f.Close())
+	boxtest.Must(t, err)
+	boxtest.Must(t, f.Close())
 	next("appended while following")
 
-	must(t, cmd.Process.Signal(syscall.SIGINT))
+	boxtest.Must(t, cmd.Process.Signal(syscall.SIGINT))
 	err = cmd.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("logs -f did not end on SIGINT: %v", err)
@@ -107,7 +109,7 @@ func TestFollowLogs(t *testing.T) {
 func relayAgents(t *testing.T, root string) []string {
 	t.Helper()
 	dirs, err := os.ReadDir("/proc")
-	must(t, err)
+	boxtest.Must(t, err)
 	var pids []string
 	for _, d := range dirs {
 		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 )
 
@@ -97,7 +98,7 @@ func checkDistBinary(t *testing.T, path, goos, goarch string, wantELF elf.Machin
 	}
 	// -trimpath leaves -ldflags out of the record: the stamp is looked for
 	// in the bytes (and the Linux binaries print it below).
-	b := readFile(t, path)
+	b := boxtest.ReadFile(t, path)
 	if info.Path != "github.com/hermes-box/hermes-box/host" || !bytes.Contains(b, []byte(distVersion)) {
 		t.Errorf("%s: main package %s: not the host stamped %s", path, info.Path, distVersion)
 	}
@@ -147,15 +148,15 @@ func TestDistBinariesInPortablePackage(t *testing.T) {
 		name := "hermes-box-" + p.goos + "-" + p.goarch
 		path := filepath.Join(bin, name)
 		checkDistBinary(t, path, p.goos, p.goarch, p.elf, p.macho)
-		h.write("bin/"+name, readFile(t, path))
-		must(t, os.Chmod(filepath.Join(h.root, "bin", name), 0o755))
+		h.Write("bin/"+name, boxtest.ReadFile(t, path))
+		boxtest.Must(t, os.Chmod(filepath.Join(h.Root, "bin", name), 0o755))
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	// The test build stands in for the source host's bin/hermes-box.
-	h.write("bin/hermes-box", readFile(t, bins.hermesBox))
-	must(t, os.Chmod(filepath.Join(h.root, "bin", "hermes-box"), 0o755))
+	h.Write("bin/hermes-box", boxtest.ReadFile(t, bins.hermesBox))
+	boxtest.Must(t, os.Chmod(filepath.Join(h.Root, "bin", "hermes-box"), 0o755))
 	mustRun(t, h, "init")
 	r := mustRun(t, h, "package", "dist")
 	archive := strings.TrimSpace(r.stdout)
@@ -167,8 +168,8 @@ func TestDistBinariesInPortablePackage(t *testing.T) {
 	var info struct {
 		HostBinaries map[string]string `json:"hostBinaries"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(proj, "portable.json")), &info))
-	notes := string(readFile(t, filepath.Join(proj, "PORTABLE.md")))
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(proj, "portable.json")), &info))
+	notes := string(boxtest.ReadFile(t, filepath.Join(proj, "PORTABLE.md")))
 	for _, p := range distPlatforms {
 		plat := p.goos + "-" + p.goarch
 		rel := "bin/hermes-box-" + plat
@@ -179,7 +180,7 @@ func TestDistBinariesInPortablePackage(t *testing.T) {
 			t.Errorf("PORTABLE.md does not name %s for %s:\n%s", rel, plat, notes)
 		}
 		fi, err := os.Stat(filepath.Join(proj, rel))
-		if err != nil || fi.Mode().Perm()&0o111 == 0 || !bytes.Equal(readFile(t, filepath.Join(proj, rel)), readFile(t, filepath.Join(bin, "hermes-box-"+plat))) {
+		if err != nil || fi.Mode().Perm()&0o111 == 0 || !bytes.Equal(boxtest.ReadFile(t, filepath.Join(proj, rel)), boxtest.ReadFile(t, filepath.Join(bin, "hermes-box-"+plat))) {
 			t.Errorf("the package's %s is not the executable make dist built: %v", rel, err)
 		}
 	}

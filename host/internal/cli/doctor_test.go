@@ -36,7 +36,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.env = append(h.env, "FAKESMOLVM_VERSION="+tt.version, "FAKESMOLVM_BROKEN="+tt.broken)
+			h.Env = append(h.Env, "FAKESMOLVM_VERSION="+tt.version, "FAKESMOLVM_BROKEN="+tt.broken)
 			r := h.run("doctor", "--json")
 			var rep doctor.Report
 			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
@@ -61,8 +61,8 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 			if rep.Passed != (tt.failRow == "") || (r.code == 0) != rep.Passed {
 				t.Errorf("passed %v, exit %d", rep.Passed, r.code)
 			}
-			if len(h.machines()) != 0 {
-				t.Errorf("doctor left machines: %v", h.machines())
+			if len(h.Machines()) != 0 {
+				t.Errorf("doctor left machines: %v", h.Machines())
 			}
 			if tt.failRow == "" {
 				return
@@ -72,7 +72,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 				t.Errorf("init after a failed doctor: exit %d, want %q and the row %s:\n%s", r.code, tt.initSays, tt.failRow, r.stderr)
 			}
 			if i := index(r.calls, `^(machine (create|start) --name|pack create --from-vm)`); i >= 0 {
-				t.Errorf("init drove smolvm after the refusal: %s", r.calls[i].line)
+				t.Errorf("init drove smolvm after the refusal: %s", r.calls[i].Line)
 			}
 		})
 	}
@@ -82,7 +82,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 // and time, and the verdict on the binary.
 func TestDoctorTable(t *testing.T) {
 	h := newHarness(t)
-	h.env = append(h.env, "FAKESMOLVM_VERSION=1.25.4")
+	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.25.4")
 	r := mustRun(t, h, "doctor")
 	for _, want := range []string{"smolvm 1.25.4, doctor run ", "ROW               VERDICT  TIME", "exec-stdin-8mib   pass     ",
 		"smolvm 1.25.4 is outside the supported table and passed: hermes-box accepts this binary"} {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/pins"
@@ -46,22 +47,22 @@ func newExecutorProject(t *testing.T) *executorProject {
 	p.ref = "ghcr.io/rhyssullivan/executor-selfhost:v9@sha256:" + strings.Repeat("e", 64)
 	state := filepath.Join(p.root, "state")
 	sshd := sshdtest.New(t, sshdtest.Options{KeyPath: filepath.Join(state, "hermes-box-ed25519"), NoAgent: true})
-	must(t, keys.SaveHostKey(state, machine, sshd.HostKey))
-	must(t, os.WriteFile(filepath.Join(p.root, "Smolfile"), readFile(t, filepath.Join(sshdtest.ModuleRoot(t), "Smolfile")), 0o644))
+	boxtest.Must(t, keys.SaveHostKey(state, boxtest.Machine, sshd.HostKey))
+	boxtest.Must(t, os.WriteFile(filepath.Join(p.root, "Smolfile"), boxtest.ReadFile(t, filepath.Join(sshdtest.ModuleRoot(t), "Smolfile")), 0o644))
 	conf := fmt.Sprintf("HERMES_BOX_SSH_PORT=%d\nHERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_PORT=%d\n", p.sshPort, p.exePort)
-	must(t, os.WriteFile(filepath.Join(p.root, "hermes-box.conf"), []byte(conf), 0o644))
+	boxtest.Must(t, os.WriteFile(filepath.Join(p.root, "hermes-box.conf"), []byte(conf), 0o644))
 
 	// The guest: an active release as the agent lays it out, and a log.
 	rt := filepath.Join(p.guest, "workspace/.hermes-box-runtime/executor")
 	rel := filepath.Join(rt, "releases", executorRelease)
-	must(t, os.MkdirAll(rel, 0o755))
+	boxtest.Must(t, os.MkdirAll(rel, 0o755))
 	for name, value := range map[string]string{".image-reference": p.ref, ".repository-digest": strings.Replace(p.ref, ":v9@", "@", 1),
 		".manifest-digest": "sha256:" + executorRelease} {
-		must(t, os.WriteFile(filepath.Join(rel, name), []byte(value+"\n"), 0o644))
+		boxtest.Must(t, os.WriteFile(filepath.Join(rel, name), []byte(value+"\n"), 0o644))
 	}
-	must(t, os.Symlink("releases/"+executorRelease, filepath.Join(rt, "current")))
-	must(t, os.MkdirAll(filepath.Join(p.guest, "workspace/executor"), 0o755))
-	must(t, os.WriteFile(filepath.Join(p.guest, "workspace/executor/executor.log"), []byte("one\ntwo\nthree\n"), 0o644))
+	boxtest.Must(t, os.Symlink("releases/"+executorRelease, filepath.Join(rt, "current")))
+	boxtest.Must(t, os.MkdirAll(filepath.Join(p.guest, "workspace/executor"), 0o755))
+	boxtest.Must(t, os.WriteFile(filepath.Join(p.guest, "workspace/executor/executor.log"), []byte("one\ntwo\nthree\n"), 0o644))
 
 	p.health = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/health" {
@@ -75,13 +76,13 @@ func newExecutorProject(t *testing.T) *executorProject {
 		}
 	}
 	p.env = append(p.env,
-		"PATH="+filepath.Join(bins.dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+filepath.Join(bins.Dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"FAKESMOLVM_STATE="+filepath.Join(t.TempDir(), "smolvm"),
 		"FAKESMOLVM_GUEST_22="+sshd.Addr, "FAKESMOLVM_GUEST_4788="+strings.TrimPrefix(p.health.URL, "http://"),
 		"HERMES_BOX_PROJECT_ROOT="+p.root, "HBX_TEST_SSH_USER="+sshd.User, "HBX_TEST_NO_GATE=stand-in",
-		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(bins.agent)+" --root "+sshdtest.ShellQuote(p.guest)+" relay",
+		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(bins.Agent)+" --root "+sshdtest.ShellQuote(p.guest)+" relay",
 	)
-	t.Cleanup(func() { p.smolvm("machine", "stop", "--name", machine) })
+	t.Cleanup(func() { p.smolvm("machine", "stop", "--name", boxtest.Machine) })
 	return p
 }
 
@@ -90,7 +91,7 @@ func (p *executorProject) smolvm(args ...string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "path", "smolvm"), args...)
+	cmd := exec.CommandContext(ctx, bins.Smolvm, args...)
 	cmd.Env = p.env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		p.t.Fatalf("smolvm %v: %v\n%s", args, err, out)
@@ -100,12 +101,12 @@ func (p *executorProject) smolvm(args ...string) {
 // boot creates and starts the box; publishExecutor publishes its port.
 func (p *executorProject) boot(publishExecutor bool) {
 	p.t.Helper()
-	args := []string{"machine", "create", "--name", machine, "--image", "ubuntu:24.04", "-p", strconv.Itoa(p.sshPort) + ":22"}
+	args := []string{"machine", "create", "--name", boxtest.Machine, "--image", "ubuntu:24.04", "-p", strconv.Itoa(p.sshPort) + ":22"}
 	if publishExecutor {
 		args = append(args, "-p", strconv.Itoa(p.exePort)+":4788")
 	}
 	p.smolvm(append(args, "--net")...)
-	p.smolvm("machine", "start", "--name", machine)
+	p.smolvm("machine", "start", "--name", boxtest.Machine)
 }
 
 // run runs the real hermes-box.
@@ -159,7 +160,7 @@ func TestExecutorThroughTheRelay(t *testing.T) {
 	}
 	p.boot(true)
 	st := p.status()
-	want := executorStatus{Enabled: true, Machine: machine, State: "running", URL: "http://localhost:" + strconv.Itoa(p.exePort),
+	want := executorStatus{Enabled: true, Machine: boxtest.Machine, State: "running", URL: "http://localhost:" + strconv.Itoa(p.exePort),
 		Healthy: true, Image: p.ref, ImageDigest: "sha256:" + executorRelease}
 	if st != want {
 		t.Fatalf("status %+v\nwant %+v", st, want)
@@ -224,7 +225,7 @@ func TestInitWithExecutor(t *testing.T) {
 	defer health.Close()
 	port := sshdtest.FreePort(t)
 	h := newHarness(t, "HERMES_BOX_EXECUTOR_ENABLED=true", "HERMES_BOX_EXECUTOR_PORT="+strconv.Itoa(port))
-	h.extra = []string{"FAKESMOLVM_GUEST_4788=" + strings.TrimPrefix(health.URL, "http://")}
+	h.Extra = []string{"FAKESMOLVM_GUEST_4788=" + strings.TrimPrefix(health.URL, "http://")}
 	r := h.run("init")
 	if r.code != 0 {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
@@ -233,7 +234,7 @@ func TestInitWithExecutor(t *testing.T) {
 	checkStepNumbers(t, "init with Executor", plainSteps(r.stderr), 16)
 	var create string
 	helperCopied := false
-	for _, l := range lines(r.calls) {
+	for _, l := range boxtest.Lines(r.calls) {
 		if strings.HasPrefix(l, "machine create --name hermes-box ") {
 			create = l
 		}
@@ -242,7 +243,7 @@ func TestInitWithExecutor(t *testing.T) {
 	if !helperCopied {
 		t.Errorf("init did not copy the agent's Executor helper into the builder:\n%s", r.calls)
 	}
-	for _, want := range []string{fmt.Sprintf(" -p %d:22 -p %d:4788 ", h.port, port), " -e HERMES_BOX_EXECUTOR_ENABLED=true ",
+	for _, want := range []string{fmt.Sprintf(" -p %d:22 -p %d:4788 ", h.Port, port), " -e HERMES_BOX_EXECUTOR_ENABLED=true ",
 		" -e HERMES_BOX_EXECUTOR_HOST_PORT=" + strconv.Itoa(port) + " ", " -e HERMES_BOX_EXECUTOR_IMAGE=" + pins.DefaultExecutorImage + " "} {
 		if !strings.Contains(create, want) {
 			t.Errorf("runtime create %q lacks %q", create, want)
@@ -259,7 +260,7 @@ func TestInitWithExecutor(t *testing.T) {
 	if !st.Enabled || st.State != "running" || !st.Healthy || st.MetadataError != "" || st.Image != "" {
 		t.Fatalf("executor status %+v (no release was pulled in this box)", st)
 	}
-	calls := string(readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log")))
+	calls := string(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "root", ".testagent", "calls.log")))
 	if !strings.Contains(calls, "relay: executor status") {
 		t.Errorf("executor status did not reach the box's agent:\n%s", calls)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // interruptWhen runs hermes-box with p's environment, sends SIGINT once
@@ -82,7 +84,7 @@ func TestStatusCtrlC(t *testing.T) {
 			initBox(t, h)
 			f := h.hostileAll("health", "hang")
 			r := h.runInterrupted(f+".reached", args...)
-			must(t, os.Remove(f))
+			boxtest.Must(t, os.Remove(f))
 			expectEndedSoon(t, "status with the agent hanging", r)
 			expectQuiet(t, r)
 			if r.stdout != "" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -85,18 +86,18 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 				"hermes-box snapshot before-executor", "hermes-box destroy --force && hermes-box init"},
 			refused: []string{"next: set HERMES_BOX_EXECUTOR_ENABLED=true"}},
 	}
-	conf := string(readFile(t, filepath.Join(h.root, "hermes-box.conf")))
+	conf := string(boxtest.ReadFile(t, filepath.Join(h.Root, "hermes-box.conf")))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h.extra = tt.extra
+			h.Extra = tt.extra
 			if tt.conf != "" {
-				h.write("hermes-box.conf", tt.conf)
-				defer h.write("hermes-box.conf", conf)
+				h.Write("hermes-box.conf", tt.conf)
+				defer h.Write("hermes-box.conf", conf)
 			}
 			r := h.run(tt.args...)
 			expectFailure(t, strings.Join(tt.args, " "), r, tt.code, tt.want, tt.refused...)
 			if tt.noCalls && len(r.calls) > 0 {
-				t.Errorf("%v did work before refusing: %v", tt.args, lines(r.calls))
+				t.Errorf("%v did work before refusing: %v", tt.args, boxtest.Lines(r.calls))
 			}
 		})
 	}
@@ -106,11 +107,11 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 // a re-run that fails the same way (finding 4).
 func TestBuilderRefusesCPUs(t *testing.T) {
 	h := newHarness(t)
-	h.extra = []string{"HERMES_BOX_CPUS=64", "FAKESMOLVM_FAIL=machine start@" + builder,
+	h.Extra = []string{"HERMES_BOX_CPUS=64", "FAKESMOLVM_FAIL=machine start@" + boxtest.Builder,
 		"FAKESMOLVM_FAIL_MESSAGE=failed to start the VM: 64 vCPUs requested, the host has 2"}
 	r := h.run("init")
 	expectFailure(t, "init with 64 CPUs", r, 1,
-		[]string{"64 vCPUs requested", "next: smolvm refused HERMES_BOX_CPUS=64 (this host has", "set a smaller HERMES_BOX_CPUS in " + filepath.Join(h.root, "hermes-box.conf")},
+		[]string{"64 vCPUs requested", "next: smolvm refused HERMES_BOX_CPUS=64 (this host has", "set a smaller HERMES_BOX_CPUS in " + filepath.Join(h.Root, "hermes-box.conf")},
 		"re-run hermes-box init: it is safe")
 }
 
@@ -124,8 +125,8 @@ func TestErrorClassesOfABox(t *testing.T) {
 
 	// The published port stops answering while the machine runs.
 	var rec struct{ PID int }
-	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-	must(t, syscall.Kill(rec.PID, syscall.SIGKILL))
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "machine.json")), &rec))
+	boxtest.Must(t, syscall.Kill(rec.PID, syscall.SIGKILL))
 	waitGone(t, rec.PID)
 	expectFailure(t, "logs with nothing on the port", h.run("logs"), 1,
 		[]string{"nothing answers on the box's published port (connection refused)", "next: hermes-box status says whether the box runs"})
@@ -133,11 +134,11 @@ func TestErrorClassesOfABox(t *testing.T) {
 
 	// A start hangs in smolvm while it holds the operation lock.
 	mustRun(t, h, "stop")
-	must(t, os.WriteFile(filepath.Join(h.state, "hang"), []byte("machine start\n"), 0o644))
+	boxtest.Must(t, os.WriteFile(filepath.Join(h.State, "hang"), []byte("machine start\n"), 0o644))
 	cmd := h.command(t.Context(), "start")
-	must(t, cmd.Start())
+	boxtest.Must(t, cmd.Start())
 	for i := 0; ; i++ {
-		if _, err := os.Stat(filepath.Join(h.state, "hang.reached")); err == nil {
+		if _, err := os.Stat(filepath.Join(h.State, "hang.reached")); err == nil {
 			break
 		}
 		if i == 600 {
@@ -149,9 +150,9 @@ func TestErrorClassesOfABox(t *testing.T) {
 	expectFailure(t, "snapshot while a start holds the lock", r, 1,
 		[]string{"another hermes-box operation is in progress: pid " + strconv.Itoa(cmd.Process.Pid) + ": ", " start (since ",
 			"next: wait until it ends (or stop it with Ctrl-C in its terminal)"})
-	must(t, cmd.Process.Signal(syscall.SIGINT))
+	boxtest.Must(t, cmd.Process.Signal(syscall.SIGINT))
 	_ = cmd.Wait()
-	must(t, os.Remove(filepath.Join(h.state, "hang")))
+	boxtest.Must(t, os.Remove(filepath.Join(h.State, "hang")))
 
 	// status --json, as the help's example reads it, for a stopped box.
 	help := h.run("status", "--help").stdout
@@ -161,7 +162,7 @@ func TestErrorClassesOfABox(t *testing.T) {
 	}
 	r = h.run("status", "--json")
 	var st map[string]any
-	must(t, json.Unmarshal([]byte(r.stdout), &st))
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &st))
 	if got := st[strings.TrimPrefix(m[1], ".")]; r.code != 3 || got != "stopped" {
 		t.Errorf("status --json | jq -r %s of a stopped box: %v (exit %d)", m[1], got, r.code)
 	}
@@ -183,9 +184,9 @@ func TestErrorClassesOfABox(t *testing.T) {
 	// A corrupt backup fails backups --verify.
 	mustRun(t, h, "backups", "--verify")
 	part := filepath.Join(backup, "workspace.tar.gz")
-	b := readFile(t, part)
+	b := boxtest.ReadFile(t, part)
 	b[len(b)/2] ^= 0xff
-	must(t, os.WriteFile(part, b, 0o644))
+	boxtest.Must(t, os.WriteFile(part, b, 0o644))
 	r = h.run("backups", "--verify")
 	expectFailure(t, "backups --verify with a corrupt backup", r, 1, []string{"1 of 2 backups are invalid: " + filepath.Base(backup)})
 	if !strings.Contains(r.stdout, "invalid") {
@@ -211,7 +212,7 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
 	r := h.run("destroy", "--force")
-	if r.code != 0 || !strings.Contains(r.stdout, "its root file system and /workspace are lost, and there is no backup of "+machine) {
+	if r.code != 0 || !strings.Contains(r.stdout, "its root file system and /workspace are lost, and there is no backup of "+boxtest.Machine) {
 		t.Fatalf("destroy without a backup: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	initBox(t, h)
@@ -240,13 +241,13 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 	// On a terminal, destroy asks; no answer destroys nothing.
 	needScript(t)
 	code, out := h.runTTY("destroy.typescript", "destroy")
-	if code != 1 || !strings.Contains(out, "destroy "+machine+"? its root file system and /workspace are lost since its last good backup ") ||
-		!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.machines()[machine] == "" {
+	if code != 1 || !strings.Contains(out, "destroy "+boxtest.Machine+"? its root file system and /workspace are lost since its last good backup ") ||
+		!strings.Contains(out, "[y/N]") || !strings.Contains(out, "nothing destroyed") || h.Machines()[boxtest.Machine] == "" {
 		t.Errorf("destroy on a terminal: %d\n%s", code, out)
 	}
 	r = mustRun(t, h, "destroy", "--force")
 	// The newest good backup is now restore's safety snapshot.
-	m := regexp.MustCompile(`lost since its last good backup (` + machine + `-\S+-pre-restore)\.hermesbox, taken \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+ minutes? ago\) \(hermes-box restore (\S+) brings it back\)`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`lost since its last good backup (` + boxtest.Machine + `-\S+-pre-restore)\.hermesbox, taken \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+ minutes? ago\) \(hermes-box restore (\S+) brings it back\)`).FindStringSubmatch(r.stdout)
 	if m == nil || m[1] != m[2] {
 		t.Errorf("destroy --force does not say what is lost and the last good backup:\n%s", r.stdout)
 	}
@@ -258,24 +259,24 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 func TestHostKeyRepin(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	pin := filepath.Join(h.root, "state", "hostkeys", machine+".pub")
-	good := readFile(t, pin)
+	pin := filepath.Join(h.Root, "state", "hostkeys", boxtest.Machine+".pub")
+	good := boxtest.ReadFile(t, pin)
 	// Another key stands in for a pin the box no longer matches.
-	h.write("state/hostkeys/"+machine+".pub", readFile(t, filepath.Join(h.root, "state", "hermes-box-ed25519.pub")))
+	h.Write("state/hostkeys/"+boxtest.Machine+".pub", boxtest.ReadFile(t, filepath.Join(h.Root, "state", "hermes-box-ed25519.pub")))
 	expectFailure(t, "ssh with a mismatched pin", h.run("ssh", "--", "true"), 1,
 		[]string{"the box's SSH host key is not the one pinned when it was created", "next: if the box was re-created or restored outside hermes-box, re-pin its key (read out of band, not over SSH): hermes-box hostkey repin"},
 		"REMOTE HOST IDENTIFICATION", "known_hosts")
 	if r := h.run("hostkey", "repin"); r.code != 2 || !strings.Contains(r.stderr, "pass --yes to pin it off a terminal") {
 		t.Errorf("hostkey repin off a terminal without --yes: %d\n%s", r.code, r.stderr)
 	}
-	if got := readFile(t, pin); string(got) == string(good) {
+	if got := boxtest.ReadFile(t, pin); string(got) == string(good) {
 		t.Fatal("the refused repin changed the pin")
 	}
 	r := mustRun(t, h, "hostkey", "repin", "--yes")
-	if !regexp.MustCompile(`^pinned SHA256:\S+ \(was SHA256:\S+\)\n$`).MatchString(r.stdout) || !slicesContain(lines(r.calls), `machine exec --stream --name `+machine) {
-		t.Errorf("hostkey repin --yes: %q %v", r.stdout, lines(r.calls))
+	if !regexp.MustCompile(`^pinned SHA256:\S+ \(was SHA256:\S+\)\n$`).MatchString(r.stdout) || !slicesContain(boxtest.Lines(r.calls), `machine exec --stream --name `+boxtest.Machine) {
+		t.Errorf("hostkey repin --yes: %q %v", r.stdout, boxtest.Lines(r.calls))
 	}
-	if got := readFile(t, pin); string(got) != string(good) {
+	if got := boxtest.ReadFile(t, pin); string(got) != string(good) {
 		t.Errorf("the re-pinned key is not the box's: %s", got)
 	}
 	mustRun(t, h, "ssh", "--", "true")
@@ -306,12 +307,12 @@ func TestStartWaitShowsLifeAndStopsWithTheConsole(t *testing.T) {
 	initBox(t, h)
 	mustRun(t, h, "stop")
 	// The guest's sshd never answers: the published port leads nowhere.
-	h.extra = []string{"HBX_TEST_TIMING=fast-watch", "FAKESMOLVM_GUEST_22=127.0.0.1:" + strconv.Itoa(sshdtest.FreePort(t))}
+	h.Extra = []string{"HBX_TEST_TIMING=fast-watch", "FAKESMOLVM_GUEST_22=127.0.0.1:" + strconv.Itoa(sshdtest.FreePort(t))}
 	record := filepath.Join(t.TempDir(), "start.typescript")
 	cmd := exec.CommandContext(t.Context(), "script", "-q", "-e", "-f", "-c",
 		"stty cols 120 rows 40 && exec "+shellQuote(bins.hermesBox)+" start", record)
-	cmd.Env = append(append(append([]string(nil), h.env...), h.extra...), "TERM=xterm-256color")
-	must(t, cmd.Start())
+	cmd.Env = append(append(append([]string(nil), h.Env...), h.Extra...), "TERM=xterm-256color")
+	boxtest.Must(t, cmd.Start())
 	beats := regexp.MustCompile(`waiting for the agent of hermes-box to report healthy: [0-9.]+s so far, giving up after 30\.0s`)
 	for i := 0; len(beats.FindAllString(string(readIfAny(record)), -1)) < 2; i++ {
 		if i == 600 {
@@ -324,19 +325,19 @@ func TestStartWaitShowsLifeAndStopsWithTheConsole(t *testing.T) {
 	var rec struct {
 		EntryPID int `json:"entry_pid"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
-	console, err := os.OpenFile(filepath.Join(h.state, "machines", machine, "data", "agent-console.log"), os.O_APPEND|os.O_WRONLY, 0)
-	must(t, err)
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "machine.json")), &rec))
+	console, err := os.OpenFile(filepath.Join(h.State, "machines", boxtest.Machine, "data", "agent-console.log"), os.O_APPEND|os.O_WRONLY, 0)
+	boxtest.Must(t, err)
 	_, err = console.WriteString("[   42.000000] Kernel panic - not syncing: stand-in for a guest that died\n")
-	must(t, err)
-	must(t, console.Close())
+	boxtest.Must(t, err)
+	boxtest.Must(t, console.Close())
 	killed := time.Now()
-	must(t, syscall.Kill(rec.EntryPID, syscall.SIGKILL))
+	boxtest.Must(t, syscall.Kill(rec.EntryPID, syscall.SIGKILL))
 	err = cmd.Wait()
 	took := time.Since(killed)
-	out := string(readFile(t, record))
+	out := string(boxtest.ReadFile(t, record))
 	if dir := os.Getenv("HBX_RECORD_DIR"); dir != "" {
-		must(t, os.WriteFile(filepath.Join(dir, "start-stopped-machine.typescript"), []byte(out), 0o644))
+		boxtest.Must(t, os.WriteFile(filepath.Join(dir, "start-stopped-machine.typescript"), []byte(out), 0o644))
 	}
 	t.Logf("hermes-box ended %v after the machine stopped (startup deadline 30 s); the recording:\n%s", took.Round(time.Millisecond), out)
 	var ee *exec.ExitError
@@ -369,11 +370,11 @@ func readIfAny(p string) []byte {
 func TestSettingsRecordedAndDrift(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	created := "127.0.0.1:" + strconv.Itoa(h.port)
+	created := "127.0.0.1:" + strconv.Itoa(h.Port)
 	other := sshdtest.FreePort(t)
-	h.extra = []string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(other), "HERMES_BOX_CPUS=2"}
+	h.Extra = []string{"HERMES_BOX_SSH_PORT=" + strconv.Itoa(other), "HERMES_BOX_CPUS=2"}
 	wantDrift := []string{
-		"HERMES_BOX_SSH_PORT is " + strconv.Itoa(other) + " in the configuration, but the box was created with " + strconv.Itoa(h.port) + " and keeps it",
+		"HERMES_BOX_SSH_PORT is " + strconv.Itoa(other) + " in the configuration, but the box was created with " + strconv.Itoa(h.Port) + " and keeps it",
 		"HERMES_BOX_CPUS is 2 in the configuration, but the box was created with 4 and keeps it",
 		"to apply them, re-create the box from a backup of itself — hermes-box snapshot before-change, hermes-box destroy --force, then hermes-box restore",
 	}
@@ -387,14 +388,14 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 		}
 	}
 	// executor status reports the box as it was created: without it.
-	drift := h.extra
-	h.extra = append(append([]string(nil), drift...), "HERMES_BOX_EXECUTOR_ENABLED=true")
+	drift := h.Extra
+	h.Extra = append(append([]string(nil), drift...), "HERMES_BOX_EXECUTOR_ENABLED=true")
 	r = h.run("executor", "status", "--json")
 	var ex struct{ Enabled *bool }
 	if err := json.Unmarshal([]byte(r.stdout), &ex); err != nil || ex.Enabled == nil || *ex.Enabled {
 		t.Errorf("executor status of a box created without the Executor, now configured with it: %v %q %s", err, r.stdout, r.stderr)
 	}
-	h.extra = drift
+	h.Extra = drift
 	mustRun(t, h, "stop")
 	r = mustRun(t, h, "start")
 	warn, listener := strings.Index(r.stderr, wantDrift[0]), strings.Index(r.stderr, "[listener]")
@@ -409,8 +410,8 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 		Drift []string `json:"configDrift"`
 	}
 	r = h.run("status", "--json")
-	must(t, json.Unmarshal([]byte(r.stdout), &st))
-	if len(st.Box.Ports) != 1 || st.Box.Ports[0] != h.port || len(st.Drift) != 2 {
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &st))
+	if len(st.Box.Ports) != 1 || st.Box.Ports[0] != h.Port || len(st.Drift) != 2 {
 		t.Errorf("status --json: ports %v drift %q", st.Box.Ports, st.Drift)
 	}
 	// The way it names applies the configuration, keeping the box's files.
@@ -434,16 +435,16 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
 	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)), ".hermesbox")
-	h.extra = []string{"FAKESMOLVM_FAIL=machine create"}
+	h.Extra = []string{"FAKESMOLVM_FAIL=machine create"}
 	r := h.run("restore", name)
-	h.extra = nil
-	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + machine + `-\S+-pre-restore) \([0-9.]+ (B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
+	h.Extra = nil
+	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + boxtest.Machine + `-\S+-pre-restore) \([0-9.]+ (B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
 	m := safety.FindStringSubmatch(r.stderr)
 	expectFailure(t, "a restore whose candidate fails", r, 1, []string{"candidate failed, original kept", "\nthe box now: hermes-box is running, as it was; restores left 1 safety snapshot"})
 	if m == nil {
 		t.Fatalf("the failed restore does not name its safety snapshot with its size:\n%s", r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(h.root, "backups", m[1]+".hermesbox")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.Root, "backups", m[1]+".hermesbox")); err != nil {
 		t.Errorf("the named safety snapshot is not there: %v", err)
 	}
 	// How it says to delete it works.
@@ -452,7 +453,7 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	// A snapshot interrupted in its stream.
 	f := h.hostileAll("snapshot.write", "hang")
 	r = h.runInterrupted(f+".reached", "snapshot", "x")
-	must(t, os.Remove(f))
+	boxtest.Must(t, os.Remove(f))
 	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||
 		!strings.Contains(r.stderr, "\nnext: hermes-box status shows it is healthy; then run hermes-box snapshot again") {
 		t.Errorf("an interrupted snapshot: %d\n%s", r.code, r.stderr)

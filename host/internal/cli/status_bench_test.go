@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -70,19 +71,19 @@ func productGuest(b testing.TB, h *harness) {
 		}
 		b.Skipf("sudo -n does not run here (%v): the benchmark measures the production relay command", err)
 	}
-	dropIn := filepath.Join(h.images, "ubuntu_24.04", filepath.FromSlash(dropInPath))
-	must(b, os.MkdirAll(filepath.Dir(dropIn), 0o755))
-	must(b, os.WriteFile(dropIn, []byte(h.moduleFile("guest-agent/internal/provision/files/sshd-hermes-box.conf")), 0o644))
+	dropIn := filepath.Join(h.Images, "ubuntu_24.04", filepath.FromSlash(boxtest.DropInPath))
+	boxtest.Must(b, os.MkdirAll(filepath.Dir(dropIn), 0o755))
+	boxtest.Must(b, os.WriteFile(dropIn, []byte(h.ModuleFile("guest-agent/internal/provision/files/sshd-hermes-box.conf")), 0o644))
 	initBox(b, h)
-	root := filepath.Join(h.state, "machines", machine, "root")
+	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 	// The real agent in place of the test agent, renamed over it (the
 	// running boot keeps its own file).
 	agent := filepath.Join(root, filepath.FromSlash(boxlayout.AgentPath))
-	must(b, os.WriteFile(agent+".new", readFile(b, bins.agent), 0o755))
-	must(b, os.Rename(agent+".new", agent))
-	h.extra = append(h.extra, "HBX_TEST_RELAY_COMMAND=sudo -n "+guestRelayCommand)
+	boxtest.Must(b, os.WriteFile(agent+".new", boxtest.ReadFile(b, bins.Agent), 0o755))
+	boxtest.Must(b, os.Rename(agent+".new", agent))
+	h.Extra = append(h.Extra, "HBX_TEST_RELAY_COMMAND=sudo -n "+boxtest.GuestRelayCommand)
 	// The benchmark checks that sshd runs the product's configuration.
-	config := string(readFile(b, filepath.Join(root, "run", "hbx-test-sshd", "sshd_config")))
+	config := string(boxtest.ReadFile(b, filepath.Join(root, "run", "hbx-test-sshd", "sshd_config")))
 	if !strings.HasPrefix(config, "# Written by hermes-box-agent provision.") || !strings.Contains(config, "\nUsePAM yes\n") {
 		b.Fatalf("the box's sshd does not run the product's configuration:\n%s", config)
 	}
@@ -114,16 +115,16 @@ func (h *harness) timedStatus(b *testing.B, bin string) (wall, used float64) {
 // agent's `health --json`.
 func (h *harness) openSSHHealth(b *testing.B, sshPath string) func(context.Context) error {
 	knownHosts := filepath.Join(b.TempDir(), "known_hosts")
-	must(b, keys.WriteKnownHosts(knownHosts, "127.0.0.1", h.port, h.sshd.HostKey))
-	agent := `sudo -n "$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `"`
+	boxtest.Must(b, keys.WriteKnownHosts(knownHosts, "127.0.0.1", h.Port, h.SSHD.HostKey))
+	agent := `sudo -n "$` + boxtest.GuestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + boxtest.GuestRootEnv + `"`
 	args := []string{
-		"-F", os.DevNull, "-i", filepath.Join(h.root, "state", "hermes-box-ed25519"), "-o", "IdentitiesOnly=yes",
+		"-F", os.DevNull, "-i", filepath.Join(h.Root, "state", "hermes-box-ed25519"), "-o", "IdentitiesOnly=yes",
 		"-o", "UserKnownHostsFile=" + knownHosts, "-o", "GlobalKnownHostsFile=" + os.DevNull,
 		"-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-		"-p", strconv.Itoa(h.port), h.sshd.User + "@127.0.0.1", agent + " health --json",
+		"-p", strconv.Itoa(h.Port), h.SSHD.User + "@127.0.0.1", agent + " health --json",
 	}
 	var env []string
-	for _, kv := range h.env {
+	for _, kv := range h.Env {
 		if !strings.HasPrefix(kv, "SSH_AUTH_SOCK=") {
 			env = append(env, kv)
 		}

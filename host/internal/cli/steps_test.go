@@ -107,10 +107,10 @@ func checkStepNumbers(t testing.TB, what string, steps []numberedStep, wantM int
 // wait) counted: in JSON events (fields n and of) and in plain text.
 func TestInitStepNumbers(t *testing.T) {
 	h := newHarness(t)
-	h.write("docs/SOUL.md", "be kind\n")
-	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_STEP_SECRET\n")
-	h.extra = []string{"HBX_TEST_STEP_SECRET=sk-steps"}
-	r := h.run("--log-format", "json", "init", "--document", filepath.Join(h.root, "docs", "SOUL.md"))
+	h.Write("docs/SOUL.md", "be kind\n")
+	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_STEP_SECRET\n")
+	h.Extra = []string{"HBX_TEST_STEP_SECRET=sk-steps"}
+	r := h.run("--log-format", "json", "init", "--document", filepath.Join(h.Root, "docs", "SOUL.md"))
 	if r.code != 0 {
 		t.Fatalf("init: %d\n%s", r.code, r.stderr)
 	}
@@ -134,7 +134,7 @@ func TestInitStepNumbers(t *testing.T) {
 
 	// Failing at provision: the steps stop short, and the summary says so.
 	h = newHarness(t)
-	h.seed("provision-fail", "yes")
+	h.Seed("provision-fail", "yes")
 	r = h.run("init")
 	if r.code != 3 || !strings.Contains(r.stderr, "7/15 [provision] failed (") || !regexpMatch(`init: 7 of 15 steps in \S+`, r.stderr) {
 		t.Errorf("init failing at provision: %d\n%s", r.code, r.stderr)

@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
 // runTTY runs hermes-box with args on a pseudo-terminal (script(1)) and
 // returns what the terminal showed. With HBX_RECORD_DIR set the recording
 // is also saved there as name.
 func (h *harness) runTTY(name string, args ...string) (int, string) {
-	h.t.Helper()
+	h.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// script's pseudo-terminal has no size when its own stdin is not a
@@ -23,20 +25,20 @@ func (h *harness) runTTY(name string, args ...string) (int, string) {
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
 	}
-	record := filepath.Join(h.t.TempDir(), name)
+	record := filepath.Join(h.T.TempDir(), name)
 	cmd := exec.CommandContext(ctx, "script", "-q", "-e", "-c", strings.Join(quoted, " "), record)
-	cmd.Env = append(append([]string(nil), h.env...), h.extra...)
+	cmd.Env = append(append([]string(nil), h.Env...), h.Extra...)
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLUMNS=100", "LINES=40")
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
-		h.t.Fatalf("script: %v", err)
+		h.T.Fatalf("script: %v", err)
 	}
-	out := string(readFile(h.t, record))
+	out := string(boxtest.ReadFile(h.T, record))
 	if dir := os.Getenv("HBX_RECORD_DIR"); dir != "" {
-		must(h.t, os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644))
+		boxtest.Must(h.T, os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644))
 	}
 	return code, out
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -22,12 +23,12 @@ import (
 // environment minus HERMES_BOX_PROJECT_ROOT, as a user following the
 // README would.
 func (h *harness) runIn(dir, exe string, args ...string) result {
-	h.t.Helper()
+	h.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = dir
-	for _, kv := range append(append([]string(nil), h.env...), h.extra...) {
+	for _, kv := range append(append([]string(nil), h.Env...), h.Extra...) {
 		if !strings.HasPrefix(kv, "HERMES_BOX_PROJECT_ROOT=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
@@ -39,7 +40,7 @@ func (h *harness) runIn(dir, exe string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		h.t.Fatalf("running %s %v: %v", exe, args, err)
+		h.T.Fatalf("running %s %v: %v", exe, args, err)
 	}
 	return r
 }
@@ -61,10 +62,10 @@ func sh(t *testing.T, dir string, argv ...string) string {
 // before anything is created.
 func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	h := newHarness(t)
-	h.write("bin/hermes-box", readFile(t, bins.hermesBox))
-	must(t, os.Chmod(filepath.Join(h.root, "bin", "hermes-box"), 0o755))
-	h.write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_PORTABLE_SECRET\n")
-	h.extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
+	h.Write("bin/hermes-box", boxtest.ReadFile(t, bins.hermesBox))
+	boxtest.Must(t, os.Chmod(filepath.Join(h.Root, "bin", "hermes-box"), 0o755))
+	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_PORTABLE_SECRET\n")
+	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
 	mustRun(t, h, "init")
 	h.writeNote("carried over\n")
 	r := mustRun(t, h, "package", "move")
@@ -79,8 +80,8 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	mustRun(t, h, "destroy", "--force")
 
 	fresh := t.TempDir()
-	must(t, os.Rename(archive, filepath.Join(fresh, filepath.Base(archive))))
-	must(t, os.Rename(archive+".sha256", filepath.Join(fresh, filepath.Base(archive)+".sha256")))
+	boxtest.Must(t, os.Rename(archive, filepath.Join(fresh, filepath.Base(archive))))
+	boxtest.Must(t, os.Rename(archive+".sha256", filepath.Join(fresh, filepath.Base(archive)+".sha256")))
 	// README: check, unpack, cd hermes-box, bin/hermes-box restore backups/….
 	sh(t, fresh, "sha256sum", "-c", filepath.Base(archive)+".sha256")
 	sh(t, fresh, "tar", "-xf", filepath.Base(archive))
@@ -90,7 +91,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 			t.Errorf("the package lacks %s: %v", f, err)
 		}
 	}
-	notes := string(readFile(t, filepath.Join(proj, "PORTABLE.md")))
+	notes := string(boxtest.ReadFile(t, filepath.Join(proj, "PORTABLE.md")))
 	if !strings.Contains(notes, "WARNING: this package holds the project's SSH private key") || !strings.Contains(notes, "HBX_TEST_PORTABLE_SECRET") {
 		t.Errorf("PORTABLE.md:\n%s", notes)
 	}
@@ -98,30 +99,30 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 		Backup        string   `json:"backup"`
 		HostVariables []string `json:"hostVariables"`
 	}
-	must(t, json.Unmarshal(readFile(t, filepath.Join(proj, "portable.json")), &info))
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(proj, "portable.json")), &info))
 	backupDir := filepath.Join("backups", info.Backup)
 
 	// The restoring host's checks: an unset mapped variable stops the
 	// restore before any machine exists.
-	h.extra = nil
-	before := len(h.calls())
+	h.Extra = nil
+	before := len(h.Calls())
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "restore", backupDir)
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, `"HBX_TEST_PORTABLE_SECRET"`) {
 		t.Fatalf("restore without the mapped variable: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.calls()[before:], `^machine create --name`); i >= 0 {
+	if i := index(h.Calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
 	// An unsupported smolvm on this host: refused the same way.
-	h.extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable", "FAKESMOLVM_VERSION=1.2.3"}
+	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable", "FAKESMOLVM_VERSION=1.2.3"}
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "restore", backupDir)
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, "smolvm 1.2.3 is not a release hermes-box supports") {
 		t.Fatalf("restore with an unsupported smolvm: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.calls()[before:], `^machine create --name`); i >= 0 {
+	if i := index(h.Calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
-	h.extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
+	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "restore", backupDir)
 	if r.code != 0 {
 		t.Fatalf("restore in the fresh directory: %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -159,7 +160,7 @@ func mustRunIn(t *testing.T, h *harness, dir string, args ...string) result {
 func TestExecutorEnabledOnExistingBox(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
+	h.Extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
 	for _, verb := range []string{"restart", "start"} {
 		r := h.run(verb)
 		if r.code != 1 || !strings.Contains(r.stderr, "was created without the Executor") ||
@@ -168,13 +169,13 @@ func TestExecutorEnabledOnExistingBox(t *testing.T) {
 			t.Fatalf("%s: %d\n%s", verb, r.code, r.stderr)
 		}
 		if i := index(r.calls, `^machine (stop|start|delete)`); i >= 0 {
-			t.Fatalf("%s changed the machine: %s", verb, r.calls[i].line)
+			t.Fatalf("%s changed the machine: %s", verb, r.calls[i].Line)
 		}
-		if st := h.machines()[machine]; st != "running" {
+		if st := h.Machines()[boxtest.Machine]; st != "running" {
 			t.Fatalf("after %s's hint the box is %q, want running", verb, st)
 		}
 	}
-	h.extra = nil
+	h.Extra = nil
 	mustRun(t, h, "stop")
 }
 
@@ -182,22 +183,22 @@ func TestExecutorEnabledOnExistingBox(t *testing.T) {
 // install it.
 func TestSmolvmMissing(t *testing.T) {
 	h := newHarness(t)
-	h.extra = []string{"PATH=" + t.TempDir()}
+	h.Extra = []string{"PATH=" + t.TempDir()}
 	r := h.run("init")
 	if r.code != 1 || !strings.Contains(r.stderr, "a supported smolvm is required (supported: "+pins.SmolvmTableVersions()+")") ||
 		!strings.Contains(r.stderr, "next: install one: "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)) {
 		t.Fatalf("init without smolvm: %d\n%s", r.code, r.stderr)
 	}
 	// A release outside the table: the table and the install command.
-	h.extra = []string{"FAKESMOLVM_VERSION=1.2.3"}
+	h.Extra = []string{"FAKESMOLVM_VERSION=1.2.3"}
 	r = h.run("init")
 	if r.code != 1 || !strings.Contains(r.stderr, "smolvm 1.2.3 is not a release hermes-box supports") ||
 		!strings.Contains(r.stderr, "next: install smolvm "+pins.SmolvmRecommended+": "+pins.SmolvmInstallCommand(pins.SmolvmRecommended)) {
 		t.Fatalf("init with smolvm 1.2.3: %d\n%s", r.code, r.stderr)
 	}
 	for _, c := range r.calls {
-		if c.line != "--version" {
-			t.Errorf("smolvm was asked more than its version: %v", lines(r.calls))
+		if c.Line != "--version" {
+			t.Errorf("smolvm was asked more than its version: %v", boxtest.Lines(r.calls))
 		}
 	}
 }
@@ -208,7 +209,7 @@ func TestSnapshotProgressAndBackups(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
 	if r := h.run("snapshot", "list"); r.code != 2 || !strings.Contains(r.stderr, `"list" is a reserved word`) || len(r.calls) != 0 {
-		t.Fatalf("snapshot list: %d %v\n%s", r.code, lines(r.calls), r.stderr)
+		t.Fatalf("snapshot list: %d %v\n%s", r.code, boxtest.Lines(r.calls), r.stderr)
 	}
 	r := mustRun(t, h, "--log-format", "json", "snapshot", "one")
 	first := strings.TrimSpace(r.stdout)
@@ -243,8 +244,8 @@ func TestSnapshotProgressAndBackups(t *testing.T) {
 		Size                           int64
 		Created                        time.Time
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &entries))
-	if len(entries) != 2 || entries[0].Label != "one" || entries[1].Label != "two" || entries[0].Machine != machine ||
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &entries))
+	if len(entries) != 2 || entries[0].Label != "one" || entries[1].Label != "two" || entries[0].Machine != boxtest.Machine ||
 		entries[0].Verified != "verified" || entries[0].Size <= 0 || entries[0].Created.IsZero() {
 		t.Fatalf("backups --json: %+v", entries)
 	}
@@ -270,13 +271,13 @@ func TestSnapshotProgressAndBackups(t *testing.T) {
 // builder step says re-running init is safe; --keep-builder keeps it.
 func TestInitTimesAndBuilderFailure(t *testing.T) {
 	h := newHarness(t)
-	h.extra = []string{"FAKESMOLVM_FAIL=machine cp@hermes-builder"}
+	h.Extra = []string{"FAKESMOLVM_FAIL=machine cp@hermes-builder"}
 	r := h.run("init", "--keep-builder")
 	if r.code != 1 || !strings.Contains(r.stderr, "next: inspect it with smolvm machine shell --name hermes-builder") ||
 		!strings.Contains(r.stderr, "kept the failed builder hermes-builder") {
 		t.Fatalf("init --keep-builder: %d\n%s", r.code, r.stderr)
 	}
-	if st, ok := h.machines()[builder]; !ok {
+	if st, ok := h.Machines()[boxtest.Builder]; !ok {
 		t.Fatalf("the builder was not kept (%q)", st)
 	}
 	mustRun(t, h, "destroy", "--force")
@@ -284,10 +285,10 @@ func TestInitTimesAndBuilderFailure(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "next: re-run hermes-box init: it is safe") {
 		t.Fatalf("init with a failing builder step: %d\n%s", r.code, r.stderr)
 	}
-	if _, ok := h.machines()[builder]; ok {
+	if _, ok := h.Machines()[boxtest.Builder]; ok {
 		t.Fatal("the builder was kept without --keep-builder")
 	}
-	h.extra = nil
+	h.Extra = nil
 	r = initBox(t, h)
 	for _, want := range []string{"[builder-create] done (", "[provision] done (", "init: "} {
 		if !strings.Contains(r.stderr, want) {
@@ -319,7 +320,7 @@ func TestStatusStatesAndExitCodes(t *testing.T) {
 	}
 	r = h.run("status", "--json")
 	var st struct{ State string }
-	must(t, json.Unmarshal([]byte(r.stdout), &st))
+	boxtest.Must(t, json.Unmarshal([]byte(r.stdout), &st))
 	if r.code != 3 || st.State != "stopped" {
 		t.Fatalf("status --json of a stopped box: %d %q", r.code, st.State)
 	}
@@ -339,23 +340,23 @@ func TestErrorsAndBeforeInit(t *testing.T) {
 		}
 	}
 	// The harness's sshd made the key; a new user has none.
-	key := filepath.Join(h.root, "state", "hermes-box-ed25519")
-	must(t, os.Rename(key+".pub", key+".pub.away"))
-	h.extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
+	key := filepath.Join(h.Root, "state", "hermes-box-ed25519")
+	boxtest.Must(t, os.Rename(key+".pub", key+".pub.away"))
+	h.Extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
 	for _, args := range [][]string{{"executor", "open"}, {"executor", "logs"}, {"executor", "tools"}, {"executor", "mcp-test"}, {"executor", "connections"}, {"executor", "connect-hermes"}} {
 		if r := h.run(args...); r.code != 4 || !strings.Contains(r.stderr, "hermes-box init first") {
 			t.Errorf("%v before init: %d\n%s", args, r.code, r.stderr)
 		}
 	}
-	h.extra = nil
-	r := h.run("restore", filepath.Join(h.root, "backups", "x.hermesbox"))
+	h.Extra = nil
+	r := h.run("restore", filepath.Join(h.Root, "backups", "x.hermesbox"))
 	if r.code == 0 || !strings.Contains(r.stderr, "restore needs the SSH key the backup was made with") {
 		t.Errorf("restore without a key: %d\n%s", r.code, r.stderr)
 	}
 	if r := h.run("snapshot"); r.code != 4 || !strings.Contains(r.stderr, "hermes-box init first") {
 		t.Errorf("snapshot without a key: %d\n%s", r.code, r.stderr)
 	}
-	must(t, os.Rename(key+".pub.away", key+".pub"))
+	boxtest.Must(t, os.Rename(key+".pub.away", key+".pub"))
 	r = h.run("destroy", "--force")
 	if r.code != 0 || strings.Contains(r.stdout, "destroyed") || !strings.Contains(r.stdout, "nothing to destroy") {
 		t.Errorf("destroy of nothing: %d\n%s", r.code, r.stdout)
@@ -439,7 +440,7 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 func TestAgentVerbHelp(t *testing.T) {
 	buildBinaries(t)
 	for _, verb := range []string{"health", "provision", "services", "snapshot", "logs", "relay", "version", "executor", "audit"} {
-		cmd := exec.CommandContext(t.Context(), bins.agent, verb, "--help")
+		cmd := exec.CommandContext(t.Context(), bins.Agent, verb, "--help")
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "usage: hermes-box-agent "+verb) || strings.Contains(string(out), `"level":"error"`) {
 			t.Errorf("agent %s --help: %v\n%s", verb, err, out)
@@ -480,8 +481,8 @@ func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(
 func TestAgentErrorPrintedOnce(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	gatewayLog := filepath.Join(h.state, "machines", machine, "root", "workspace", "hermes-home", "logs", "hermes-gateway.log")
-	must(t, os.Remove(gatewayLog))
+	gatewayLog := filepath.Join(h.State, "machines", boxtest.Machine, "root", "workspace", "hermes-home", "logs", "hermes-gateway.log")
+	boxtest.Must(t, os.Remove(gatewayLog))
 	const cause = "hermes-gateway.log: no such file or directory"
 	r := h.run("logs", "hermes")
 	if r.code != 1 || strings.Count(r.stderr, cause) != 1 || strings.Count(r.stderr, "hermes-box: ") != 1 ||
@@ -506,7 +507,7 @@ func TestAgentErrorPrintedOnce(t *testing.T) {
 	// A failed provision step: its reason once, in the final error, with
 	// the next step; the step's JSON event keeps it in its fields.
 	h = newHarness(t)
-	h.seed("provision-fail", "yes")
+	h.Seed("provision-fail", "yes")
 	r = h.run("init")
 	if r.code != 3 || strings.Count(r.stderr, "installer failed") != 1 || strings.Count(r.stderr, "hermes-box: ") != 1 ||
 		!strings.Contains(r.stderr, "hermes-box: building the base image failed: hermes: installer failed (agent provision exited with status 3)\nnext: re-run hermes-box init") ||

@@ -1,4 +1,6 @@
-package cli_test
+//go:build !hbxrelease
+
+package boxtest
 
 import (
 	"crypto/sha256"
@@ -21,17 +23,17 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
-// guestProgram is the name under which this test binary stands in for the
+// GuestProgram is the name under which this test binary stands in for the
 // box's programs when the real agent's boot supervises them in a machine of
 // the fake smolvm (a symlink on PATH).
-const guestProgram = "hbx-test-guest"
+const GuestProgram = "hbx-test-guest"
 
-// guestRootEnv is set by the stand-in sshd in every session: the machine's
+// GuestRootEnv is set by the stand-in sshd in every session: the machine's
 // root, so that the relay command runs that machine's agent.
-const guestRootEnv = "HBX_GUEST_ROOT"
+const GuestRootEnv = "HBX_GUEST_ROOT"
 
-// guestRelayCommand is the remote command of the SSH relay in these tests.
-const guestRelayCommand = `"$` + guestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + guestRootEnv + `" relay`
+// GuestRelayCommand is the remote command of the SSH relay in these tests.
+const GuestRelayCommand = `"$` + GuestRootEnv + `"` + boxlayout.AgentPath + ` --root "$` + GuestRootEnv + `" relay`
 
 // guestMain runs a stand-in program: `sshd ADDR` (Debian's sshd for the
 // machine whose root is the working directory, on ADDR) or `hermes` (prints
@@ -55,7 +57,7 @@ func guestMain(args []string) int {
 		<-sig
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "%s: unknown program %q\n", guestProgram, args)
+	fmt.Fprintf(os.Stderr, "%s: unknown program %q\n", GuestProgram, args)
 	return 2
 }
 
@@ -86,7 +88,7 @@ func guestSSHD(addr string) int {
 	if err != nil {
 		return fail(err)
 	}
-	users, extra, env := u.Username, []string{"LogLevel ERROR", "SetEnv " + guestRootEnv + "=" + root}, os.Environ()
+	users, extra, env := u.Username, []string{"LogLevel ERROR", "SetEnv " + GuestRootEnv + "=" + root}, os.Environ()
 	if _, err := os.Stat(releaseLoginMarker(root)); err == nil {
 		if users, extra, env, err = releaseLogin(dir, users, extra, env); err != nil {
 			return fail(err)
@@ -133,7 +135,7 @@ func releaseLogin(dir, users string, extra, env []string) (string, []string, []s
 		return "", nil, nil, err
 	}
 	env = append(env, "LD_PRELOAD="+lib[0], "NSS_WRAPPER_PASSWD="+path, "NSS_WRAPPER_GROUP=/etc/group")
-	return users + " " + boxlayout.AdminUser, append(extra, "ForceCommand "+guestRelayCommand), env, nil
+	return users + " " + boxlayout.AdminUser, append(extra, "ForceCommand "+GuestRelayCommand), env, nil
 }
 
 // ubuntuSSHDConfig is what Ubuntu 24.04's /etc/ssh/sshd_config sets
@@ -153,7 +155,7 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 // lines only add what neither sets (port, host key, keys file, the test's
 // user in place of boxadmin). Without the drop-in it is empty.
 func productSSHDConfig(root string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(root, dropInPath))
+	data, err := os.ReadFile(filepath.Join(root, DropInPath))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
@@ -171,11 +173,11 @@ func productSSHDConfig(root string) (string, error) {
 	return b.String() + ubuntuSSHDConfig, nil
 }
 
-// dropInPath is where provision writes the box's sshd configuration.
-const dropInPath = "etc/ssh/sshd_config.d/99-hermes-box.conf"
+// DropInPath is where provision writes the box's sshd configuration.
+const DropInPath = "etc/ssh/sshd_config.d/99-hermes-box.conf"
 
 func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "%s: %v\n", guestProgram, err)
+	fmt.Fprintf(os.Stderr, "%s: %v\n", GuestProgram, err)
 	return 1
 }
 
@@ -191,11 +193,11 @@ func writeBootTable(t testing.TB, path string) {
 	}
 	table := map[string]any{
 		"programs": []map[string]any{{
-			"name": "sshd", "command": []string{guestProgram, "sshd", "{guest:22}"}, "directory": "/",
+			"name": "sshd", "command": []string{GuestProgram, "sshd", "{guest:22}"}, "directory": "/",
 			"priority": 10, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("sshd.log"),
 		}, {
-			"name": "hermes", "command": []string{guestProgram, "hermes"}, "directory": boxlayout.WorkDir,
+			"name": "hermes", "command": []string{GuestProgram, "hermes"}, "directory": boxlayout.WorkDir,
 			"secretsfile": "/run/hermes-box-secrets/root/env.json",
 			"priority":    40, "autostart": true, "autorestart": "unexpected", "startsecs": zero, "stopwaitsecs": wait,
 			"log": logSpec("hermes-gateway.log"),
@@ -206,6 +208,6 @@ func writeBootTable(t testing.TB, path string) {
 		},
 	}
 	b, err := json.MarshalIndent(table, "", "  ")
-	must(t, err)
-	must(t, os.WriteFile(path, b, 0o600))
+	Must(t, err)
+	Must(t, os.WriteFile(path, b, 0o600))
 }

@@ -1,0 +1,187 @@
+package chunkstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-box/hermes-box/shared/chunkwire"
+	"github.com/hermes-box/hermes-box/shared/snaptree"
+)
+
+// agentMutation changes what the test agent sends: it may rewrite a
+// chunk frame (return it changed, or nil to leave it out) and the end.
+type agentMutation struct {
+	chunk func(c *chunkwire.Chunk) *chunkwire.Chunk
+	end   func(e *chunkwire.End)
+}
+
+// chunkAgent is the agent's side of `snapshot chunks` for the test parts:
+// it cuts each part's tar as the agent does and sends what the host's
+// Held lacks, changed by mut. sent counts the chunk frames it wrote.
+func chunkAgent(parts map[string][]tfile, mut agentMutation, sent *int) ChunkSource {
+	zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	return func(ctx context.Context, part string, in io.Reader, w io.Writer) error {
+		held, err := chunkwire.ReadHeld(in)
+		if err != nil {
+			return err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gzipTar(parts[part])))
+		if err != nil {
+			return err
+		}
+		fw := chunkwire.NewWriter(w)
+		seen := map[chunkwire.ID]bool{}
+		tree, st, err := snaptree.Encode(zr, func(id snaptree.ID, data []byte) error {
+			if held.Has(id) || seen[id] {
+				return nil
+			}
+			seen[id] = true
+			c := &chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Zstd, Stored: zw.EncodeAll(data, nil)}
+			if mut.chunk != nil {
+				if c = mut.chunk(c); c == nil {
+					return nil
+				}
+			}
+			if sent != nil {
+				*sent++
+			}
+			return fw.Chunk(*c)
+		})
+		if err != nil {
+			return err
+		}
+		end := chunkwire.End{Entries: uint64(st.Entries), Bytes: uint64(st.Bytes), Read: uint64(st.Read), Tree: tree}
+		if mut.end != nil {
+			mut.end(&end)
+		}
+		return fw.End(end)
+	}
+}
+
+func ingestGen(t testing.TB, backups string, gen int, mut agentMutation) (string, *Record, int, error) {
+	t.Helper()
+	var sent int
+	dir, rec, err := Ingest(context.Background(), backups, meta(gen), chunkAgent(boxParts(gen), mut, &sent), nil)
+	return dir, rec, sent, err
+}
+
+// TestIngestSendsOnlyNewChunks snapshots, changes, snapshots: the second
+// stream carries only the chunks the change made, and both restore.
+func TestIngestSendsOnlyNewChunks(t *testing.T) {
+	backups := t.TempDir()
+	dir0, rec0, sent0, err := ingestGen(t, backups, 0, agentMutation{})
+	must(t, err)
+	dir1, rec1, sent1, err := ingestGen(t, backups, 1, agentMutation{})
+	must(t, err)
+	if int64(sent0) != rec0.Added.Chunks || int64(sent1) != rec1.Added.Chunks {
+		t.Fatalf("sent %d and %d chunks, the store added %d and %d", sent0, sent1, rec0.Added.Chunks, rec1.Added.Chunks)
+	}
+	if sent1 == 0 || sent1*3 > sent0 {
+		t.Fatalf("the second snapshot sent %d chunks, the first %d", sent1, sent0)
+	}
+	restored(t, backups, dir0, 0)
+	restored(t, backups, dir1, 1)
+}
+
+// TestIngestRefusesHostileAgent: each hostile stream is refused, nothing
+// is published, the store holds what it held, and the last good backup
+// restores.
+func TestIngestRefusesHostileAgent(t *testing.T) {
+	bomb := func(c *chunkwire.Chunk) *chunkwire.Chunk {
+		zw, _ := zstd.NewWriter(nil)
+		c.Stored, c.Compression = zw.EncodeAll(make([]byte, 64<<20), nil), chunkwire.Zstd
+		return c
+	}
+	first := func(f func(c *chunkwire.Chunk) *chunkwire.Chunk) func(c *chunkwire.Chunk) *chunkwire.Chunk {
+		done := false
+		return func(c *chunkwire.Chunk) *chunkwire.Chunk {
+			if done {
+				return c
+			}
+			done = true
+			return f(c)
+		}
+	}
+	tests := []struct {
+		name string
+		mut  agentMutation
+		want string
+	}{
+		{"a chunk whose hash does not match", agentMutation{chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
+			c.ID[0] ^= 1
+			return c
+		})}, "hashes to"},
+		{"an oversized chunk", agentMutation{chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
+			big := make([]byte, MaxChunk+1)
+			c.ID, c.Plain, c.Compression, c.Stored = sha256.Sum256(big), uint32(len(big)), chunkwire.Plain, big
+			return c
+		})}, "over the limit"},
+		{"a decompression bomb", agentMutation{chunk: first(bomb)}, "does not decompress"},
+		{"a chunk neither held nor sent", agentMutation{chunk: first(func(*chunkwire.Chunk) *chunkwire.Chunk { return nil })}, "neither held nor sent"},
+		{"a tree chunk neither held nor sent", agentMutation{end: func(e *chunkwire.End) {
+			e.Tree = append(e.Tree, sha256.Sum256([]byte("missing")))
+		}}, "neither held nor sent"},
+		{"a tree entry breaking the content rules", agentMutation{end: func(e *chunkwire.End) {
+			e.Tree = evilTree
+		}}, "unsafe path"},
+		{"an empty tree", agentMutation{end: func(e *chunkwire.End) { e.Tree = nil }}, "workspace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			backups := t.TempDir()
+			dir0, _, _, err := ingestGen(t, backups, 0, agentMutation{})
+			must(t, err)
+			evilTree = heldTree(t, StoreDir(backups, "box"), []tfile{{"../escape", []byte("x")}})
+			before := files(t, StoreDir(backups, "box"))
+			_, _, _, err = ingestGen(t, backups, 1, tt.mut)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tt.want)
+			}
+			if entries, _ := os.ReadDir(backups); len(entries) != 2 {
+				t.Fatalf("the backups directory holds %v", entries)
+			}
+			if after := files(t, StoreDir(backups, "box")); strings.Join(after, " ") != strings.Join(before, " ") {
+				t.Fatalf("the store changed:\n%v\nwas\n%v", after, before)
+			}
+			restored(t, backups, dir0, 0)
+		})
+	}
+}
+
+// evilTree is a tree the store holds that names "../escape".
+var evilTree []chunkwire.ID
+
+// heldTree puts the tree of files and its chunks into the store in dir.
+func heldTree(t testing.TB, dir string, files []tfile) []chunkwire.ID {
+	s := openStore(t, dir)
+	w, err := s.NewWriter()
+	must(t, err)
+	tree, _, err := snaptree.Encode(bytes.NewReader(rawTar(files)), func(id snaptree.ID, data []byte) error {
+		_, err := w.Put(id, data)
+		return err
+	})
+	must(t, err)
+	must(t, w.Commit())
+	return tree
+}
+
+func rawTar(files []tfile) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(gzipTar(files)))
+	if err != nil {
+		panic(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil && !errors.Is(err, io.EOF) {
+		panic(err)
+	}
+	return data
+}
