@@ -34,9 +34,12 @@ const (
 	envHWM      = "HBX_MATRIX_HWM"      // where the host writes its peak RSS (VmHWM, KiB)
 )
 
-// matrixDeadline is every verb's deadline in the matrix (the test hook's
-// value): long enough for a session on a loaded machine, short enough for
-// 100 cells.
+// matrixDeadline caps every verb's deadline in this matrix (its idle
+// deadline at half: agent.Shortened, which only this package's test binary
+// has): long enough for a session on a loaded machine, short enough for
+// 100 cells. host/internal/cli's TestHostileMatrixRelease runs the verbs
+// that commands call over the relay with the release binary and the real
+// deadlines.
 const matrixDeadline = 4 * time.Second
 
 // matrixRSSKiB is the most a cell's host process may hold resident.
@@ -67,7 +70,7 @@ type cell struct {
 // TestHostileMatrix runs every verb of the table in every hostile mode
 // through Debian's sshd and a compromised agent, one host process per
 // cell: its peak RSS stays within 64 MiB, its wall time within the
-// verb's deadline (here the test hook's) plus 10 s, and nothing it prints
+// verb's deadline (here matrixDeadline) plus 10 s, and nothing it prints
 // carries a byte a terminal would obey.
 func TestHostileMatrix(t *testing.T) {
 	sshd := sshdtest.New(t, sshdtest.Options{NoAgent: true})

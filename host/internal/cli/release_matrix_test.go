@@ -1,0 +1,290 @@
+//go:build linux
+
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/agent"
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+)
+
+// The hostile matrix on the release build: every verb of the agent table
+// that a command calls over the SSH relay, in every hostile mode, with the
+// release hermes-box (built as `make build` builds it: no hbxtest tag, no
+// test hook, production timings and deadlines) as the host process. It
+// reaches each box by the product's own paths: its project and state
+// directories, the fake smolvm on PATH, and the relay as boxadmin to the
+// box's Debian sshd, which forces the compromised agent stand-in
+// (tests/testagent's hostile cases) as the remote command.
+
+// releaseDriver is how a command of the release binary reaches a verb.
+type releaseDriver struct {
+	// file is the test agent's case file of the verb (VERB or VERB.SUB).
+	file string
+	// args is the command; "BACKUP" stands for the backup prepare made.
+	args []string
+	// prepare readies the initialised box with the test build (no case
+	// is written yet); it returns the backup a restore needs, or "".
+	prepare func(t *testing.T, h *harness) string
+	// lead is the command's own work before it calls the verb (a boot).
+	lead time.Duration
+	// follow runs the command until Ctrl-C, sent after followFor.
+	follow bool
+}
+
+// releaseDrivers has an entry for every verb a command calls over the
+// relay on a box that init made; TestHostileMatrixRelease fails for a verb
+// in neither this table nor releaseElsewhere, so a verb added to the table
+// is driven here the day it is added.
+var releaseDrivers = map[*agent.Verb]releaseDriver{
+	agent.Health:         {file: "health", args: []string{"status"}},
+	agent.ServicesStatus: {file: "services.status", args: []string{"logs", "hermes"}},
+	agent.Logs:           {file: "logs", args: []string{"logs", "hermes"}},
+	agent.LogsFollow:     {file: "logs", args: []string{"logs", "-f", "hermes"}, follow: true},
+	agent.AuditRaw:       {file: "audit", args: []string{"audit"}},
+	agent.ServicesStop:   {file: "services.stop", args: []string{"stop"}},
+	agent.ServicesStart:  {file: "services.start", args: []string{"snapshot", "matrix"}},
+	agent.SnapshotWrite:  {file: "snapshot.write", args: []string{"snapshot", "matrix"}},
+	agent.SnapshotApply:  {file: "snapshot.apply", args: []string{"restore", "BACKUP"}, prepare: backupFirst, lead: 30 * time.Second},
+	agent.SecretsSet:     {file: "secrets.set", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second},
+	agent.Netprobe:       {file: "netprobe", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second},
+}
+
+// releaseElsewhere are the verbs no command of an initialised box calls
+// over the relay, and where their hostile matrix runs instead
+// (host/internal/agent's TestHostileMatrix, the same modes through
+// Debian's sshd with that package's test binary as the host).
+var releaseElsewhere = map[*agent.Verb]string{
+	agent.HealthDeep:          "restore's and init's verification: agent TestHostileMatrix",
+	agent.ExecutorStatus:      "a box with the Executor enabled: agent TestHostileMatrix",
+	agent.ExecutorStatusSizes: "a box with the Executor enabled: agent TestHostileMatrix",
+	agent.ExecutorRefresh:     "a box with the Executor enabled: agent TestHostileMatrix",
+	agent.ExecutorConnect:     "a box with the Executor enabled: agent TestHostileMatrix",
+	agent.SnapshotChunks:      "an incremental snapshot: agent TestHostileMatrix",
+	agent.Version:             "smolvm exec, not the relay: agent TestHostileMatrix",
+	agent.Netcheck:            "smolvm exec, not the relay: agent TestHostileMatrix",
+	agent.HostKeys:            "smolvm exec, not the relay: agent TestHostileMatrix",
+	agent.Provision:           "smolvm exec, not the relay: agent TestHostileMatrix",
+}
+
+func stopFirst(t *testing.T, h *harness) string {
+	mustRun(t, h, "stop")
+	return ""
+}
+
+func backupFirst(t *testing.T, h *harness) string {
+	return strings.TrimSpace(mustRun(t, h, "snapshot", "before").stdout)
+}
+
+// releaseModes are the matrix's modes; each is the test agent's case for
+// verb v.
+var releaseModes = []struct {
+	name string
+	c    func(v *agent.Verb) string
+}{
+	{"escape", func(*agent.Verb) string { return "escape" }},
+	{"stdout-1GiB", func(*agent.Verb) string { return "flood-stdout" }},
+	{"stderr-1GiB", func(*agent.Verb) string { return "flood-stderr-line" }},
+	{"never-answers", func(*agent.Verb) string { return "hang" }},
+	// Just under the deadline; a verb with an idle deadline drips past it,
+	// a part every five eighths of it.
+	{"slow-drip", func(v *agent.Verb) string {
+		if v.Idle > 0 {
+			return fmt.Sprintf("drip:%v", v.Idle*5/2)
+		}
+		return fmt.Sprintf("drip:%v", v.Deadline-10*time.Second)
+	}},
+	{"10k-step-names", func(*agent.Verb) string { return "steps:10000" }},
+}
+
+// followFor is how long the matrix follows a log before its Ctrl-C.
+const followFor = 5 * time.Second
+
+// releaseSetups bounds the cells that set their box up at once (init is
+// the matrix's CPU; the cells' waits overlap freely).
+const releaseSetups = 4
+
+// releaseCell is one cell's figures.
+type releaseCell struct {
+	verb, mode string
+	rssKiB     int64
+	wall       time.Duration
+}
+
+// TestHostileMatrixRelease runs the matrix: each cell a box of its own
+// (init with the test build), the verb's case written, then the release
+// binary's command. Each cell: peak RSS of hermes-box at most 64 MiB, wall
+// time within the verb's deadline (its idle deadline for a box that never
+// answers) plus 10 s and the command's lead, no control byte in its
+// output; a box that never answers ends the command with an error naming
+// the verb and the next step, and a drip under the deadline does not.
+func TestHostileMatrixRelease(t *testing.T) {
+	requireNSSWrapper(t)
+	release := sshdtest.GoBuildRelease(t, filepath.Join(t.TempDir(), "hermes-box"), "./host", "-tags", "hbxrelease", "-trimpath")
+	setups := make(chan struct{}, releaseSetups)
+	var (
+		mu    sync.Mutex
+		cells []releaseCell
+	)
+	start := time.Now()
+	t.Run("cells", func(t *testing.T) {
+		for _, v := range agent.Verbs {
+			d, ok := releaseDrivers[v]
+			if !ok {
+				if releaseElsewhere[v] == "" {
+					t.Errorf("verb %q has no command in the release matrix: add it to releaseDrivers (or releaseElsewhere, saying where its matrix runs)", verbKey(v))
+				}
+				continue
+			}
+			for _, m := range releaseModes {
+				t.Run(verbKey(v)+"/"+m.name, func(t *testing.T) {
+					t.Parallel()
+					c := runReleaseCell(t, release, setups, v, d, m.name, m.c(v))
+					mu.Lock()
+					cells = append(cells, c)
+					mu.Unlock()
+				})
+			}
+		}
+	})
+	t.Logf("release matrix: %d cells in %v%s", len(cells), time.Since(start).Round(time.Second), releaseTable(cells))
+}
+
+func verbKey(v *agent.Verb) string {
+	return strings.TrimSpace(v.Name() + " " + strings.Join(v.Args, " "))
+}
+
+// requireNSSWrapper skips without Debian's libnss-wrapper, which lets the
+// test's sshd take boxadmin's login; under CI=true it fails instead.
+func requireNSSWrapper(t *testing.T) {
+	if lib, _ := filepath.Glob("/usr/lib/*/libnss_wrapper.so"); len(lib) > 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("libnss_wrapper.so is missing (install libnss-wrapper); CI=true requires this test to run")
+	}
+	t.Skip("libnss_wrapper.so is missing (install libnss-wrapper)")
+}
+
+// runReleaseCell sets up the cell's box and runs its command once.
+func runReleaseCell(t *testing.T, release string, setups chan struct{}, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
+	setups <- struct{}{}
+	h := newHarness(t)
+	// Every machine's sshd takes the release binary's login.
+	boxtest.Must(t, os.MkdirAll(h.State, 0o755))
+	boxtest.Must(t, os.WriteFile(filepath.Join(h.State, "release-login"), nil, 0o644))
+	initBox(t, h)
+	args := slices.Clone(d.args)
+	if d.prepare != nil {
+		if backup := d.prepare(t, h); backup != "" {
+			args[slices.Index(args, "BACKUP")] = backup
+		}
+	}
+	// Every machine's agent (a restore's candidate too) takes the case.
+	h.hostileAll(d.file, c)
+	<-setups
+
+	r := runRelease(t, h, release, args, d.follow)
+	cell := releaseCell{verb: verbKey(v), mode: mode, rssKiB: r.maxRSSKiB, wall: r.elapsed}
+	t.Logf("hermes-box %s: exit %d, peak RSS %.1f MiB, %v", strings.Join(d.args, " "), r.code, float64(r.maxRSSKiB)/1024, r.elapsed.Round(time.Millisecond))
+	limit := v.Deadline
+	if v.Idle > 0 && mode == "never-answers" {
+		limit = v.Idle
+	}
+	if d.follow {
+		limit = followFor
+	}
+	if bound := limit + 10*time.Second + d.lead; r.elapsed > bound {
+		t.Errorf("took %v, want at most %v", r.elapsed, bound)
+	}
+	if r.maxRSSKiB == 0 || r.maxRSSKiB > rssBudgetKiB {
+		t.Errorf("peak RSS %d KiB, want at most %d", r.maxRSSKiB, rssBudgetKiB)
+	}
+	expectSafeText(t, "stdout", r.stdout)
+	expectSafeText(t, "stderr", r.stderr)
+	out := r.stdout + r.stderr
+	named := strings.Contains(out, "did not answer agent "+v.Name())
+	switch {
+	case mode == "never-answers" && !d.follow && (!named || !strings.Contains(out, "hermes-box restart")):
+		t.Errorf("exit %d, want the verb and the next step named:\nstdout: %.2000s\nstderr: %.2000s", r.code, r.stdout, r.stderr)
+	case mode == "slow-drip" && named:
+		t.Errorf("a drip under the deadline was cut:\nstdout: %.2000s\nstderr: %.2000s", r.stdout, r.stderr)
+	}
+	return cell
+}
+
+// runRelease runs the release binary with args in h's project, without the
+// test hooks' variables, and measures it; a follow is interrupted after
+// followFor.
+func runRelease(t *testing.T, h *harness, release string, args []string, follow bool) result {
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, release, args...)
+	cmd.Env = slices.DeleteFunc(slices.Clone(h.Env), func(kv string) bool { return strings.HasPrefix(kv, "HBX_TEST_") })
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	boxtest.Must(t, cmd.Start())
+	stop, done := make(chan struct{}), make(chan struct{})
+	var hwm int64
+	go func() { defer close(done); hwm = watchHWM(cmd.Process.Pid, stop) }()
+	if follow {
+		time.AfterFunc(followFor, func() { cmd.Process.Signal(syscall.SIGINT) })
+	}
+	err := cmd.Wait()
+	close(stop)
+	<-done
+	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start), maxRSSKiB: hwm}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running the release hermes-box %v: %v", args, err)
+	}
+	return r
+}
+
+// releaseTable is the cells as a table, verbs by modes: peak RSS and time.
+func releaseTable(cells []releaseCell) string {
+	var b strings.Builder
+	b.WriteString("\n| verb |")
+	for _, m := range releaseModes {
+		b.WriteString(" " + m.name + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(releaseModes)) + "\n")
+	byVerb := map[string]map[string]releaseCell{}
+	for _, c := range cells {
+		if byVerb[c.verb] == nil {
+			byVerb[c.verb] = map[string]releaseCell{}
+		}
+		byVerb[c.verb][c.mode] = c
+	}
+	for _, v := range agent.Verbs {
+		row, ok := byVerb[verbKey(v)]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s |", verbKey(v))
+		for _, m := range releaseModes {
+			if c, ok := row[m.name]; ok {
+				fmt.Fprintf(&b, " %.1f MiB, %.0f s |", float64(c.rssKiB)/1024, c.wall.Seconds())
+			} else {
+				b.WriteString(" - |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
