@@ -79,10 +79,12 @@ var (
 		Stderr: maxEvents}
 	AuditRaw = &Verb{Argv: []string{"audit", "raw"}, Result: "audit log", Stream: true,
 		Stdout: maxAuditLog, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	// secrets set restarts the gateway (its stop wait, then its start).
 	SecretsSet = &Verb{Argv: []string{"secrets", "set"}, Stdin: true, Result: "protocol.SecretsStored",
-		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 3 * time.Minute}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	// netprobe runs its probes at once, each within the plan's timeout.
 	Netprobe = &Verb{Argv: []string{"netprobe"}, Stdin: true, Result: "netproof.Proof",
-		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: time.Minute}
 	ExecutorStatus = &Verb{Argv: []string{"executor", "status"}, Result: "protocol.ExecutorStatus",
 		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
 	ExecutorStatusSizes = &Verb{Argv: []string{"executor", "status", "--sizes"}, Result: "protocol.ExecutorStatus",

@@ -36,13 +36,16 @@ type releaseDriver struct {
 	file string
 	// args is the command; "BACKUP" stands for the backup prepare made.
 	args []string
-	// prepare readies the initialised box with the test build (no case
-	// is written yet); it returns the backup a restore needs, or "".
-	prepare func(t *testing.T, h *harness) string
+	// prepare readies the box with the test build before each cell (no
+	// case is written yet).
+	prepare func(t *testing.T, h *harness)
 	// lead is the command's own work before it calls the verb (a boot).
 	lead time.Duration
 	// follow runs the command until Ctrl-C, sent after followFor.
 	follow bool
+	// mutates says the command changes the box: after each cell the test
+	// build restarts it.
+	mutates bool
 }
 
 // releaseDrivers has an entry for every verb a command calls over the
@@ -55,12 +58,11 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 	agent.Logs:           {file: "logs", args: []string{"logs", "hermes"}},
 	agent.LogsFollow:     {file: "logs", args: []string{"logs", "-f", "hermes"}, follow: true},
 	agent.AuditRaw:       {file: "audit", args: []string{"audit"}},
-	agent.ServicesStop:   {file: "services.stop", args: []string{"stop"}},
-	agent.ServicesStart:  {file: "services.start", args: []string{"snapshot", "matrix"}},
-	agent.SnapshotWrite:  {file: "snapshot.write", args: []string{"snapshot", "matrix"}},
-	agent.SnapshotApply:  {file: "snapshot.apply", args: []string{"restore", "BACKUP"}, prepare: backupFirst, lead: 30 * time.Second},
-	agent.SecretsSet:     {file: "secrets.set", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second},
-	agent.Netprobe:       {file: "netprobe", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second},
+	agent.ServicesStop:   {file: "services.stop", args: []string{"stop"}, mutates: true},
+	agent.ServicesStart:  {file: "services.start", args: []string{"snapshot", "matrix"}, mutates: true},
+	agent.SnapshotWrite:  {file: "snapshot.write", args: []string{"snapshot", "matrix"}, mutates: true},
+	agent.SecretsSet:     {file: "secrets.set", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second, mutates: true},
+	agent.Netprobe:       {file: "netprobe", args: []string{"start"}, prepare: stopFirst, lead: 30 * time.Second, mutates: true},
 }
 
 // releaseElsewhere are the verbs no command of an initialised box calls
@@ -74,47 +76,47 @@ var releaseElsewhere = map[*agent.Verb]string{
 	agent.ExecutorRefresh:     "a box with the Executor enabled: agent TestHostileMatrix",
 	agent.ExecutorConnect:     "a box with the Executor enabled: agent TestHostileMatrix",
 	agent.SnapshotChunks:      "an incremental snapshot: agent TestHostileMatrix",
+	agent.SnapshotApply:       "restore applies through smolvm exec to a machine in restore mode, not the relay: agent TestHostileMatrix",
 	agent.Version:             "smolvm exec, not the relay: agent TestHostileMatrix",
 	agent.Netcheck:            "smolvm exec, not the relay: agent TestHostileMatrix",
 	agent.HostKeys:            "smolvm exec, not the relay: agent TestHostileMatrix",
 	agent.Provision:           "smolvm exec, not the relay: agent TestHostileMatrix",
 }
 
-func stopFirst(t *testing.T, h *harness) string {
-	mustRun(t, h, "stop")
-	return ""
-}
-
-func backupFirst(t *testing.T, h *harness) string {
-	return strings.TrimSpace(mustRun(t, h, "snapshot", "before").stdout)
-}
+func stopFirst(t *testing.T, h *harness) { mustRun(t, h, "stop") }
 
 // releaseModes are the matrix's modes; each is the test agent's case for
 // verb v.
+// The modes of a group share a box, in turn; the groups of a verb run in
+// parallel, so that the two long waits (a box that never answers, a drip)
+// overlap.
 var releaseModes = []struct {
-	name string
-	c    func(v *agent.Verb) string
+	name, group string
+	c           func(v *agent.Verb) string
 }{
-	{"escape", func(*agent.Verb) string { return "escape" }},
-	{"stdout-1GiB", func(*agent.Verb) string { return "flood-stdout" }},
-	{"stderr-1GiB", func(*agent.Verb) string { return "flood-stderr-line" }},
-	{"never-answers", func(*agent.Verb) string { return "hang" }},
+	{"escape", "quick", func(*agent.Verb) string { return "escape" }},
+	{"stdout-1GiB", "quick", func(*agent.Verb) string { return "flood-stdout" }},
+	{"stderr-1GiB", "quick", func(*agent.Verb) string { return "flood-stderr-line" }},
+	{"never-answers", "hang", func(*agent.Verb) string { return "hang" }},
 	// Just under the deadline; a verb with an idle deadline drips past it,
-	// a part every five eighths of it.
-	{"slow-drip", func(v *agent.Verb) string {
+	// a part every three eighths of it.
+	{"slow-drip", "drip", func(v *agent.Verb) string {
 		if v.Idle > 0 {
-			return fmt.Sprintf("drip:%v", v.Idle*5/2)
+			return fmt.Sprintf("drip:%v", v.Idle*3/2)
 		}
 		return fmt.Sprintf("drip:%v", v.Deadline-10*time.Second)
 	}},
-	{"10k-step-names", func(*agent.Verb) string { return "steps:10000" }},
+	{"10k-step-names", "quick", func(*agent.Verb) string { return "steps:10000" }},
 }
+
+// releaseGroups are the groups of releaseModes, in order.
+var releaseGroups = []string{"quick", "hang", "drip"}
 
 // followFor is how long the matrix follows a log before its Ctrl-C.
 const followFor = 5 * time.Second
 
-// releaseSetups bounds the cells that set their box up at once (init is
-// the matrix's CPU; the cells' waits overlap freely).
+// releaseSetups bounds the boxes set up at once (init is the matrix's CPU;
+// the cells' waits overlap freely).
 const releaseSetups = 4
 
 // releaseCell is one cell's figures.
@@ -124,9 +126,11 @@ type releaseCell struct {
 	wall       time.Duration
 }
 
-// TestHostileMatrixRelease runs the matrix: each cell a box of its own
-// (init with the test build), the verb's case written, then the release
-// binary's command. Each cell: peak RSS of hermes-box at most 64 MiB, wall
+// TestHostileMatrixRelease runs the matrix: a box per verb and group of
+// modes (init with the test build), those in parallel and the modes of a
+// group in turn: the
+// case written, the release binary's command, the case removed (and a
+// box the command changed restarted). Each cell: peak RSS of hermes-box at most 64 MiB, wall
 // time within the verb's deadline (its idle deadline for a box that never
 // answers) plus 10 s and the command's lead, no control byte in its
 // output; a box that never answers ends the command with an error naming
@@ -149,13 +153,24 @@ func TestHostileMatrixRelease(t *testing.T) {
 				}
 				continue
 			}
-			for _, m := range releaseModes {
-				t.Run(verbKey(v)+"/"+m.name, func(t *testing.T) {
+			for _, g := range releaseGroups {
+				t.Run(verbKey(v)+"/"+g, func(t *testing.T) {
 					t.Parallel()
-					c := runReleaseCell(t, release, setups, v, d, m.name, m.c(v))
-					mu.Lock()
-					cells = append(cells, c)
-					mu.Unlock()
+					setups <- struct{}{}
+					h := releaseBox(t)
+					<-setups
+					for _, m := range releaseModes {
+						if m.group != g {
+							continue
+						}
+						t.Run(m.name, func(t *testing.T) {
+							h.T = t
+							c := runReleaseCell(t, h, release, v, d, m.name, m.c(v))
+							mu.Lock()
+							cells = append(cells, c)
+							mu.Unlock()
+						})
+					}
 				})
 			}
 		}
@@ -179,25 +194,28 @@ func requireNSSWrapper(t *testing.T) {
 	t.Skip("libnss_wrapper.so is missing (install libnss-wrapper)")
 }
 
-// runReleaseCell sets up the cell's box and runs its command once.
-func runReleaseCell(t *testing.T, release string, setups chan struct{}, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
-	setups <- struct{}{}
+// releaseBox is an initialised box whose machines' sshd takes the release
+// binary's login.
+func releaseBox(t *testing.T) *harness {
 	h := newHarness(t)
-	// Every machine's sshd takes the release binary's login.
 	boxtest.Must(t, os.MkdirAll(h.State, 0o755))
 	boxtest.Must(t, os.WriteFile(filepath.Join(h.State, "release-login"), nil, 0o644))
 	initBox(t, h)
-	args := slices.Clone(d.args)
-	if d.prepare != nil {
-		if backup := d.prepare(t, h); backup != "" {
-			args[slices.Index(args, "BACKUP")] = backup
-		}
-	}
-	// Every machine's agent (a restore's candidate too) takes the case.
-	h.hostileAll(d.file, c)
-	<-setups
+	return h
+}
 
-	r := runRelease(t, h, release, args, d.follow)
+// runReleaseCell runs one cell on h's box and puts the box back.
+func runReleaseCell(t *testing.T, h *harness, release string, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
+	if d.prepare != nil {
+		d.prepare(t, h)
+	}
+	// Every machine's agent takes the case.
+	file := h.hostileAll(d.file, c)
+	r := runRelease(t, h, release, d.args, d.follow)
+	boxtest.Must(t, os.Remove(file))
+	if d.mutates {
+		mustRun(t, h, "restart")
+	}
 	cell := releaseCell{verb: verbKey(v), mode: mode, rssKiB: r.maxRSSKiB, wall: r.elapsed}
 	t.Logf("hermes-box %s: exit %d, peak RSS %.1f MiB, %v", strings.Join(d.args, " "), r.code, float64(r.maxRSSKiB)/1024, r.elapsed.Round(time.Millisecond))
 	limit := v.Deadline
