@@ -94,11 +94,11 @@ var releaseModes = []struct {
 	{"stdout-1GiB", "quick", func(*agent.Verb) string { return "flood-stdout" }},
 	{"stderr-1GiB", "quick", func(*agent.Verb) string { return "flood-stderr-line" }},
 	{"never-answers", "hang", func(*agent.Verb) string { return "hang" }},
-	// Just under the deadline; a verb with an idle deadline drips past it,
-	// a part every three eighths of it.
+	// Just under the deadline; a verb with an idle deadline drips past it
+	// (a part every third of it or so).
 	{"slow-drip", "drip", func(v *agent.Verb) string {
 		if v.Idle > 0 {
-			return fmt.Sprintf("drip:%v", v.Idle*3/2)
+			return fmt.Sprintf("drip:%v", v.Idle+10*time.Second)
 		}
 		return fmt.Sprintf("drip:%v", v.Deadline-10*time.Second)
 	}},
