@@ -3,7 +3,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,11 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/termsafe/termsafetest"
 )
 
 // The hostile matrix on the release build: every verb of the agent table
@@ -42,6 +41,10 @@ type releaseDriver struct {
 	// mutates says the command changes the box: after each cell the test
 	// build restarts it.
 	mutates bool
+	// hang is what the command says of a box that never answers the verb,
+	// when it goes on without it; "" is the door's error, which names the
+	// verb and the next step.
+	hang string
 }
 
 // releaseDrivers has an entry for every verb a command calls over the
@@ -54,9 +57,11 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 	agent.Logs:           {file: "logs", args: []string{"logs", "hermes"}},
 	agent.LogsFollow:     {file: "logs", args: []string{"logs", "-f", "hermes"}, follow: true},
 	agent.AuditRaw:       {file: "audit", args: []string{"audit"}},
-	agent.ServicesStop:   {file: "services.stop", args: []string{"stop"}, mutates: true},
-	agent.ServicesStart:  {file: "services.start", args: []string{"snapshot", "matrix"}, mutates: true},
-	agent.SnapshotWrite:  {file: "snapshot.write", args: []string{"snapshot", "matrix"}, mutates: true},
+	// stop waits 30 s for the services, then stops the machine anyway.
+	agent.ServicesStop: {file: "services.stop", args: []string{"stop"}, mutates: true,
+		hang: "could not stop the services gracefully"},
+	agent.ServicesStart: {file: "services.start", args: []string{"snapshot", "matrix"}, mutates: true},
+	agent.SnapshotWrite: {file: "snapshot.write", args: []string{"snapshot", "matrix"}, mutates: true},
 }
 
 // releaseElsewhere are the verbs no command of an initialised box calls
@@ -226,19 +231,21 @@ func runReleaseCell(t *testing.T, h *harness, release string, v *agent.Verb, d r
 	}
 	for _, o := range []struct {
 		what string
-		sink *safeSink
+		sink *termsafetest.Sink
 	}{{"stdout", r.out}, {"stderr", r.err}} {
-		if o.sink.bad != "" {
-			t.Errorf("%s carries %s:\n%.2000q", o.what, o.sink.bad, o.sink.head.String())
+		if o.sink.Bad() != "" {
+			t.Errorf("%s carries %s:\n%.2000q", o.what, o.sink.Bad(), o.sink.Head())
 		}
 	}
-	out := r.out.head.String() + r.err.head.String()
+	out := r.out.Head() + r.err.Head()
 	named := strings.Contains(out, "did not answer agent "+v.Name())
 	switch {
-	case mode == "never-answers" && !d.follow && (!named || !strings.Contains(out, "hermes-box restart")):
-		t.Errorf("exit %d, want the verb and the next step named:\nstdout: %.2000s\nstderr: %.2000s", r.code, r.out.head.String(), r.err.head.String())
+	case mode == "never-answers" && d.hang != "" && !strings.Contains(out, d.hang):
+		t.Errorf("exit %d, want %q:\nstdout: %.2000s\nstderr: %.2000s", r.code, d.hang, r.out.Head(), r.err.Head())
+	case mode == "never-answers" && d.hang == "" && !d.follow && (!named || !strings.Contains(out, "hermes-box restart")):
+		t.Errorf("exit %d, want the verb and the next step named:\nstdout: %.2000s\nstderr: %.2000s", r.code, r.out.Head(), r.err.Head())
 	case mode == "slow-drip" && named:
-		t.Errorf("a drip under the deadline was cut:\nstdout: %.2000s\nstderr: %.2000s", r.out.head.String(), r.err.head.String())
+		t.Errorf("a drip under the deadline was cut:\nstdout: %.2000s\nstderr: %.2000s", r.out.Head(), r.err.Head())
 	}
 	return cell
 }
@@ -246,7 +253,7 @@ func runReleaseCell(t *testing.T, h *harness, release string, v *agent.Verb, d r
 // releaseRun is one run of the release binary: its output seen as it came.
 type releaseRun struct {
 	code      int
-	out, err  *safeSink
+	out, err  *termsafetest.Sink
 	maxRSSKiB int64
 	elapsed   time.Duration
 }
@@ -259,7 +266,7 @@ func runRelease(t *testing.T, h *harness, release string, args []string, follow 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, release, args...)
 	cmd.Env = slices.DeleteFunc(slices.Clone(h.Env), func(kv string) bool { return strings.HasPrefix(kv, "HBX_TEST_") })
-	r := releaseRun{out: &safeSink{}, err: &safeSink{}}
+	r := releaseRun{out: &termsafetest.Sink{}, err: &termsafetest.Sink{}}
 	cmd.Stdout, cmd.Stderr = r.out, r.err
 	start := time.Now()
 	boxtest.Must(t, cmd.Start())
@@ -312,40 +319,4 @@ func releaseTable(cells []releaseCell) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// safeSink takes a process's output as it comes: it keeps the first 64 KiB
-// to show and notes the first character a terminal would obey (a control
-// other than newline and tab, DEL, a C1 control, a bidi control) or bytes
-// that are not UTF-8, without holding a flood.
-type safeSink struct {
-	head  bytes.Buffer
-	n     int64
-	carry []byte
-	bad   string
-}
-
-func (s *safeSink) Write(p []byte) (int, error) {
-	if s.head.Len() < 64<<10 {
-		s.head.Write(p[:min(len(p), 64<<10-s.head.Len())])
-	}
-	buf := append(s.carry, p...)
-	at := s.n - int64(len(s.carry))
-	s.n += int64(len(p))
-	for len(buf) > 0 && s.bad == "" && utf8.FullRune(buf) {
-		r, size := utf8.DecodeRune(buf)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			s.bad = fmt.Sprintf("bytes that are not UTF-8 at byte %d", at)
-		case (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) ||
-			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
-			s.bad = fmt.Sprintf("%U at byte %d", r, at)
-		}
-		buf, at = buf[size:], at+int64(size)
-	}
-	s.carry = append(s.carry[:0], buf...)
-	if s.bad != "" {
-		s.carry = s.carry[:0]
-	}
-	return len(p), nil
 }
