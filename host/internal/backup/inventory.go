@@ -40,8 +40,15 @@ type Entry struct {
 	Label   string    `json:"label"`
 	Machine string    `json:"machine"`
 	Created time.Time `json:"created"`
-	// Size is the bytes of its files.
+	// Size is the bytes of its files; for an incremental backup, the
+	// bytes of the files it holds (its parts' contents).
 	Size int64 `json:"size"`
+	// Added is what the backup added to the backups directory: a v2
+	// backup's files, an incremental backup's new chunks (stored size).
+	Added int64 `json:"added"`
+	// Incremental is a backup whose record names chunks in its machine's
+	// chunk store.
+	Incremental bool `json:"incremental,omitempty"`
 	// Verified is "verified" when every check of Verify passed (with
 	// Deep), "complete" when its files and manifest are present (without
 	// Deep), else "invalid" with Problem saying why.
@@ -108,6 +115,7 @@ func inspect(ctx context.Context, path string, deep bool, key ssh.PublicKey) Ent
 			e.Unsigned = e.Unsigned && f != FileSignature
 		}
 	}
+	e.Added = e.Size
 	var problem error
 	if deep {
 		v, err := Verify(ctx, path, Trust{Key: key, LegacyOK: true})
@@ -172,68 +180,4 @@ func parseName(name string) (machine, label string, created time.Time) {
 		return strings.Join(parts[:i], "-"), strings.Join(parts[i+2:], "-"), t.UTC()
 	}
 	return "", base, time.Time{}
-}
-
-// ErrLastGood is returned when a delete would remove the last good backup.
-var ErrLastGood = errors.New("refusing to delete the last good backup")
-
-// Delete removes the backup named name (a directory name in dir, with or
-// without its suffix, or its path). It refuses the last good backup of
-// its machine unless force is set, and refuses anything that does not
-// look like a backup. Another backup counts as good only when it passes
-// the full verification.
-func Delete(ctx context.Context, dir, name string, force bool, key ssh.PublicKey) (Entry, error) {
-	base := filepath.Base(strings.TrimSuffix(name, "/"))
-	if !strings.HasSuffix(base, Suffix) {
-		base += Suffix
-	}
-	entries, err := Inventory(ctx, dir, false, key)
-	if err != nil {
-		return Entry{}, err
-	}
-	i := slices.IndexFunc(entries, func(e Entry) bool { return e.Name == base })
-	if i < 0 {
-		return Entry{}, fmt.Errorf("no backup named %s in %s (run `hermes-box backups` to list them)", base, dir)
-	}
-	target := entries[i]
-	if target.Good() && !force {
-		if !anotherGood(ctx, entries, target, key) {
-			return target, fmt.Errorf("%w of %s, %s: pass --force to delete it anyway", ErrLastGood, target.Machine, target.Name)
-		}
-	}
-	if err := removeBackupDir(target.Path); err != nil {
-		return target, err
-	}
-	return target, nil
-}
-
-// anotherGood reports whether a backup of target's machine other than
-// target passes the full verification (signed by key, or unsigned).
-func anotherGood(ctx context.Context, entries []Entry, target Entry, key ssh.PublicKey) bool {
-	for _, e := range slices.Backward(entries) {
-		if e.Name == target.Name || !e.Good() || e.Machine != target.Machine {
-			continue
-		}
-		if _, err := Verify(ctx, e.Path, Trust{Key: key, LegacyOK: true}); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// removeBackupDir deletes a backup directory holding only regular files.
-func removeBackupDir(path string) error {
-	des, err := os.ReadDir(path)
-	if err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
-	}
-	for _, de := range des {
-		if de.IsDir() {
-			return fmt.Errorf("deleting %s: it holds a directory (%s), not a backup's files; delete it by hand", path, de.Name())
-		}
-	}
-	if err := os.RemoveAll(path); err != nil {
-		return fmt.Errorf("deleting %s: %w", path, err)
-	}
-	return nil
 }

@@ -90,15 +90,26 @@ func (e *backupRun) limits() backup.Limits {
 	return backup.Limits{MaxPart: e.box.cfg.SnapshotPartCap()}
 }
 
+// signer is the project key, which signs every backup: the pair of the
+// public key the backups are checked against.
+func (e *backupRun) signer() (ssh.Signer, error) {
+	path := e.box.cfg.SSHKeyPath()
+	signer, err := keys.LoadProjectKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("the project key signs every backup: %w", err)
+	}
+	if keys.Fingerprint(signer.PublicKey()) != e.finger {
+		return nil, fmt.Errorf("%s is %s, but %s.pub is %s", path, keys.Fingerprint(signer.PublicKey()), path, e.finger)
+	}
+	return signer, nil
+}
+
 // snapshot writes a backup signed with the project key.
 func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped bool) (string, error) {
 	cfg := e.box.cfg
-	signer, err := keys.LoadProjectKey(cfg.SSHKeyPath())
+	signer, err := e.signer()
 	if err != nil {
-		return "", fmt.Errorf("snapshot: the project key signs every backup: %w", err)
-	}
-	if keys.Fingerprint(signer.PublicKey()) != e.finger {
-		return "", fmt.Errorf("snapshot: %s is %s, but %s.pub is %s", cfg.SSHKeyPath(), keys.Fingerprint(signer.PublicKey()), cfg.SSHKeyPath(), e.finger)
+		return "", fmt.Errorf("snapshot: %w", err)
 	}
 	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
 	return s.Run(ctx)

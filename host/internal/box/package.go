@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/buildinfo"
 	"github.com/hermes-box/hermes-box/shared/filenames"
@@ -38,7 +39,7 @@ func Package(ctx context.Context, b *Box, label, from string, legacyOK bool) (st
 				return err
 			}
 		}
-		staged, err := backup.Stage(ctx, src, b.cfg.StateDir(), env.trust(legacyOK), env.limits())
+		staged, err := backupset.Stage(ctx, src, b.cfg.StateDir(), env.trust(legacyOK), env.limits(), env.signer)
 		if err != nil {
 			return err
 		}

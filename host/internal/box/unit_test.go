@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/health"
@@ -205,5 +206,28 @@ func TestStartSecretsOnlyForTheBox(t *testing.T) {
 	t.Setenv("HBX_UNIT_SECRET", "")
 	if _, _, err := startSecrets(b, "hermes-box"); err == nil || !strings.Contains(err.Error(), `"HBX_UNIT_SECRET"`) {
 		t.Fatalf("missing host variable: %v", err)
+	}
+}
+
+// TestStateExitCode holds status's exit statuses to README's table.
+func TestStateExitCode(t *testing.T) {
+	for state, want := range map[string]int{StateHealthy: 0, StateDegraded: 1, StateUnhealthy: 1, StateStopped: 3, StateMissing: 4} {
+		if got := StateExitCode(state); got != want {
+			t.Errorf("%s exits %d, want %d", state, got, want)
+		}
+	}
+}
+
+// TestNeedsRecovery: an interrupted cut-over and an unsettled snapshot
+// leave work for the next command; other errors do not.
+func TestNeedsRecovery(t *testing.T) {
+	for err, want := range map[error]bool{
+		fmt.Errorf("restore: %w", backup.ErrInterrupted): true,
+		fmt.Errorf("snapshot: %w", backup.ErrNotSettled): true,
+		errors.New("restore failed"):                     false,
+	} {
+		if NeedsRecovery(err) != want {
+			t.Errorf("NeedsRecovery(%v) = %v", err, !want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ package boxtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -156,6 +157,8 @@ func New(t testing.TB, conf ...string) *Project {
 		"HERMES_BOX_PROJECT_ROOT="+p.Root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+p.SSHD.User,
 		"HBX_TEST_RELAY_COMMAND="+GuestRelayCommand,
+		// doctor probes the fake's LAN (TEST-NET-1), never the real one.
+		"HBX_TEST_LAN_GATEWAY=192.0.2.1",
 		// The stand-in Hermes has no approval gate to provision.
 		"HBX_TEST_NO_GATE=stand-in",
 	)
@@ -303,6 +306,24 @@ func (p *Project) StopMachines() {
 		}
 		cancel()
 	}
+}
+
+// GuestExec runs a command in a machine through the fake smolvm (not
+// recorded), with stdin.
+func (p *Project) GuestExec(name, stdin string, argv ...string) string {
+	p.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	args := append([]string{"machine", "exec", "-i", "--name", name, "--"}, argv...)
+	cmd := exec.CommandContext(ctx, bins.Smolvm, args...)
+	cmd.Env = append(append([]string(nil), p.Env...), "FAKESMOLVM_LOG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		p.T.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
+	}
+	return out.String()
 }
 
 // ReadFile reads p or fails the test.

@@ -1,7 +1,6 @@
 package chunkstore
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
@@ -20,9 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/pgzip"
-
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // The box benchmark's tree is shaped like a real box: a root file system
@@ -36,7 +34,8 @@ func boxBenchMB() int {
 	return 2048
 }
 
-// genBox writes the tree below dir (rootfs/ and workspace/).
+// genBox writes the tree below dir as a box's root: the root file system
+// at dir, the workspace at dir/workspace.
 func genBox(dir string, mb int) error {
 	g := &boxGen{rng: rand.New(rand.NewPCG(28, 1))}
 	g.pool = g.text(64 << 20)
@@ -47,10 +46,10 @@ func genBox(dir string, mb int) error {
 		min, max int
 		noise    float64 // share of random bytes
 	}{
-		{"rootfs/usr/share/doc/pkg%03d", 0.20, 200, 6 << 10, 0},
-		{"rootfs/usr/lib/node_modules/mod%04d", 0.45, 300, 8 << 10, 0},
-		{"rootfs/opt/venv/lib/python3.12/site-packages/pkg%03d", 0.25, 500, 16 << 10, 0.05},
-		{"rootfs/usr/lib/x86_64-linux-gnu/lib%03d", 0.08, 20 << 10, 400 << 10, 0.6},
+		{"usr/share/doc/pkg%03d", 0.20, 200, 6 << 10, 0},
+		{"usr/lib/node_modules/mod%04d", 0.45, 300, 8 << 10, 0},
+		{"opt/venv/lib/python3.12/site-packages/pkg%03d", 0.25, 500, 16 << 10, 0.05},
+		{"usr/lib/x86_64-linux-gnu/lib%03d", 0.08, 20 << 10, 400 << 10, 0.6},
 		{"workspace/work/src/dir%03d", 0.02, 500, 20 << 10, 0},
 	}
 	for _, c := range classes {
@@ -158,7 +157,11 @@ func change1pct(dir string) error {
 	g := &boxGen{rng: rand.New(rand.NewPCG(28, 2))}
 	g.pool = g.text(8 << 20)
 	i := 0
+	cache := filepath.Join(dir, boxlayout.InRoot(boxlayout.CacheDir))
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p == cache {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -207,78 +210,69 @@ func (g *boxGen) edit(data []byte) []byte {
 	return out
 }
 
-// tarSource streams the parts of the tree below root as the agent does:
-// a gzip tar (pgzip, default level) of rootfs/ and of workspace/.
-func tarSource(root string) backup.PartSource {
+// agentWrite is the v2 snapshot's source: the agent's `snapshot write
+// PART` of the box whose root is root (a gzip tar of the part).
+func agentWrite(agent, root string) backup.PartSource {
 	return func(ctx context.Context, part string, w io.Writer) error {
-		zw, err := pgzip.NewWriterLevel(w, pgzip.DefaultCompression)
-		if err != nil {
-			return err
-		}
-		if err := zw.SetConcurrency(1<<20, 2*runtime.GOMAXPROCS(0)); err != nil {
-			return err
-		}
-		tw := tar.NewWriter(zw)
-		base := filepath.Join(root, part)
-		err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(base, p)
-			hdr, err := tar.FileInfoHeader(fi, "")
-			if err != nil {
-				return err
-			}
-			hdr.Name = filepath.ToSlash(rel)
-			if d.IsDir() {
-				hdr.Name += "/"
-				if rel == "." {
-					hdr.Name = "./"
-				}
-				return tw.WriteHeader(hdr)
-			}
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(tw, f)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if err := tw.Close(); err != nil {
-			return err
-		}
-		return zw.Close()
+		cmd := exec.CommandContext(ctx, agent, "--root", root, "snapshot", "write", part)
+		cmd.Stdout = w
+		return runAgent(cmd)
 	}
 }
 
+// agentChunks is the incremental snapshot's source: the agent's
+// `snapshot chunks PART` (the held chunk ids on its stdin, the chunks the
+// host lacks on its stdout), with its cache of the last snapshot.
+func agentChunks(agent, root string) ChunkSource {
+	return func(ctx context.Context, part string, held io.Reader, w io.Writer) error {
+		cmd := exec.CommandContext(ctx, agent, "--root", root, "snapshot", "chunks", part)
+		cmd.Stdin, cmd.Stdout = held, w
+		return runAgent(cmd)
+	}
+}
+
+func runAgent(cmd *exec.Cmd) error {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%v: %w: %s", cmd.Args, err, stderr.Bytes())
+	}
+	return nil
+}
+
+// buildAgent builds the agent as a release builds it.
+func buildAgent(dir string) (string, error) {
+	out := filepath.Join(dir, "hermes-box-agent")
+	cmd := exec.Command("go", "build", "-o", out, "./guest-agent")
+	cmd.Dir = filepath.Join("..", "..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the agent: %w: %s", err, b)
+	}
+	return out, nil
+}
+
 var (
-	boxOnce sync.Once
-	boxDir  string
-	boxErr  error
+	boxOnce  sync.Once
+	boxDir   string
+	boxAgent string
+	boxErr   error
 )
 
-// pristineBox generates the tree once per process.
-func pristineBox(b *testing.B) string {
+// pristineBox generates the tree and builds the agent once per process.
+func pristineBox(b *testing.B) (dir, agent string) {
 	boxOnce.Do(func() {
 		if boxDir, boxErr = os.MkdirTemp("", "hb-store-bench-"); boxErr == nil {
 			boxErr = genBox(filepath.Join(boxDir, "pristine"), boxBenchMB())
+		}
+		if boxErr == nil {
+			boxAgent, boxErr = buildAgent(boxDir)
 		}
 	})
 	if boxErr != nil {
 		b.Fatal(boxErr)
 	}
-	return boxDir
+	return boxDir, boxAgent
 }
 
 // peakHeap samples the live heap every 5 ms while f runs and returns the
@@ -328,15 +322,18 @@ func timed(f func() error) (float64, error) {
 }
 
 // BenchmarkIncrementalBox runs the issue's scenario on the box-shaped
-// tree: a v2 snapshot and an incremental one of the tree, the 1% change,
-// again both, and restic's two backups of the same; then a restore of
-// each (the v2 backup staged; the incremental one materialized, then
-// staged). Every backup is checked: the incremental ones verify reading
-// all data and their restore verifies as a v2 backup.
+// tree, each snapshot through the real agent (built as a release builds
+// it, run on the tree as its root): a v2 snapshot (`snapshot write`, into
+// backup.Write) and an incremental one (`snapshot chunks` with its cache
+// and the held-chunk exchange, into Ingest), the 1% change, again both,
+// and restic's two backups of the same tree; then a restore of each (the
+// v2 backup staged; the incremental one materialized, then staged). The
+// incremental restore must give the v2 restore's root file system
+// listing.
 func BenchmarkIncrementalBox(b *testing.B) {
-	base := pristineBox(b)
+	base, agent := pristineBox(b)
 	for b.Loop() {
-		m, err := runBox(b, base)
+		m, err := runBox(b, base, agent)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -346,7 +343,7 @@ func BenchmarkIncrementalBox(b *testing.B) {
 	}
 }
 
-func runBox(b *testing.B, base string) (map[string]float64, error) {
+func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 	ctx := context.Background()
 	work := b.TempDir()
 	box := filepath.Join(work, "box")
@@ -365,14 +362,17 @@ func runBox(b *testing.B, base string) (map[string]float64, error) {
 		}
 		mt := meta(len(gen))
 		before := dirSize(v2Dir)
-		t, err := timed(func() (err error) { v2Last, err = backup.Write(ctx, v2Dir, mt, tarSource(box)); return err })
+		t, err := timed(func() (err error) { v2Last, err = backup.Write(ctx, v2Dir, mt, agentWrite(agent, box)); return err })
 		if err != nil {
 			return nil, fmt.Errorf("v2 %s: %w", gen, err)
 		}
 		m["v2-"+gen+"-s"], m["v2-"+gen+"-MB"] = t, float64(dirSize(v2Dir)-before)/1e6
 		var rec *Record
 		start := time.Now()
-		peak, err := peakHeap(func() (err error) { incLast, rec, err = Snapshot(ctx, incDir, mt, tarSource(box)); return err })
+		peak, err := peakHeap(func() (err error) {
+			incLast, rec, err = Ingest(ctx, incDir, mt, agentChunks(agent, box), nil)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("incremental %s: %w", gen, err)
 		}
@@ -460,7 +460,8 @@ func newRestic(b *testing.B, repo string) *resticRepo {
 // backup runs `restic backup` of dir and returns its time and the bytes
 // it added to the repository (its summary's data_added).
 func (r *resticRepo) backup(ctx context.Context, dir string) (float64, float64, error) {
-	cmd := exec.CommandContext(ctx, "restic", "backup", "--repo", r.repo, "--json", dir)
+	cmd := exec.CommandContext(ctx, "restic", "backup", "--repo", r.repo, "--json",
+		"--exclude", filepath.Join(dir, boxlayout.InRoot(boxlayout.CacheDir)), dir)
 	cmd.Env = r.env
 	var out []byte
 	t, err := timed(func() (err error) { out, err = cmd.Output(); return err })

@@ -2,7 +2,9 @@ package chunkstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,4 +60,22 @@ func Collect(ctx context.Context, backupsDir, machine string, t backup.Trust) (G
 		}
 	}
 	return s.GC(m)
+}
+
+// Machines are the machines that have a store below backupsDir.
+func Machines(backupsDir string) ([]string, error) {
+	des, err := os.ReadDir(filepath.Join(backupsDir, storesDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing chunk stores: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		if de.IsDir() {
+			out = append(out, de.Name())
+		}
+	}
+	return out, nil
 }

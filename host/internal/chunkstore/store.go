@@ -95,18 +95,45 @@ func Open(dir string) (*Store, error) {
 	return open(dir, true)
 }
 
+// OpenReader opens the existing store in dir to read it, without the
+// operation lock: it creates nothing and leaves temp files alone (a
+// writer may be at work).
+func OpenReader(dir string) (*Store, error) {
+	for _, d := range []string{packsDir, indexDir} {
+		if fi, err := os.Stat(filepath.Join(dir, d)); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("opening chunk store: %s is not a store's directory", dir)
+		}
+	}
+	s, err := newStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(dir string) (*Store, error) {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(4*MaxChunk), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		return nil, fmt.Errorf("opening chunk store: %w", err)
+	}
+	return &Store{dir: dir, dec: dec, files: map[uint32]*os.File{}}, nil
+}
+
 func open(dir string, load bool) (*Store, error) {
 	for _, d := range []string{dir, filepath.Join(dir, packsDir), filepath.Join(dir, indexDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("opening chunk store: %w", err)
 		}
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(4*MaxChunk), zstd.WithDecodeAllCapLimit(true))
+	s, err := newStore(dir)
 	if err != nil {
-		return nil, fmt.Errorf("opening chunk store: %w", err)
+		return nil, err
 	}
-	s := &Store{dir: dir, dec: dec, files: map[uint32]*os.File{}}
 	if err := s.removeTemps(); err != nil {
 		s.Close()
 		return nil, err

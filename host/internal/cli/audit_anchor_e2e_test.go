@@ -30,9 +30,9 @@ func auditStatus(t *testing.T, h *harness) health.Check {
 func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit")
-	h.guestExec(boxtest.Machine, auditChain("approve", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("approve", "deny", "approve"), "/usr/bin/tee", gateLog)
 	for _, c := range []string{"then-exit-1", "then-pad"} {
 		t.Run(c, func(t *testing.T) {
 			h.T = t
@@ -50,7 +50,7 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 	}
 	h.T = t
 	// The original log still extends the anchor: it never moved.
-	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit", "--verify")
 }
 
@@ -61,12 +61,12 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 func TestAuditAnchorTravelsWithBackups(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	older := strings.TrimSpace(mustRun(t, h, "snapshot", "older").stdout)
 	if !strings.Contains(string(boxtest.ReadFile(t, filepath.Join(older, "manifest.txt"))), `audit_anchor={"count":3,`) {
 		t.Errorf("the backup's manifest carries no anchor of 3 lines:\n%s", boxtest.ReadFile(t, filepath.Join(older, "manifest.txt")))
 	}
-	h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve", "deny", "deny"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve", "deny", "deny"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit") // anchored at 5 lines
 
 	r := mustRun(t, h, "restore", older)
@@ -90,9 +90,9 @@ func TestAuditAnchorTravelsWithBackups(t *testing.T) {
 	}
 
 	// A break dealt with: the user resets the anchor, on the record.
-	h.guestExec(boxtest.Machine, auditChain("deny", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("deny", "approve"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit")
-	h.guestExec(boxtest.Machine, auditChain("approve", "approve"), "/usr/bin/tee", gateLog)
+	h.GuestExec(boxtest.Machine, auditChain("approve", "approve"), "/usr/bin/tee", gateLog)
 	if r := h.run("audit", "--verify"); r.code != 1 {
 		t.Fatalf("audit --verify of a rewritten log: exit %d", r.code)
 	}

@@ -17,7 +17,7 @@ func TestAuditThroughTheRelay(t *testing.T) {
 	if !strings.Contains(r.stdout, `"ok":true`) || !strings.Contains(r.stdout, `"entries":0`) {
 		t.Errorf("audit --json of an empty log: %s", r.stdout)
 	}
-	h.guestExec(boxtest.Machine, "{\"not\":\"a record\"}\n", "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
+	h.GuestExec(boxtest.Machine, "{\"not\":\"a record\"}\n", "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
 	r = h.run("audit", "--verify")
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "line 1") {
 		t.Errorf("audit --verify of a tampered log exited %d:\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

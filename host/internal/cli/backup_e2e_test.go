@@ -2,42 +2,21 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
-// guestExec runs a command in a machine through the fake smolvm (not
-// recorded), with stdin.
-func (h *harness) guestExec(name, stdin string, argv ...string) string {
-	h.T.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	args := append([]string{"machine", "exec", "-i", "--name", name, "--"}, argv...)
-	cmd := exec.CommandContext(ctx, bins.Smolvm, args...)
-	cmd.Env = append(append([]string(nil), h.Env...), "FAKESMOLVM_LOG=")
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		h.T.Fatalf("smolvm %v: %v\n%s", args, err, out.String())
-	}
-	return out.String()
-}
-
 const note = "/workspace/work/note.txt"
 
-func (h *harness) writeNote(text string) { h.guestExec(boxtest.Machine, text, "/usr/bin/tee", note) }
+func (h *harness) writeNote(text string) { h.GuestExec(boxtest.Machine, text, "/usr/bin/tee", note) }
 
 func (h *harness) readNote() string {
 	h.T.Helper()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -18,17 +19,21 @@ func newBackupsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "backups",
 		Aliases: []string{"backup"},
-		Short:   "List the backups: label, time, size, machine, verified state",
+		Short:   "List the backups: label, time, size, what each added, machine, verified state",
 		Long: "backups lists the backups in the backups directory, oldest first. Without --verify a backup is\n" +
-			"\"complete\" when its files and manifest are present; with --verify its signature is checked against\n" +
-			"the project key, every checksum is read, and it is \"verified\", \"unsigned\" (made before backups were\n" +
-			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason).",
+			"\"complete\" when its files and manifest (an incremental backup: its signed record) are present; with\n" +
+			"--verify its signature is checked against the project key, every checksum is read (an incremental\n" +
+			"backup: every chunk it names is held), and it is \"verified\", \"unsigned\" (made before backups were\n" +
+			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason); --read-data also reads and\n" +
+			"re-hashes every chunk. SIZE is the backup's own size (an incremental backup: the bytes of its files),\n" +
+			"ADDED what it added to the disk (an incremental backup: the new chunks it stored).",
 		Args: cobra.NoArgs,
 		RunE: backupsAction,
 	}
 	cmd.Flags().Bool("json", false, "print the list as JSON")
-	cmd.Flags().Bool("verify", false, "verify every backup fully (reads every byte)")
-	cmd.AddCommand(newBackupsDeleteCommand())
+	cmd.Flags().Bool("verify", false, "verify every backup fully (reads every byte; every chunk of an incremental backup held)")
+	cmd.Flags().Bool("read-data", false, "verify, and read and re-hash every chunk of the incremental backups")
+	cmd.AddCommand(newBackupsDeleteCommand(), newBackupsPruneCommand(), newBackupsRepairCommand(), newBackupsExportCommand())
 	return cmd
 }
 
@@ -38,7 +43,8 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	deep, _ := cmd.Flags().GetBool("verify")
-	entries, err := box.Backups(cmd.Context(), b, deep)
+	readData, _ := cmd.Flags().GetBool("read-data")
+	entries, err := box.ListBackups(cmd.Context(), b, deep, readData)
 	if err != nil {
 		return err
 	}
@@ -76,7 +82,7 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tLABEL\tCREATED\tSIZE\tMACHINE\tSTATE")
+	fmt.Fprintln(tw, "NAME\tLABEL\tCREATED\tSIZE\tADDED\tMACHINE\tSTATE")
 	for _, e := range entries {
 		created := "-"
 		if !e.Created.IsZero() {
@@ -89,7 +95,10 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 		if e.Problem != "" {
 			state += ": " + e.Problem
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Label, created, progress.Bytes(e.Size), e.Machine, state)
+		if e.Incremental {
+			state = "incremental, " + state
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Label, created, progress.Bytes(e.Size), progress.Bytes(e.Added), e.Machine, state)
 	}
 	return tw.Flush()
 }
@@ -107,16 +116,24 @@ func newBackupsDeleteCommand() *cobra.Command {
 				return err
 			}
 			force, _ := cmd.Flags().GetBool("force")
-			var e box.BackupEntry
+			var d backupset.Deleted
 			err = box.Locked(b, func() error {
 				var derr error
-				e, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
+				d, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
 				return derr
 			})
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", e.Path, progress.Bytes(e.Size))
+			freed := d.Size
+			if d.Incremental {
+				freed = 0
+				if d.Collected != nil {
+					freed = d.Collected.BytesFreed
+				}
+			}
+			warnNotCollected(cmd, d.NotCollected)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s freed)\n", d.Path, progress.Bytes(freed))
 			return err
 		},
 	}

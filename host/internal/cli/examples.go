@@ -41,7 +41,13 @@ hermes-box logs -n 500 hermes`,
 	"backups": `hermes-box backups
 hermes-box backups --json | jq -r '.[] | select(.verified != "invalid") | .path'
 hermes-box backups --verify          # read every checksum
+hermes-box backups --read-data       # also re-hash every chunk of the incremental backups
 hermes-box backups delete hermes-box-20260102-030405-manual`,
+	"backups prune": `hermes-box backups prune --keep-last 3 --keep-daily 7 --keep-weekly 4 --dry-run
+hermes-box backups prune --keep-daily 7 --keep-weekly 4`,
+	"backups repair": "hermes-box backups repair            # after the chunk store's index was lost",
+	"backups export": `hermes-box backups export hermes-box-20260102-030405-manual
+tar -xf backups/hermes-box-export-hermes-box-20260102-030405-manual.tar -C /other/data/backups`,
 	"backups delete": `hermes-box backups delete hermes-box-20260102-030405-manual
 hermes-box backups delete --force hermes-box-20260102-030405-manual   # even the last good one`,
 	"restore": `hermes-box restore hermes-box-20260102-030405-manual     # a name hermes-box backups prints

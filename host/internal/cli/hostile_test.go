@@ -127,7 +127,7 @@ func TestHostileEscapes(t *testing.T) {
 	// A gated command that carries escapes, in a valid chain: audit shows
 	// it made visible.
 	h.peaceful()
-	h.guestExec(boxtest.Machine, auditChainOf(hostilePayload), "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
+	h.GuestExec(boxtest.Machine, auditChainOf(hostilePayload), "/usr/bin/tee", "/workspace/hermes-home/logs/gate-audit.jsonl")
 	r = h.run("audit")
 	expectSafeText(t, "audit stdout", r.stdout)
 	if r.code != 0 || !strings.Contains(r.stdout, `\x1b]52;c;`) {
@@ -251,11 +251,11 @@ func TestHostileAuditRewrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			initBox(t, h)
-			h.guestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", log)
+			h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", log)
 			mustRun(t, h, "audit") // the host records the head
 			// The new log is a valid chain in itself: the box's own
 			// verifier is content (guest-agent TestAuditVerb).
-			h.guestExec(boxtest.Machine, tc.log, "/usr/bin/tee", log)
+			h.GuestExec(boxtest.Machine, tc.log, "/usr/bin/tee", log)
 			r := h.run("audit", "--verify")
 			want := fmt.Sprintf("line %d", tc.line)
 			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {

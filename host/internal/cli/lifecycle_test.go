@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
@@ -91,129 +90,6 @@ func TestInitJSONProgress(t *testing.T) {
 	}
 	if steps != 1 {
 		t.Errorf("the agent's step events were not passed on as JSON (%d)", steps)
-	}
-}
-
-func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
-	h := newHarness(t)
-	h.Seed("netcheck-fail", "16") // all 15 probes of boot 1 and the first of boot 2
-	r := h.run("init")
-	if r.code != 0 {
-		t.Fatalf("init exited %d: %s", r.code, r.stderr)
-	}
-	const netcheck = "machine exec --stream --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
-	var want []string
-	for _, c := range h.InitCalls() {
-		if c != netcheck {
-			want = append(want, c)
-			continue
-		}
-		for range 15 {
-			want = append(want, netcheck)
-		}
-		want = append(want, "machine stop --name hermes-builder", "machine update --name hermes-builder --net",
-			"machine start --name hermes-builder", "machine status --name hermes-builder --json", netcheck, netcheck)
-	}
-	boxtest.ExpectCalls(t, r.calls, want)
-	if !strings.Contains(r.stderr, "builder network unavailable after boot 1/3") {
-		t.Errorf("no warning about the restart:\n%s", r.stderr)
-	}
-}
-
-func TestInitGivesUpAfterThreeBoots(t *testing.T) {
-	h := newHarness(t)
-	h.Seed("netcheck-fail", "1000")
-	r := h.run("init")
-	if r.code == 0 || !strings.Contains(r.stderr, "has no usable IPv4 route or DNS after 3 boots") {
-		t.Fatalf("init exited %d: %s", r.code, r.stderr)
-	}
-	n := 0
-	for _, l := range boxtest.Lines(r.calls) {
-		if strings.HasSuffix(l, "hermes-box-agent netcheck") {
-			n++
-		}
-	}
-	if n != 45 {
-		t.Errorf("%d netchecks, want 3 boots × 15", n)
-	}
-	checkBuilderDeleted(t, h, r)
-}
-
-// checkBuilderDeleted wants the builder deleted at the end of the run and
-// no runtime box left.
-func checkBuilderDeleted(t *testing.T, h *harness, r result) {
-	t.Helper()
-	ls := boxtest.Lines(r.calls)
-	// The builder exists once its create succeeded, which the next call
-	// to it (update --net) shows.
-	created := slices.Contains(ls, "machine update --name hermes-builder --net")
-	deleted := slices.Contains(ls, "machine delete --name hermes-builder --force")
-	if created && !deleted {
-		t.Errorf("the builder was not deleted:\n  %s", strings.Join(ls, "\n  "))
-	}
-	if _, ok := h.Machines()[boxtest.Builder]; ok {
-		t.Errorf("the builder still exists: %v", h.Machines())
-	}
-}
-
-func TestInitFailurePaths(t *testing.T) {
-	tests := []struct {
-		name    string
-		fail    string // fake smolvm fail rule
-		seed    string // .testagent file to create
-		env     []string
-		code    int
-		message string
-		keepBox bool // the runtime machine is kept (first start failed)
-	}{
-		{name: "builder create", fail: "machine create@hermes-builder", code: 1, message: "injected failure"},
-		{name: "builder update", fail: "machine update@hermes-builder#1", code: 1, message: "smolvm machine update hermes-builder"},
-		{name: "builder start", fail: "machine start@hermes-builder#1", code: 1, message: "smolvm machine start hermes-builder"},
-		{name: "agent copy", fail: "machine cp@hermes-builder#1", code: 1, message: "smolvm machine cp hermes-builder"},
-		{name: "provision", seed: "provision-fail", code: 3, message: "agent provision exited with status 3"},
-		{name: "builder stop", fail: "machine stop@hermes-builder#1", code: 1, message: "smolvm machine stop hermes-builder"},
-		{name: "pack", fail: "pack create", code: 1, message: "smolvm pack create hermes-builder"},
-		{name: "runtime create", fail: "machine create@hermes-box", code: 1, message: "smolvm machine create hermes-box"},
-		{name: "layers evicted", env: []string{"FAKESMOLVM_PACK_SIZE=" + "20000000000"}, code: 1, message: "extraction cache evicted them"},
-		{name: "first start", fail: "machine start@hermes-box#1", code: 1, message: "was kept (stopped)", keepBox: true},
-		{name: "host key", fail: "machine exec@hermes-box#1", code: 1, message: "hostkeys exited with status 1", keepBox: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.Extra = append([]string{"FAKESMOLVM_FAIL=" + tt.fail}, tt.env...)
-			if tt.seed != "" {
-				h.Seed(tt.seed, "yes")
-			}
-			r := h.run("init")
-			if r.code != tt.code || !strings.Contains(r.stderr, tt.message) {
-				t.Fatalf("init exited %d, want %d with %q:\n%s", r.code, tt.code, tt.message, r.stderr)
-			}
-			checkBuilderDeleted(t, h, r)
-			state, kept := h.Machines()[boxtest.Machine]
-			if kept != tt.keepBox {
-				t.Errorf("runtime machine kept=%v (%q), want %v", kept, state, tt.keepBox)
-			}
-			if tt.keepBox && (state == "running" || !strings.Contains(r.stderr, "hermes-box start")) {
-				t.Errorf("a kept box must be stopped (%s) and the message must say how to resume:\n%s", state, r.stderr)
-			}
-			if tt.name == "layers evicted" && !slices.Contains(boxtest.Lines(r.calls), "machine data-dir --name hermes-box") {
-				t.Errorf("the marker was not checked")
-			}
-		})
-	}
-}
-
-func TestNetworkModesRefused(t *testing.T) {
-	for _, mode := range []string{"none", "strict"} {
-		t.Run(mode, func(t *testing.T) {
-			h := newHarness(t, "HERMES_BOX_NETWORK_MODE="+mode)
-			r := h.run("init")
-			if r.code != 1 || !strings.Contains(r.stderr, "HERMES_BOX_NETWORK_MODE="+mode+" is refused on smolvm 1.0.4: that release drops --allow-host") {
-				t.Fatalf("init exited %d: %s", r.code, r.stderr)
-			}
-			boxtest.ExpectCalls(t, r.calls, append([]string{"--version"}, h.HelpCalls()...))
-		})
 	}
 }
 
@@ -378,45 +254,6 @@ func TestStartRefusesWideListener(t *testing.T) {
 
 // TestOperationLock holds the lock: mutating commands refuse and leave stale
 // artifacts alone; once it is free, the next command reaps them.
-func TestOperationLock(t *testing.T) {
-	h := newHarness(t)
-	stale := filepath.Join(h.Root, "images", "hermes-base.tmp-4242.smolmachine")
-	keep := filepath.Join(h.Root, "images", "hermes-base.tmp-x.smolmachine")
-	h.Write("images/hermes-base.tmp-4242.smolmachine", "partial")
-	h.Write("images/hermes-base.tmp-x.smolmachine", "not ours")
-	boxtest.Must(t, os.MkdirAll(filepath.Join(h.Root, "state"), 0o700))
-	lf, err := os.OpenFile(filepath.Join(h.Root, "state", "operation.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	boxtest.Must(t, err)
-	boxtest.Must(t, syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
-	for _, cmd := range []string{"init", "start", "stop", "restart", "destroy"} {
-		args := []string{cmd}
-		if cmd == "destroy" {
-			args = append(args, "--force")
-		}
-		r := h.run(args...)
-		if r.code != 1 || !strings.Contains(r.stderr, "another hermes-box operation is in progress") {
-			t.Errorf("%s under a held lock: %d %s", cmd, r.code, r.stderr)
-		}
-		if len(r.calls) != 0 {
-			t.Errorf("%s called smolvm under a held lock: %v", cmd, boxtest.Lines(r.calls))
-		}
-	}
-	if _, err := os.Stat(stale); err != nil {
-		t.Fatalf("a stale artifact was reaped without the lock: %v", err)
-	}
-	lf.Close()
-	r := h.run("stop")
-	if !strings.Contains(r.stderr, "does not exist") {
-		t.Errorf("stop without a box: %d %s", r.code, r.stderr)
-	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("the stale artifact was not reaped: %v", err)
-	}
-	if _, err := os.Stat(keep); err != nil {
-		t.Errorf("a file that only looks stale was removed: %v", err)
-	}
-}
-
 func TestHelpAndCompletion(t *testing.T) {
 	h := newHarness(t)
 	r := h.run("--help")
