@@ -22,6 +22,7 @@ const (
 	keyStorageGB       = "HERMES_BOX_STORAGE_GB"
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
+	keySnapshotIncr    = "HERMES_BOX_SNAPSHOT_INCREMENTAL"
 	keyPruneKeepLast   = "HERMES_BOX_PRUNE_KEEP_LAST"
 	keyPruneKeepDaily  = "HERMES_BOX_PRUNE_KEEP_DAILY"
 	keyPruneKeepWeekly = "HERMES_BOX_PRUNE_KEEP_WEEKLY"
@@ -66,6 +67,7 @@ var settings = []setting{
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
+	{keySnapshotIncr, "false", func(c *Config) any { return &c.SnapshotIncremental }, nil},
 	{keyPruneKeepLast, "0", func(c *Config) any { return &c.PruneKeepLast }, checkNonNegative},
 	{keyPruneKeepDaily, "0", func(c *Config) any { return &c.PruneKeepDaily }, checkNonNegative},
 	{keyPruneKeepWeekly, "0", func(c *Config) any { return &c.PruneKeepWeekly }, checkNonNegative},
