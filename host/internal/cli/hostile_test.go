@@ -456,37 +456,3 @@ func TestHostileAuditFloodInStatus(t *testing.T) {
 		t.Errorf("agent check %+v: the agent's report did not come", c)
 	}
 }
-
-// TestHostileHangNamesTheVerb: a box that never answers ends each command
-// at the verb's deadline (shortened here by the test hook) with an error
-// naming the verb that did not answer and what to run next.
-func TestHostileHangNamesTheVerb(t *testing.T) {
-	h := newHarness(t)
-	initBox(t, h)
-	h.Extra = append(h.Extra, "HBX_TEST_AGENT_DEADLINE=2s")
-	for _, tc := range []struct {
-		file, verb string
-		args       []string
-	}{
-		{"logs", "logs", []string{"logs", "hermes"}},
-		{"audit", "audit raw", []string{"audit"}},
-		// logs asks for the services first.
-		{"services.status", "services status --json", []string{"logs", "hermes"}},
-	} {
-		t.Run(tc.verb, func(t *testing.T) {
-			h.T = t
-			h.hostile(tc.file, "hang")
-			defer h.peaceful()
-			r := h.run(tc.args...)
-			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "the box did not answer agent "+tc.verb+" within 2s") {
-				t.Errorf("exit %d, want the verb named:\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-			}
-			if !strings.Contains(r.stderr, "hermes-box restart") {
-				t.Errorf("no next step:\n%s", r.stderr)
-			}
-			if r.elapsed > 2*time.Second+10*time.Second {
-				t.Errorf("took %v", r.elapsed)
-			}
-		})
-	}
-}
