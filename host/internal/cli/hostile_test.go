@@ -217,11 +217,11 @@ func TestHostileGateSkipped(t *testing.T) {
 		t.Fatalf("start of a box without its gate: exit %d\n%s", r.code, r.stderr)
 	}
 
-	// A box built with the gate step skipped (the stand-in Hermes tree has
-	// no gate; the agent reports that as info): without the test hook that
-	// accepts the stand-in, init fails at its health.
+	// A box built without the gate (the test agent's provision installs
+	// only stand-in tools, no gated Hermes; the agent reports that as
+	// info): init fails at its health.
 	h = newHarness(t)
-	h.Extra = []string{"HBX_TEST_NO_GATE="}
+	h.Extra = []string{boxtest.GatedHermesEnv + "="}
 	r = h.run("init")
 	if r.code == 0 || !strings.Contains(r.stderr, "approval gate is not installed and active") {
 		t.Fatalf("init of a box without its gate: exit %d\n%s", r.code, r.stderr)
