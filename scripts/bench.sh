@@ -4,6 +4,7 @@
 # each goal of the issues with the figure it constrains, the baseline's
 # figure and their ratio where the goal is a ratio, and whether it is met.
 # Usage: scripts/bench.sh [COUNT]
+# HB_BENCH picks the benchmarks (a go test -bench regexp, default all);
 # HB_BENCH_BOX_MB sizes the incremental snapshot benchmark's tree (default
 # 2048 MB and 100,000 entries; each run of it takes minutes).
 set -euo pipefail
@@ -36,7 +37,7 @@ incremental: peak heap, 1st snapshot | BenchmarkIncrementalBox inc-first-peak-Mi
 incremental: peak heap, 2nd snapshot | BenchmarkIncrementalBox inc-second-peak-MiB | - | <= | 128
 incremental: peak heap, restore | BenchmarkIncrementalBox inc-restore-peak-MiB | - | <= | 128
 EOF_GOALS
-go test -run '^$' -bench . -benchmem -count "$count" ./... | tee "$out"
+go test -run '^$' -bench "${HB_BENCH:-.}" -benchmem -count "$count" -timeout 3h ./... | tee "$out"
 echo
 echo "medians over $count runs:"
 # medians prints "benchmark<TAB>metric<TAB>median" for every figure.

@@ -122,13 +122,13 @@ func ReadHeld(r io.Reader) (*Held, error) {
 	if n > MaxHeld {
 		return nil, fmt.Errorf("%w: %d held chunks, over the limit of %d", ErrFormat, n, MaxHeld)
 	}
-	h.Prefixes = make([]uint64, n)
+	h.Prefixes = make([]uint64, 0, min(n, 1<<16)) // grown as they come
 	var b [8]byte
-	for i := range h.Prefixes {
+	for i := range int(n) {
 		if _, err := io.ReadFull(br, b[:]); err != nil {
 			return nil, fmt.Errorf("%w: reading the held chunks: %w", ErrFormat, err)
 		}
-		h.Prefixes[i] = binary.BigEndian.Uint64(b[:])
+		h.Prefixes = append(h.Prefixes, binary.BigEndian.Uint64(b[:]))
 		if i > 0 && h.Prefixes[i] <= h.Prefixes[i-1] {
 			return nil, fmt.Errorf("%w: held chunk %d is out of order", ErrFormat, i)
 		}

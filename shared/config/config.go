@@ -61,7 +61,19 @@ type Config struct {
 	// SnapshotMaxMiB (HERMES_BOX_SNAPSHOT_MAX_MIB) bounds one backup part;
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
-	NetworkMode    NetworkMode // HERMES_BOX_NETWORK_MODE
+	// SnapshotIncremental (HERMES_BOX_SNAPSHOT_INCREMENTAL) makes every
+	// snapshot, the restore's safety snapshot included, an incremental one
+	// into the machine's chunk store (only new chunks cross the relay);
+	// false writes hermes-box-v2 backups.
+	SnapshotIncremental bool
+	// PruneKeepLast, PruneKeepDaily and PruneKeepWeekly
+	// (HERMES_BOX_PRUNE_KEEP_LAST, _DAILY, _WEEKLY) are the retention
+	// policy `snapshot` applies after each backup (`backups prune`); all 0,
+	// the default, prunes nothing.
+	PruneKeepLast   int
+	PruneKeepDaily  int
+	PruneKeepWeekly int
+	NetworkMode     NetworkMode // HERMES_BOX_NETWORK_MODE
 	// VMMConfinement (HERMES_BOX_VMM_CONFINEMENT) is ConfinementEnforce:
 	// on Linux every call that boots a VMM asks smolvm for its seccomp and
 	// Landlock confinement, and a started VMM without a seccomp filter is
@@ -328,6 +340,12 @@ func (c *Config) resolve(p string) string {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(c.ProjectRoot, p)
+}
+
+// AutoPrune reports whether `snapshot` prunes after each backup: a
+// retention count is set.
+func (c *Config) AutoPrune() bool {
+	return c.PruneKeepLast > 0 || c.PruneKeepDaily > 0 || c.PruneKeepWeekly > 0
 }
 
 // SnapshotPartCap is the most bytes one part of a backup (rootfs.tar.gz,

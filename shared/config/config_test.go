@@ -239,6 +239,10 @@ func TestLoadErrors(t *testing.T) {
 			secrets: "E=HERMES_BOX_E2E",
 			wantErr: `SECRETS:1: host variable "HERMES_BOX_E2E" is a Hermes Box setting and cannot hold a secret`,
 		},
+		{name: "negative retention count", conf: "HERMES_BOX_PRUNE_KEEP_LAST=2\nHERMES_BOX_PRUNE_KEEP_DAILY=-1",
+			wantErr: "FILE:2: HERMES_BOX_PRUNE_KEEP_DAILY must be at least 0, got -1"},
+		{name: "retention count not a number", env: []string{"HERMES_BOX_PRUNE_KEEP_WEEKLY=four"},
+			wantErr: `environment variable HERMES_BOX_PRUNE_KEEP_WEEKLY must be an integer, got "four"`},
 		{name: "validation after loading", conf: "HERMES_BOX_EXECUTOR_ENABLED=true\nHERMES_BOX_EXECUTOR_PORT=2222",
 			wantErr: "HERMES_BOX_EXECUTOR_PORT must differ from HERMES_BOX_SSH_PORT, both are 2222"},
 	}

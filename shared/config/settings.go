@@ -22,6 +22,10 @@ const (
 	keyStorageGB       = "HERMES_BOX_STORAGE_GB"
 	keyOverlayGB       = "HERMES_BOX_OVERLAY_GB"
 	keySnapshotMaxMiB  = "HERMES_BOX_SNAPSHOT_MAX_MIB"
+	keySnapshotIncr    = "HERMES_BOX_SNAPSHOT_INCREMENTAL"
+	keyPruneKeepLast   = "HERMES_BOX_PRUNE_KEEP_LAST"
+	keyPruneKeepDaily  = "HERMES_BOX_PRUNE_KEEP_DAILY"
+	keyPruneKeepWeekly = "HERMES_BOX_PRUNE_KEEP_WEEKLY"
 	keyNetworkMode     = "HERMES_BOX_NETWORK_MODE"
 	keyVMMConfinement  = "HERMES_BOX_VMM_CONFINEMENT"
 	keyHermesCommit    = "HERMES_BOX_HERMES_COMMIT"
@@ -63,6 +67,10 @@ var settings = []setting{
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
+	{keySnapshotIncr, "false", func(c *Config) any { return &c.SnapshotIncremental }, nil},
+	{keyPruneKeepLast, "0", func(c *Config) any { return &c.PruneKeepLast }, checkNonNegative},
+	{keyPruneKeepDaily, "0", func(c *Config) any { return &c.PruneKeepDaily }, checkNonNegative},
+	{keyPruneKeepWeekly, "0", func(c *Config) any { return &c.PruneKeepWeekly }, checkNonNegative},
 	{keyNetworkMode, string(NetworkFull), func(c *Config) any { return &c.NetworkMode }, checkNetworkMode},
 	{keyVMMConfinement, ConfinementEnforce, func(c *Config) any { return &c.VMMConfinement }, checkConfinement},
 	{keyHermesCommit, defaultHermesCommit, func(c *Config) any { return &c.HermesCommit }, checkCommit},

@@ -23,7 +23,8 @@ var agentName = path.Base(boxlayout.AgentPath)
 // root standing in for the guest's file system. As in 1.0.4, stdin reaches
 // the command only with -i, and --timeout ends it with status 124. Where the
 // release's row lacks LargeExecStdin, -i runs as 1.0.4's single loops do
-// (runSingleLoop).
+// (runSingleLoop). The command reaches only what the machine's egress floor
+// lets through (guestNetwork).
 func (f *fake) exec(in *smolvmcli.Invocation) int {
 	r, err := f.readRecord(nameOr(in))
 	if err != nil {
@@ -52,6 +53,9 @@ func (f *fake) exec(in *smolvmcli.Invocation) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
+	if err := guestNetwork(cmd, r, argv); err != nil {
+		return smolvmcli.Fail(os.Stderr, "%v", err)
+	}
 	var code int
 	if in.Bools["interactive"] && !largeExecStdin() {
 		code, err = runSingleLoop(ctx, cmd, os.Stdin, os.Stdout, os.Stderr, execSendTimeout)

@@ -47,11 +47,17 @@
 // (bounded), then kills its session; `delete --force` does the same, and the
 // machine is `running` only while the entrypoint lives (entrypoint.go).
 //
+// A guest command `exec` runs (not the stand-in agent) gets a network
+// namespace of its own in which only what the release's egress floor lets
+// through answers, on addresses no real network uses (floor.go).
+//
 // Every running machine has a VMM process (`_forward`, whose pid status
 // reports): under SMOLVM_SECCOMP=enforce it puts itself under a real
 // seccomp filter before it reports ready, as smolvm's `_boot-vm` does.
 // Broken profiles ($FAKESMOLVM_BROKEN, profile.go) depart from smolvm on
-// purpose: a VMM that ignores SMOLVM_SECCOMP, a help that lacks a flag.
+// purpose: a VMM that ignores SMOLVM_SECCOMP, a help that lacks a flag, a
+// floor that ignores SMOLVM_EGRESS_FLOOR=strict, a pack that drops
+// extended attributes.
 //
 // With $FAKESMOLVM_OWNER_PID set, `start` also runs a detached watcher
 // (`_watch`) that stops the machine's processes when that process (the
@@ -81,6 +87,9 @@ func main() {
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "_forward" {
 		return forwardMain(args[1:])
+	}
+	if len(args) > 0 && args[0] == "_netns" {
+		return netnsMain(args[1:])
 	}
 	if len(args) > 0 && args[0] == "_watch" {
 		return watchMain(args[1:])

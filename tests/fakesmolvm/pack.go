@@ -157,7 +157,7 @@ func writeArchive(root, path string, m packManifest) error {
 		_, err = tw.Write(mb)
 	}
 	if err == nil {
-		err = tw.AddFS(os.DirFS(root))
+		err = addTree(tw, root, !broken(brokenPackDropsXattrs))
 	}
 	for _, c := range []io.Closer{tw, zw, out} {
 		if cerr := c.Close(); err == nil {
@@ -168,6 +168,57 @@ func writeArchive(root, path string, m packManifest) error {
 		return fmt.Errorf("writing pack: %w", err)
 	}
 	return os.Chmod(path, 0o644)
+}
+
+// addTree archives root's directories, regular files and symlinks as
+// tar.Writer.AddFS does, each with its extended attributes as PAX records
+// (SCHILY.xattr.NAME) when withXattrs.
+func addTree(tw *tar.Writer, root string, withXattrs bool) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return err
+		}
+		name, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		switch typ := d.Type(); {
+		case typ == fs.ModeSymlink:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case !typ.IsRegular() && !typ.IsDir():
+			return errors.New("tar: cannot add non-regular file")
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(name)
+		if d.IsDir() {
+			h.Name += "/"
+		}
+		if withXattrs && link == "" {
+			if h.PAXRecords, err = xattrRecords(p); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
 }
 
 // extract is `create --from`: the artifact's tree becomes the machine's
@@ -273,6 +324,9 @@ func readArchive(path, root string) (packManifest, error) {
 			err = os.MkdirAll(dst, fs.FileMode(h.Mode).Perm()|0o700)
 		case tar.TypeReg:
 			err = writeEntry(dst, tr, fs.FileMode(h.Mode).Perm())
+		}
+		if err == nil && (h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeReg) {
+			err = setXattrRecords(dst, h.PAXRecords)
 		}
 		if err != nil {
 			return m, err

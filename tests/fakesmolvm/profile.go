@@ -16,6 +16,13 @@ const (
 	// brokenHelpLacksFlag: `machine create --help` does not list
 	// --net-backend, which hermes-box passes when it creates the builder.
 	brokenHelpLacksFlag = "help-lacks-flag"
+	// brokenFloorLeaks: the VMM ignores SMOLVM_EGRESS_FLOOR=strict and
+	// floors nothing: the host alias, the LAN and cloud metadata all answer
+	// (floor.go).
+	brokenFloorLeaks = "floor-leaks"
+	// brokenPackDropsXattrs: `pack create --from-vm` leaves the files'
+	// extended attributes behind, as reported for 1.22.2.
+	brokenPackDropsXattrs = "pack-drops-xattrs"
 )
 
 // helpOmits lists the long flags a subcommand's help leaves out.

@@ -29,6 +29,10 @@ type Snapshot struct {
 	// LeaveStopped stops the machine afterwards (the safety snapshot of a
 	// restore); otherwise it is returned to the state it was in.
 	LeaveStopped bool
+	// Incremental, when set, writes the backup in place of Write (an
+	// incremental snapshot into the machine's chunk store), while the
+	// services are stopped; it returns the backup's directory.
+	Incremental func(ctx context.Context) (string, error)
 }
 
 // Run stops the services, streams both parts into a new backup and
@@ -57,6 +61,9 @@ func (s *Snapshot) Run(ctx context.Context) (dir string, err error) {
 		return "", fmt.Errorf("snapshot: stopping guest services: %w", err)
 	}
 	crashPoint("services-stopped")
+	if s.Incremental != nil {
+		return s.Incremental(ctx)
+	}
 	src := func(ctx context.Context, part string, w io.Writer) error { return s.Ops.Stream(ctx, name, part, w) }
 	return Write(ctx, s.BackupsDir, s.Meta, src)
 }

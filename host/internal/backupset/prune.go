@@ -152,23 +152,30 @@ func (r PruneRequest) goodBackups(ctx context.Context, rep *PruneReport) ([]back
 
 // collect runs the machine's chunk store's garbage collection, when it
 // has a store.
-func (r PruneRequest) collect(ctx context.Context, rep *PruneReport) error {
-	if _, err := os.Stat(chunkstore.StoreDir(r.Dir, r.Machine)); errors.Is(err, fs.ErrNotExist) {
-		return nil
+func (r PruneRequest) collect(ctx context.Context, rep *PruneReport) (err error) {
+	rep.Collected, rep.NotCollected, err = collect(ctx, r.Dir, r.Machine, r.Key, rep.Invalid)
+	return err
+}
+
+// collect runs the chunk store's garbage collection of machine in dir,
+// when it has a store, unless one of entries is an invalid incremental
+// backup of it (whose chunks cannot be told from garbage): then it says
+// why not.
+func collect(ctx context.Context, dir, machine string, key ssh.PublicKey, entries []backup.Entry) (*chunkstore.GCReport, string, error) {
+	if _, err := os.Stat(chunkstore.StoreDir(dir, machine)); errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
 	}
-	for _, e := range rep.Invalid {
-		if e.Incremental {
-			rep.NotCollected = fmt.Sprintf("the incremental backup %s is invalid (%s): once it is deleted (hermes-box backups delete) or the store repaired, the next prune collects",
-				e.Name, e.Problem)
-			return nil
+	for _, e := range entries {
+		if e.Incremental && !e.Good() && e.Machine == machine {
+			return nil, fmt.Sprintf("the incremental backup %s is invalid (%s): once it is deleted (hermes-box backups delete) or the store repaired, the next prune collects",
+				e.Name, e.Problem), nil
 		}
 	}
-	gc, err := chunkstore.Collect(ctx, r.Dir, r.Machine, backup.Trust{Key: r.Key})
+	gc, err := chunkstore.Collect(ctx, dir, machine, backup.Trust{Key: key})
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	rep.Collected = &gc
-	return nil
+	return &gc, "", nil
 }
 
 // removeBackup unpublishes the backup directory path by renaming it to

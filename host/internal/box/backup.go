@@ -112,6 +112,9 @@ func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped boo
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
 	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
+	if cfg.SnapshotIncremental {
+		s.Incremental = e.incremental(s.Meta)
+	}
 	return s.Run(ctx)
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
@@ -48,12 +49,12 @@ func Backups(ctx context.Context, b *Box, deep bool) ([]BackupEntry, error) {
 
 // DeleteBackup removes the backup name (never the last good one of a
 // machine unless force).
-func DeleteBackup(ctx context.Context, b *Box, name string, force bool) (BackupEntry, error) {
+func DeleteBackup(ctx context.Context, b *Box, name string, force bool) (backupset.Deleted, error) {
 	key, err := projectKeyIfAny(b)
 	if err != nil {
-		return BackupEntry{}, err
+		return backupset.Deleted{}, err
 	}
-	return backup.Delete(ctx, b.cfg.BackupsDir(), name, force, key)
+	return backupset.Delete(ctx, b.cfg.BackupsDir(), name, force, key)
 }
 
 // projectKeyIfAny is the project's public key, nil when there is none.

@@ -72,3 +72,14 @@ func ExportBackup(ctx context.Context, b *Box, src string) (string, error) {
 	})
 	return archive, err
 }
+
+// AutoPrune applies the configuration's retention policy
+// (HERMES_BOX_PRUNE_KEEP_*) as `backups prune` does, after a snapshot;
+// it returns nil when the policy is off (the default).
+func AutoPrune(ctx context.Context, b *Box) (*backupset.PruneReport, error) {
+	c := b.cfg
+	if !c.AutoPrune() {
+		return nil, nil
+	}
+	return PruneBackups(ctx, b, backupset.Policy{Last: c.PruneKeepLast, Daily: c.PruneKeepDaily, Weekly: c.PruneKeepWeekly}, false)
+}

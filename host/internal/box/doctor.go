@@ -3,6 +3,7 @@ package box
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 
 	"github.com/hermes-box/hermes-box/host/internal/doctor"
@@ -17,6 +18,10 @@ func Doctor(ctx context.Context, b *Box) (*doctor.Report, error) {
 	err := withLock(b, func() error {
 		b.vm.Qualifying()
 		b.vm.ConfineVMM(true)
+		gw, err := doctorGateways()
+		if err != nil {
+			return err
+		}
 		port, err := freeLoopbackPort(ctx)
 		if err != nil {
 			return err
@@ -28,10 +33,24 @@ func Doctor(ctx context.Context, b *Box) (*doctor.Report, error) {
 		if err != nil {
 			return err
 		}
-		d := &doctor.Doctor{VM: b.vm, Listener: b.listen, Name: fmt.Sprintf("hermes-doctor-%d", os.Getpid()), Port: port,
+		d := &doctor.Doctor{VM: b.vm, Listener: b.listen, Gateways: gw, Name: fmt.Sprintf("hermes-doctor-%d", os.Getpid()), Port: port,
 			Dir: dir, StepTimeout: b.timing.startupDeadline}
 		rep, err = d.Run(ctx)
 		return err
 	})
 	return rep, err
+}
+
+// doctorGateways reads the host's default gateway, or takes the test
+// hook's address (a test never probes the real LAN).
+func doctorGateways() (doctor.Gateways, error) {
+	v := hookValue(hooks.lanGateway)
+	if v == "" {
+		return doctor.HostGateways{}, nil
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", hooks.lanGateway, err)
+	}
+	return doctor.FixedGateway(a), nil
 }

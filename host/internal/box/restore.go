@@ -98,7 +98,7 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits())
+	staged, err := stage(ctx, env, src, legacyOK)
 	if err != nil {
 		return nil, err
 	}

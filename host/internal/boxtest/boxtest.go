@@ -157,6 +157,8 @@ func New(t testing.TB, conf ...string) *Project {
 		"HERMES_BOX_PROJECT_ROOT="+p.Root,
 		"HBX_TEST_HOST=supported", "HBX_TEST_TIMING=fast", "HBX_TEST_SSH_USER="+p.SSHD.User,
 		"HBX_TEST_RELAY_COMMAND="+GuestRelayCommand,
+		// doctor probes the fake's LAN (TEST-NET-1), never the real one.
+		"HBX_TEST_LAN_GATEWAY=192.0.2.1",
 		// The stand-in Hermes has no approval gate to provision.
 		"HBX_TEST_NO_GATE=stand-in",
 	)

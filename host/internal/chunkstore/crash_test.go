@@ -22,7 +22,11 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(envCrashOp); op != "" {
 		os.Exit(crashHelper(op))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if boxDir != "" {
+		_ = os.RemoveAll(boxDir) // the box benchmark's tree
+	}
+	os.Exit(code)
 }
 
 // The test sets: a is committed before the crash and always kept; b is

@@ -215,12 +215,17 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 		return zeros[:n], nil
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(snaptree.Decode(snaptree.Reader(ids, readTree), held, pw)) }()
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		pw.CloseWithError(snaptree.Decode(snaptree.Reader(ids, readTree), held, pw))
+	}()
 	names, err := lim.ListTar(ctx, pr)
 	if err == nil {
 		_, err = io.Copy(io.Discard, pr) // the decoder's errors come at the end
 	}
 	pr.CloseWithError(err)
+	<-decoded // the decoder reads the store: it ends before the store changes
 	if err != nil {
 		return PartRecord{}, nil, fmt.Errorf("checking the tree: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -115,16 +116,24 @@ func newBackupsDeleteCommand() *cobra.Command {
 				return err
 			}
 			force, _ := cmd.Flags().GetBool("force")
-			var e box.BackupEntry
+			var d backupset.Deleted
 			err = box.Locked(b, func() error {
 				var derr error
-				e, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
+				d, derr = box.DeleteBackup(cmd.Context(), b, args[0], force)
 				return derr
 			})
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", e.Path, progress.Bytes(e.Size))
+			freed := d.Size
+			if d.Incremental {
+				freed = 0
+				if d.Collected != nil {
+					freed = d.Collected.BytesFreed
+				}
+			}
+			warnNotCollected(cmd, d.NotCollected)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s freed)\n", d.Path, progress.Bytes(freed))
 			return err
 		},
 	}

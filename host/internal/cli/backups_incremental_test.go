@@ -149,6 +149,7 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 	if filepath.Dir(archive) != filepath.Join(h.Root, "backups") || !strings.HasPrefix(filepath.Base(archive), backup.ExportPrefix) {
 		t.Fatalf("export wrote %s", archive)
 	}
+	packaged(t, h, inc[0])
 	mustRun(t, h, "destroy", "--force")
 
 	fresh := t.TempDir()
@@ -169,5 +170,41 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 	entries, _ := listBackups(t, h, "--verify")
 	if len(entries) != 1 || entries[0].Incremental || entries[0].Verified != backup.StateVerified {
 		t.Errorf("the clean data dir's backups: %+v", entries)
+	}
+}
+
+// TestSnapshotPrunesByTheConfiguration: with HERMES_BOX_PRUNE_KEEP_LAST=1,
+// each snapshot leaves only itself, and says so.
+func TestSnapshotPrunesByTheConfiguration(t *testing.T) {
+	h := newHarness(t, "HERMES_BOX_PRUNE_KEEP_LAST=1")
+	initBox(t, h)
+	mustRun(t, h, "snapshot", "first")
+	r := mustRun(t, h, "snapshot", "second")
+	if !strings.Contains(r.stderr, "pruned by HERMES_BOX_PRUNE_KEEP_* (keep the last 1, 0 daily, 0 weekly): 1 kept, 1 removed") {
+		t.Errorf("snapshot said:\n%s", r.stderr)
+	}
+	entries, _ := listBackups(t, h)
+	if len(entries) != 1 || entries[0].Path != strings.TrimSpace(r.stdout) {
+		t.Errorf("after the second snapshot: %+v", entries)
+	}
+}
+
+// packaged runs `package --snapshot` of the incremental backup inc and
+// checks that the package carries it as a v2 backup that verifies
+// against the project key.
+func packaged(t *testing.T, h *harness, inc string) {
+	t.Helper()
+	archive := strings.TrimSpace(mustRun(t, h, "package", "--snapshot", filepath.Base(inc), "move").stdout)
+	out := t.TempDir()
+	sh(t, out, "tar", "-xf", archive)
+	dir := filepath.Join(out, "hermes-box", "backups", filepath.Base(inc))
+	signer, err := keys.LoadProjectKey(filepath.Join(h.Root, "state", "hermes-box-ed25519"))
+	boxtest.Must(t, err)
+	v, err := backup.Verify(t.Context(), dir, backup.Trust{Key: signer.PublicKey()})
+	if err != nil {
+		t.Fatalf("the package's backup: %v", err)
+	}
+	if v.Manifest.Machine != boxtest.Machine || v.Manifest.Smolvm != "test" {
+		t.Errorf("the package's backup: %+v", v.Manifest)
 	}
 }

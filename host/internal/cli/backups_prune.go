@@ -57,11 +57,16 @@ func backupsPruneAction(cmd *cobra.Command, _ []string) error {
 		} else if perr := printPrune(cmd.OutOrStdout(), rep); err == nil {
 			err = perr
 		}
-		if rep.NotCollected != "" {
-			renderer(cmd).Warn("the chunk store was not collected: %s", rep.NotCollected)
-		}
+		warnNotCollected(cmd, rep.NotCollected)
 	}
 	return err
+}
+
+// warnNotCollected says why the chunk store was left uncollected, if it was.
+func warnNotCollected(cmd *cobra.Command, why string) {
+	if why != "" {
+		renderer(cmd).Warn("the chunk store was not collected: %s", why)
+	}
 }
 
 // printPrune says what a prune kept, removed and collected.

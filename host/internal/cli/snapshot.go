@@ -41,8 +41,25 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	reportSize(cmd, dir)
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), dir)
-	return err
+	if _, err := fmt.Fprintln(cmd.OutOrStdout(), dir); err != nil {
+		return err
+	}
+	autoPrune(cmd, b)
+	return nil
+}
+
+// autoPrune prunes the backups by the configuration's retention policy,
+// when it has one; the backup is saved whatever happens, so a failure
+// is a warning.
+func autoPrune(cmd *cobra.Command, b *box.Box) {
+	rep, err := box.AutoPrune(cmd.Context(), b)
+	switch {
+	case err != nil:
+		renderer(cmd).Warn("the backup is saved, but pruning by HERMES_BOX_PRUNE_KEEP_* failed: %v", err)
+	case rep != nil:
+		renderer(cmd).Info("pruned by HERMES_BOX_PRUNE_KEEP_* (%s): %d kept, %d removed", rep.Policy, len(rep.Kept), len(rep.Removed))
+		warnNotCollected(cmd, rep.NotCollected)
+	}
 }
 
 // reportSize says how big the backup in dir is, on stderr.

@@ -1,8 +1,9 @@
 // Package doctor qualifies the smolvm installed on this host for
 // hermes-box: with a throwaway machine it measures, one row per capability,
 // what hermes-box relies on (boot, exec's exit statuses and --timeout, a
-// large exec -i, loopback-only published ports, the VMM's confinement, the
-// pack layout, secrets dropped by create --from), and records the verdict for that smolvm binary (path and
+// large exec -i, loopback-only published ports, the strict egress floor,
+// the VMM's confinement, the pack layout, secrets dropped by create --from,
+// extended attributes surviving pack create), and records the verdict for that smolvm binary (path and
 // content hash), so that a release outside the table that passes is
 // accepted and a failing one is refused naming the row.
 package doctor
@@ -25,11 +26,13 @@ const (
 	RowBoot        = "boot"
 	RowVMM         = "vmm-confined"
 	RowPorts       = "loopback-ports"
+	RowEgress      = "egress-floor-strict"
 	RowExitStatus  = "exec-exit-status"
 	RowTimeout     = "exec-timeout"
 	RowLargeStdin  = "exec-stdin-8mib"
 	RowPackLayout  = "pack-layout"
 	RowSecrets     = "secrets-dropped"
+	RowXattrs      = "xattrs-pack"
 	verdictPass    = "pass"
 	verdictFail    = "fail"
 	verdictNotRun  = "not-run"
@@ -93,6 +96,8 @@ type Loopback interface {
 type Doctor struct {
 	VM       VM
 	Listener Loopback
+	// Gateways finds the host's LAN gateway the egress row probes.
+	Gateways Gateways
 	// Name is the throwaway machine's; Name+"-packed" is the one created
 	// from its pack.
 	Name string
@@ -115,18 +120,20 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	}
 	rep := &Report{Run: now().UTC().Format(time.RFC3339), Machine: d.Name}
 	defer d.cleanup()
-	s := &state{d: d, rep: rep, probeValue: rand.Text()}
+	s := &state{d: d, rep: rep, probeValue: rand.Text(), xattrValue: rand.Text()}
 	s.row(ctx, RowFlags, s.flags)
 	s.row(ctx, RowBoot, s.boot)
 	s.row(ctx, RowVMM, s.vmm)
 	s.row(ctx, RowPorts, func(ctx context.Context) (string, error) {
 		return fmt.Sprintf("port %d listens on 127.0.0.1/::1 only", d.Port), d.Listener.CheckLoopback(ctx, d.Port)
 	})
+	s.row(ctx, RowEgress, s.egressFloor)
 	s.row(ctx, RowExitStatus, s.exitStatus)
 	s.row(ctx, RowTimeout, s.timeout)
 	s.row(ctx, RowLargeStdin, s.largeStdin)
 	s.row(ctx, RowPackLayout, s.packLayout)
 	s.row(ctx, RowSecrets, s.secrets)
+	s.row(ctx, RowXattrs, s.xattrsPack)
 	rep.Passed = len(rep.Failed()) == 0
 	if rep.Smolvm == "" {
 		return rep, nil // nothing to record a verdict for
@@ -157,6 +164,10 @@ type state struct {
 	blocked string // the row whose failure stops the rest
 	// probeValue is the throwaway secret's value (secrets row).
 	probeValue string
+	// xattrValue is the attribute's value, and markErr why it could not be
+	// set before the pack (xattrs row).
+	xattrValue string
+	markErr    error
 }
 
 // row runs one row, bounded, unless an earlier one it needs failed.

@@ -79,9 +79,11 @@ func (s *state) largeStdin(ctx context.Context) (string, error) {
 
 // packLayout: the stopped machine packs, and a machine created from the
 // pack finds its layers where the release's row says (private or shared
-// store).
+// store). Before it stops, the machine gets the file the xattrs row looks
+// for in the packed one.
 func (s *state) packLayout(ctx context.Context) (string, error) {
 	d := s.d
+	s.markErr = s.markXattr(ctx)
 	if err := d.VM.Stop(ctx, d.Name); err != nil {
 		return "", err
 	}
