@@ -34,7 +34,7 @@ const (
 const (
 	// HermesTree is the installed Hermes source tree.
 	HermesTree = "/usr/local/lib/hermes-agent"
-	// HermesVenv is Hermes' virtualenv, which the service user owns.
+	// HermesVenv is Hermes' virtualenv, root's (Hermes imports it at start).
 	HermesVenv = HermesTree + "/venv"
 	// HermesSourceMarker records the commit of the installed tree; the
 	// approval-gate step writes it.

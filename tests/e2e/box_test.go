@@ -325,7 +325,15 @@ func (b *box) checkRepairs() {
 		mustf(t, strings.Contains(log, want), "startup log lacks %q:\n%s", want, tailText(log, 4000))
 	}
 	mustf(t, b.asRoot("stat -c '%u:%g %a' /usr/bin/sudo /home/boxadmin/.ssh/authorized_keys") == "0:0 4755\n1001:1001 600", "sudo and authorized_keys after the repairs")
+	// Hermes' venv is root's: the hermes user cannot drop a .pth file that
+	// Python would run inside every Hermes process.
+	mustf(t, b.asRoot("stat -c '%u:%g' "+venvSite) == "0:0", "owner of %s", venvSite)
+	r := b.run(2*time.Minute, "ssh", "--", "sudo -n -u hermes sh -c 'echo import os > "+venvSite+"/hermes-box-e2e.pth'")
+	mustf(t, r.Code != 0 && strings.Contains(r.Stderr, "Permission denied"), "the hermes user wrote into %s: exit %d %s", venvSite, r.Code, r.Stderr)
 }
+
+// venvSite is the stand-in venv's package directory (its site-packages).
+const venvSite = "/usr/local/lib/hermes-agent/venv/lib/site"
 
 // checkSupervisorctl: `sudo supervisorctl restart hermes` in the box gives
 // the gateway a new pid, which supervisorctl status and hermes-box status

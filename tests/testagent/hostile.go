@@ -54,6 +54,12 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		}
 		c = "hang"
 	}
+	if d, ok := strings.CutPrefix(c, "drip:"); ok {
+		return t.drip(req, d), true
+	}
+	if n, ok := strings.CutPrefix(c, "steps:"); ok {
+		return t.steps(req, n), true
+	}
 	switch c {
 	case "escape":
 		return t.escape(req), true
@@ -243,6 +249,51 @@ func oversize(w io.Writer) int {
 	tw.Close()
 	zw.Close()
 	return 0
+}
+
+// drip answers as the real agent does, but slowly: the answer in
+// dripParts parts, one every d/dripParts, so that the last comes a little
+// before d (a verb's deadline, or its idle deadline repeated).
+func (t *agent) drip(req protocol.Request, d string) int {
+	total, err := time.ParseDuration(d)
+	if err != nil {
+		t.fail("drip: %v", err)
+		return 2
+	}
+	var out bytes.Buffer
+	code, err := t.relayReal(req, &out)
+	if err != nil {
+		t.fail("%s: %v", req.Argv[0], err)
+		return 1
+	}
+	answer := out.Bytes()
+	part := max(1, (len(answer)+dripParts-1)/dripParts)
+	for i := range dripParts {
+		time.Sleep(total / dripParts)
+		if lo := i * part; lo < len(answer) {
+			os.Stdout.Write(answer[lo:min(len(answer), lo+part)])
+		}
+		// Progress the host can see even when the answer is empty.
+		t.events.Emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelDebug, Message: "drip"})
+	}
+	return code
+}
+
+// dripParts is how many parts a drip sends.
+const dripParts = 4
+
+// steps emits n events under distinct step names of 200 bytes, then
+// answers as the real agent does.
+func (t *agent) steps(req protocol.Request, n string) int {
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		t.fail("steps: %v", err)
+		return 2
+	}
+	for i := range count {
+		t.events.Emit(protocol.Event{Type: protocol.EventStep, Step: fmt.Sprintf("step-%d-%s", i, strings.Repeat("s", 200)), State: protocol.StepStarted})
+	}
+	return t.realThen(req, func(io.Writer) int { return 0 })
 }
 
 // hang waits for an hour, or until the process that ran this one (the

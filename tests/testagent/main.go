@@ -14,6 +14,9 @@
 // many netchecks still fail; provision-fail makes provision fail with status
 // 3; executor refresh-discovery answers restarted once per machine
 // (discovery-refreshed marks it). It records what it was asked in calls.log.
+// Its provision also copies in Hermes with the approval gate installed on
+// the real tree when the harness names one (GatedHermesEnv), so that the
+// real agent's health has a gate to check.
 package main
 
 import (
@@ -266,7 +269,31 @@ func (t *agent) provision(args []string) int {
 		t.fail("provision: %v", err)
 		return 1
 	}
+	if err := t.gatedHermes(); err != nil {
+		t.fail("provision: %v", err)
+		return 1
+	}
 	return 0
+}
+
+// GatedHermesEnv names an overlay root holding a Hermes tree with the
+// approval gate installed (usr/local/lib/hermes-agent, its venv's python
+// among it) and the managed scope (etc/hermes/config.yaml), which provision
+// copies into the box, so that the real agent's gate check runs against
+// real Hermes code. Unset, the box has the stand-in tools only and no gate,
+// which the host refuses.
+const GatedHermesEnv = "TESTAGENT_GATED_HERMES"
+
+func (t *agent) gatedHermes() error {
+	src := os.Getenv(GatedHermesEnv)
+	if src == "" {
+		return nil
+	}
+	// The tree's venv brings its own interpreter in place of the stand-in.
+	if err := os.Remove(filepath.Join(t.root, boxlayout.HermesVenv, "bin", "python")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.CopyFS(t.root, os.DirFS(src))
 }
 
 // standinTools are what provision installs that health's tool checks run:

@@ -168,12 +168,14 @@ type treeOwner struct {
 
 // OwnedTrees are the trees boot gives back to their accounts: the homes
 // (boxadmin's holds the relay's authorized_keys, which sshd reads as
-// boxadmin) and Hermes' virtualenv, which Hermes installs optional
-// dependencies into.
+// boxadmin), and Hermes' virtualenv to root: Hermes imports it at start, so
+// a file the hermes user could put there (a .pth in site-packages) would
+// run inside the gate's process; a box provisioned when the venv was
+// hermes' gets it back to root here.
 var OwnedTrees = []treeOwner{
 	{"/home/" + boxlayout.AdminUser, boxlayout.AdminUser},
 	{"/home/" + boxlayout.ServiceUser, boxlayout.ServiceUser},
-	{boxlayout.HermesVenv, boxlayout.ServiceUser},
+	{boxlayout.HermesVenv, "root"},
 }
 
 // homeOwnership gives each owned tree back to its account, wherever any

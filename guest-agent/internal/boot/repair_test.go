@@ -44,7 +44,7 @@ func boxRoot(t *testing.T) string {
 	os.Chmod(filepath.Join(root, "usr/bin/sudo"), os.ModeSetuid|0o755)
 	os.Chmod(filepath.Join(root, "tmp"), os.ModeSticky|0o777)
 	os.Chown(filepath.Join(root, "etc/shadow"), 0, 42)
-	for tree, id := range map[string]int{"home/boxadmin": 1001, "home/hermes": 1002, "usr/local/lib/hermes-agent/venv": 1002, "workspace": 1002} {
+	for tree, id := range map[string]int{"home/boxadmin": 1001, "home/hermes": 1002, "usr/local/lib/hermes-agent/venv": 0, "workspace": 1002} {
 		chownTree(filepath.Join(root, tree), uint32(id), uint32(id))
 	}
 	return root
@@ -93,7 +93,7 @@ var repaired = []ownerMode{
 	{"home/boxadmin/.ssh/authorized_keys", 1001, 1001, 0o600},
 	{"home/boxadmin/.bash_profile", 1001, 1001, 0o644},
 	{"home/hermes/.bashrc", 1002, 1002, 0o644},
-	{"usr/local/lib/hermes-agent/venv/bin/python", 1002, 1002, 0o755},
+	{"usr/local/lib/hermes-agent/venv/bin/python", 0, 0, 0o755},
 	{"tmp", 0, 0, 0o1777},
 	{"var/tmp", 0, 0, 0o1777},
 	{"etc/passwd", 0, 0, 0o644},
@@ -182,7 +182,7 @@ func TestRepairSteps(t *testing.T) {
 		{"home-ownership", func(root string) {
 			os.Chown(filepath.Join(root, "home/hermes/.bashrc"), 0, 0)
 			os.Lchown(filepath.Join(root, "home/boxadmin/.bash_profile"), hostUID, hostGID)
-			os.Chown(filepath.Join(root, "usr/local/lib/hermes-agent/venv/bin/python"), 0, 0)
+			os.Chown(filepath.Join(root, "usr/local/lib/hermes-agent/venv/bin/python"), 1002, 1002)
 		}, func(t *testing.T, root string) { mustOwnerMode(t, root, repaired[6:9]...) }},
 		{"ssh-modes", func(root string) {
 			os.Chown(filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), 0, 0)

@@ -28,7 +28,12 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 			return usageError("snapshot write: %w", err)
 		}
 		e.step("snapshot-"+fs.Arg(0), protocol.StepStarted)
-		if err := snapshot.Write(ctx, e.Out, spec); err != nil {
+		// A part compresses as it goes: a run of zeros may send nothing
+		// for a while.
+		stop := protocol.Heartbeat(e.emit, "snapshot-"+fs.Arg(0))
+		err = snapshot.Write(ctx, e.Out, spec)
+		stop()
+		if err != nil {
 			return err
 		}
 		e.step("snapshot-"+fs.Arg(0), protocol.StepDone)
@@ -43,10 +48,15 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 		opts := snapshot.ApplyOptions{Root: e.root, Chown: os.Geteuid() == 0, Progress: func(part string) {
 			e.step("apply-"+part, protocol.StepStarted)
 		}}
+		// After the stream, the walk of the whole root says nothing.
+		defer protocol.Heartbeat(e.emit, "snapshot-apply")()
 		return snapshot.Apply(ctx, e.In, opts)
 	}
 	return usageError("snapshot: unknown subcommand %q: want write, chunks or apply", args[0])
 }
+
+// emit reports an event; a failure to report is not the verb's failure.
+func (e *env) emit(ev protocol.Event) { _ = e.events.Emit(ev) }
 
 // step reports a step event; a failure to report is not the verb's failure.
 func (e *env) step(name string, state protocol.StepState) {
@@ -70,7 +80,11 @@ func runSnapshotChunks(ctx context.Context, e *env, args []string) error {
 	}
 	e.step("snapshot-"+part, protocol.StepStarted)
 	opt := snapshot.ChunkOptions{Part: part, CacheDir: filepath.Join(e.root, boxlayout.InRoot(boxlayout.ChunkCache))}
-	if err := snapshot.Chunks(ctx, e.In, e.Out, spec, opt); err != nil {
+	// A part the host already holds sends almost nothing while it is read.
+	stop := protocol.Heartbeat(e.emit, "snapshot-"+part)
+	err = snapshot.Chunks(ctx, e.In, e.Out, spec, opt)
+	stop()
+	if err != nil {
 		return err
 	}
 	e.step("snapshot-"+part, protocol.StepDone)

@@ -73,7 +73,7 @@ func TestProvisionEndToEnd(t *testing.T) {
 			}
 		}
 		f.wantFile("/workspace/hermes-home/installer-stages.log", nil, 0o644, boxlayout.ServiceUID, boxlayout.ServiceUID)
-		f.wantFile("/usr/local/lib/hermes-agent/venv/bin/python", nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+		f.wantFile("/usr/local/lib/hermes-agent/venv/bin/python", nil, 0o755, rootID, rootID)
 	})
 	t.Run("workspace seed", func(t *testing.T) { checkSeedArchive(t, f) })
 	t.Run("events", func(t *testing.T) { checkEvents(t, f, len(rep.Steps)) })

@@ -221,16 +221,21 @@ func (p *Provisioner) Plan(ctx context.Context) (Report, error) {
 // path maps an absolute guest path onto the root.
 func (p *Provisioner) path(guest string) string { return filepath.Join(p.cfg.Root, guest) }
 
-// run runs c and reports it as a log event first.
+// run runs c and reports it as a log event first, and while it runs (a
+// package manager may say nothing for minutes) as a heartbeat.
 func (p *Provisioner) run(ctx context.Context, step string, c command.Command) (command.Output, error) {
 	p.emit(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelDebug, Step: step, Message: "running " + c.String(),
 		Fields: map[string]string{protocol.FieldTimeout: c.Timeout.String()}})
+	defer protocol.Heartbeat(p.emit, step)()
 	return p.cfg.Runner.Run(ctx, c)
 }
 
-// fetch downloads a verified artifact and reports it.
+// fetch downloads a verified artifact and reports it, with a heartbeat
+// while it downloads.
 func (p *Provisioner) fetch(ctx context.Context, step, name string, a Artifact) (string, error) {
+	stop := protocol.Heartbeat(p.emit, step)
 	r, err := p.cfg.Fetcher.Fetch(ctx, a.URL, a.SHA256)
+	stop()
 	if err != nil {
 		return "", fmt.Errorf("fetching %s: %w", name, err)
 	}

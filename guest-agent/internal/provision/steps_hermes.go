@@ -201,7 +201,13 @@ var cleanupPaths = []string{
 }
 
 // hermesTrees must belong to hermes throughout.
-var hermesTrees = []string{boxlayout.HermesVenv, boxlayout.ServiceHome, boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
+var hermesTrees = []string{boxlayout.ServiceHome, boxlayout.HermesHome, boxlayout.WorkDir, boxlayout.CodexHome}
+
+// rootTrees are what Hermes imports at start besides its source tree: its
+// venv must be root's and writable by no one else, so that code the
+// hermes user drops there (a .pth file in site-packages runs in every
+// Hermes process) cannot change the gate inside Hermes.
+var rootTrees = []string{boxlayout.HermesVenv}
 
 func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 	var pending []string
@@ -211,7 +217,7 @@ func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 		}
 	}
 	for _, t := range hermesTrees {
-		foreign, err := p.firstForeign(t)
+		foreign, err := p.firstForeign(t, boxlayout.ServiceUID, 0)
 		if err != nil {
 			return Status{}, err
 		}
@@ -219,12 +225,21 @@ func checkCleanup(_ context.Context, p *Provisioner) (Status, error) {
 			pending = append(pending, "chown -R hermes:hermes "+t+" (for example "+foreign+")")
 		}
 	}
+	for _, t := range rootTrees {
+		foreign, err := p.firstForeign(t, rootID, 0o022)
+		if err != nil {
+			return Status{}, err
+		}
+		if foreign != "" {
+			pending = append(pending, "chown -R root:root "+t+" and chmod -R go-w (for example "+foreign+")")
+		}
+	}
 	return Status{Pending: pending}, nil
 }
 
 // firstForeign returns the first path under the guest tree not owned by
-// hermes, or "".
-func (p *Provisioner) firstForeign(tree string) (string, error) {
+// id:id, or (not a symlink) with a permission bit of deny set, or "".
+func (p *Provisioner) firstForeign(tree string, id int, deny fs.FileMode) (string, error) {
 	var found string
 	err := filepath.WalkDir(p.path(tree), func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -233,7 +248,14 @@ func (p *Provisioner) firstForeign(tree string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if u, g, err := p.cfg.Owner.Owner(path); err != nil || u != boxlayout.ServiceUID || g != boxlayout.ServiceUID {
+		u, g, err := p.cfg.Owner.Owner(path)
+		if err == nil && d.Type()&fs.ModeSymlink == 0 && deny != 0 {
+			var fi fs.FileInfo
+			if fi, err = d.Info(); err == nil && fi.Mode().Perm()&deny != 0 {
+				u = -1
+			}
+		}
+		if err != nil || u != id || g != id {
 			found = path
 			return filepath.SkipAll
 		}
@@ -252,20 +274,37 @@ func applyCleanup(_ context.Context, p *Provisioner) error {
 		}
 	}
 	for _, t := range hermesTrees {
-		err := filepath.WalkDir(p.path(t), func(path string, d fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return p.cfg.Owner.Lchown(path, boxlayout.ServiceUID, boxlayout.ServiceUID)
-		})
-		if err != nil {
+		if err := p.chownTree(t, boxlayout.ServiceUID, 0); err != nil {
 			return fmt.Errorf("handing %s to hermes: %w", t, err)
 		}
 	}
+	for _, t := range rootTrees {
+		if err := p.chownTree(t, rootID, 0o022); err != nil {
+			return fmt.Errorf("handing %s to root: %w", t, err)
+		}
+	}
 	return nil
+}
+
+// chownTree gives every path under the guest tree to id:id and clears the
+// permission bits of deny (symlinks keep theirs).
+func (p *Provisioner) chownTree(tree string, id int, deny fs.FileMode) error {
+	return filepath.WalkDir(p.path(tree), func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.cfg.Owner.Lchown(path, id, id); err != nil || deny == 0 || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil || fi.Mode().Perm()&deny == 0 {
+			return err
+		}
+		return os.Chmod(path, fi.Mode().Perm()&^deny|fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	})
 }
 
 // --- smoke checks ----------------------------------------------------------

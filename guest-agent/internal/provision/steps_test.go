@@ -523,3 +523,49 @@ func TestFinalizeStep(t *testing.T) {
 		t.Errorf("apt lists hold %v", ents)
 	}
 }
+
+// TestCleanupGivesTheVenvToRoot: a file the hermes user owns in Hermes'
+// venv, or one others may write (a .pth in site-packages runs in every
+// Hermes process), is pending, and cleanup makes the venv root's and
+// writable by root alone; the homes stay hermes'.
+func TestCleanupGivesTheVenvToRoot(t *testing.T) {
+	f := newFixture(t)
+	p := f.provisioner(f.config())
+	site := "/usr/local/lib/hermes-agent/venv/lib/python3.11/site-packages"
+	pth := site + "/evil.pth"
+	for _, c := range []struct {
+		name string
+		set  func(path string)
+	}{
+		{"owned by hermes", func(path string) { mustDo(t, f.owner.Lchown(path, boxlayout.ServiceUID, boxlayout.ServiceUID)) }},
+		{"writable by others", func(path string) { mustDo(t, os.Chmod(path, 0o666)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mustDo(t, os.MkdirAll(filepath.Join(f.root, site), 0o755))
+			mustDo(t, os.WriteFile(filepath.Join(f.root, pth), []byte("import os\n"), 0o644))
+			mustDo(t, os.MkdirAll(filepath.Join(f.root, boxlayout.HermesHome), 0o755))
+			for _, d := range []string{"/usr/local/lib/hermes-agent/venv", "/usr/local/lib/hermes-agent/venv/lib", "/usr/local/lib/hermes-agent/venv/lib/python3.11", site, pth} {
+				mustDo(t, f.owner.Lchown(filepath.Join(f.root, d), rootID, rootID))
+			}
+			mustDo(t, applyCleanup(t.Context(), p))
+			c.set(filepath.Join(f.root, pth))
+			st, err := checkCleanup(t.Context(), p)
+			if err != nil || len(st.Pending) != 1 || !strings.Contains(st.Pending[0], "chown -R root:root "+boxlayout.HermesVenv) || !strings.Contains(st.Pending[0], "evil.pth") {
+				t.Fatalf("pending %q, %v", st.Pending, err)
+			}
+			mustDo(t, applyCleanup(t.Context(), p))
+			f.wantFile(pth, nil, 0o644, rootID, rootID)
+			f.wantFile(boxlayout.HermesHome, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+			if st, err := checkCleanup(t.Context(), p); err != nil || len(st.Pending) != 0 {
+				t.Fatalf("after cleanup: pending %q, %v", st.Pending, err)
+			}
+		})
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

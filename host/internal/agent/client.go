@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay"
@@ -26,6 +27,8 @@ import (
 type Client struct {
 	dial    func() (relay.Transport, error)
 	onEvent func(protocol.Event)
+	// shorten, in this package's tests only, caps every deadline.
+	shorten time.Duration
 }
 
 // New is a client over tr whose calls pass the box's events to onEvent
@@ -43,15 +46,19 @@ func Dialled(dial func() (relay.Transport, error), onEvent func(protocol.Event))
 // NextStep is what a command whose box did not answer says to run next.
 const NextStep = "hermes-box restart; to look inside the box first, hermes-box shell"
 
-// errDeadline is the cause of a call's context when its verb's deadline
-// passed.
-var errDeadline = errors.New("deadline of the verb")
+// The causes of a call's context when its verb's deadline passed, or its
+// idle deadline passed with no sign of progress.
+var (
+	errDeadline = errors.New("deadline of the verb")
+	errIdle     = errors.New("idle deadline of the verb")
+)
 
 // Call runs verb v with args appended to its words. stdin (nil when the
 // verb takes none) follows the request line; the verb's data goes to
 // stdout (nil discards it) within its cap. A non-zero exit status is an
-// *ExitError; a box that does not answer within the verb's deadline is an
-// error naming the verb, with the next step to run.
+// *ExitError; a box that does not answer within the verb's deadline, or
+// shows no progress within its idle deadline, is an error naming the verb,
+// with the next step to run.
 func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Reader, stdout io.Writer) error {
 	if (stdin != nil) != v.Stdin {
 		return fmt.Errorf("agent %s: input given %t, the verb takes input %t", v.Name(), stdin != nil, v.Stdin)
@@ -61,29 +68,31 @@ func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Read
 		return err
 	}
 	argv := append(slices.Clip(v.Argv), args...)
-	if d := deadline(v); d > 0 {
+	total, idle := c.deadlines(v)
+	if total > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, d, errDeadline)
+		ctx, cancel = context.WithTimeoutCause(ctx, total, errDeadline)
 		defer cancel()
+	}
+	ctx, watch := watchIdle(ctx, idle)
+	defer watch.stop()
+	if stdin != nil {
+		stdin = &progressReader{r: stdin, watch: watch}
 	}
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	out := &capped{w: stdout, max: v.Stdout, what: "the answer of agent " + v.Name()}
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	meter := &stderrMeter{max: v.Stderr, stop: stop, verb: v.Name()}
+	out := &capped{w: stdout, max: v.Stdout, what: "the answer of agent " + v.Name(), watch: watch}
+	ctx = relay.WithStderrLimit(ctx, "the events (stderr) of agent "+v.Name(), v.Stderr)
 	cause := &agentCause{emit: (&eventBudget{emit: c.onEvent, steps: map[string]bool{}}).event}
 	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
 	code, err := tr.Run(ctx, req, stdin, out, func(ev protocol.Event) {
-		if !meter.add(ev) {
-			return
-		}
+		watch.progress()
 		if ev, ok := sanitise(ev); ok {
 			cause.event(ev)
 		}
 	})
-	if err := callError(ctx, v, out.err); err != nil {
+	if err := callError(ctx, v, total, idle, out.err); err != nil {
 		return err
 	}
 	if err != nil || code == 0 {
@@ -93,48 +102,99 @@ func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Read
 	return &ExitError{Argv: argv, Code: code, Message: cause.message()}
 }
 
-// callError is the error of a call that its deadline or a cap ended.
-func callError(ctx context.Context, v *Verb, outErr error) error {
+// callError is the error of a call that a deadline or its stdout cap ended.
+func callError(ctx context.Context, v *Verb, total, idle time.Duration, outErr error) error {
 	switch cause := context.Cause(ctx); {
 	case outErr != nil:
 		return outErr
 	case errors.Is(cause, errDeadline):
-		return userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v", v.Name(), deadline(v)), NextStep)
-	case errors.Is(cause, bounded.ErrLimit):
-		return cause
+		return userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v", v.Name(), total), NextStep)
+	case errors.Is(cause, errIdle):
+		return userr.WithHint(fmt.Errorf("the box did not answer agent %s: no progress for %v (a working box reports progress every %v)",
+			v.Name(), idle, protocol.HeartbeatEvery), NextStep)
 	}
 	return nil
+}
+
+// deadlines are v's deadline and idle deadline (0: none); tests may
+// shorten them (shorten caps a deadline, and an idle deadline at half).
+func (c *Client) deadlines(v *Verb) (total, idle time.Duration) {
+	total, idle = v.Deadline, v.Idle
+	if c.shorten > 0 {
+		total, idle = min(total, c.shorten), min(idle, c.shorten/2)
+	}
+	return total, idle
+}
+
+// idleWatch ends a call's context with errIdle when no progress was seen
+// for its idle deadline; a nil *idleWatch (no idle deadline) does nothing.
+type idleWatch struct {
+	mu    sync.Mutex
+	timer *time.Timer
+	idle  time.Duration
+}
+
+func watchIdle(ctx context.Context, idle time.Duration) (context.Context, *idleWatch) {
+	if idle <= 0 {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, &idleWatch{idle: idle, timer: time.AfterFunc(idle, func() { cancel(errIdle) })}
+}
+
+// progress restarts the idle deadline: the box sent or took bytes.
+func (w *idleWatch) progress() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.timer.Reset(w.idle)
+	w.mu.Unlock()
+}
+
+func (w *idleWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.timer.Stop()
+	w.mu.Unlock()
+}
+
+// progressReader is a call's input: each read the box takes is progress.
+type progressReader struct {
+	r     io.Reader
+	watch *idleWatch
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.watch.progress()
+	}
+	return n, err
 }
 
 // capped passes at most max bytes on to w (no cap when max is 0); the
 // write that would pass the cap fails the call.
 type capped struct {
-	w    io.Writer
-	max  int64
-	n    int64
-	what string
-	err  error
+	w     io.Writer
+	max   int64
+	n     int64
+	what  string
+	err   error
+	watch *idleWatch
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	if c.err != nil {
 		return 0, c.err
 	}
+	c.watch.progress()
 	if c.max > 0 && c.n+int64(len(p)) > c.max {
 		c.err = &bounded.LimitError{What: c.what, Limit: c.max}
 		return 0, c.err
 	}
 	c.n += int64(len(p))
 	return c.w.Write(p)
-}
-
-// deadline is v's deadline; tests may shorten it (testhooks.go).
-func deadline(v *Verb) time.Duration {
-	if v.Follow() {
-		return 0
-	}
-	if d := hookDeadline(); d > 0 && d < v.Deadline {
-		return d
-	}
-	return v.Deadline
 }

@@ -1,12 +1,10 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"strings"
 
-	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
@@ -79,23 +77,6 @@ const (
 	maxEventText  = 512 << 10
 )
 
-// stderrMeter ends a call whose events (its stderr) pass max bytes.
-type stderrMeter struct {
-	size, max int64
-	stop      context.CancelCauseFunc
-	verb      string
-}
-
-// add counts ev; false once the call is over its cap.
-func (m *stderrMeter) add(ev protocol.Event) bool {
-	m.size += eventSize(ev)
-	if m.size > m.max {
-		m.stop(&bounded.LimitError{What: "the events (stderr) of agent " + m.verb, Limit: m.max})
-		return false
-	}
-	return true
-}
-
 // eventBudget passes a call's events on within the limits, and says once
 // that it dropped some.
 type eventBudget struct {
@@ -137,16 +118,6 @@ func (e *eventBudget) event(ev protocol.Event) {
 			Message: fmt.Sprintf("the box sent more than %d step names, %d messages or %d KiB of text in one call; the rest are dropped",
 				maxEventSteps, maxLogEvents, maxEventText>>10)})
 	}
-}
-
-// eventSize is about the bytes of stderr an event took: its text, and a
-// line's worth of framing.
-func eventSize(ev protocol.Event) int64 {
-	n := 64 + len(ev.Message) + len(ev.Step) + len(ev.Type) + len(ev.State) + len(ev.Level)
-	for k, v := range ev.Fields {
-		n += len(k) + len(v) + 6
-	}
-	return int64(n)
 }
 
 // ExitError is an agent verb that exited non-zero; hermes-box exits with

@@ -141,7 +141,11 @@ func printExecutor(ctx context.Context, c *agent.Client, w io.Writer, sizes bool
 // matrixHost runs verb (its index in agent.Verbs) calls times in one
 // process, as the matrix's environment says.
 func matrixHost(verb, calls int) int {
-	agent.SetDeadlineHook(envDeadline)
+	shorten, err := time.ParseDuration(os.Getenv(envDeadline))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "matrix host:", err)
+		return 2
+	}
 	signer, err := keys.EnsureProjectKey(os.Getenv(envKey), "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "matrix host:", err)
@@ -157,7 +161,7 @@ func matrixHost(verb, calls int) int {
 	for call := range calls {
 		tr := &relay.SSH{Addr: os.Getenv(envAddr), User: os.Getenv(envUser), Signer: signer, HostKey: hostKey,
 			Command: os.Getenv(envCommand) + " " + fmt.Sprint(call)}
-		if err := uses[v](context.Background(), agent.New(tr, ui.Event), os.Stdout); err != nil {
+		if err := uses[v](context.Background(), agent.Shortened(agent.New(tr, ui.Event), shorten), os.Stdout); err != nil {
 			// As hermes-box prints a final error.
 			fmt.Fprintf(os.Stderr, "hermes-box: %v\n", err)
 		}

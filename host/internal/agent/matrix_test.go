@@ -3,7 +3,6 @@
 package agent_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,12 +13,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+	"github.com/hermes-box/hermes-box/shared/termsafe/termsafetest"
 )
 
 // The environment of the matrix's host process.
@@ -34,9 +33,12 @@ const (
 	envHWM      = "HBX_MATRIX_HWM"      // where the host writes its peak RSS (VmHWM, KiB)
 )
 
-// matrixDeadline is every verb's deadline in the matrix (the test hook's
-// value): long enough for a session on a loaded machine, short enough for
-// 100 cells.
+// matrixDeadline caps every verb's deadline in this matrix (its idle
+// deadline at half: agent.Shortened, which only this package's test binary
+// has): long enough for a session on a loaded machine, short enough for
+// 100 cells. host/internal/cli's TestHostileMatrixRelease runs the verbs
+// that commands call over the relay with the release binary and the real
+// deadlines.
 const matrixDeadline = 4 * time.Second
 
 // matrixRSSKiB is the most a cell's host process may hold resident.
@@ -67,7 +69,7 @@ type cell struct {
 // TestHostileMatrix runs every verb of the table in every hostile mode
 // through Debian's sshd and a compromised agent, one host process per
 // cell: its peak RSS stays within 64 MiB, its wall time within the
-// verb's deadline (here the test hook's) plus 10 s, and nothing it prints
+// verb's deadline (here matrixDeadline) plus 10 s, and nothing it prints
 // carries a byte a terminal would obey.
 func TestHostileMatrix(t *testing.T) {
 	sshd := sshdtest.New(t, sshdtest.Options{NoAgent: true})
@@ -132,13 +134,13 @@ func runCell(t *testing.T, sshd *sshdtest.Server, exe string, i int, v *agent.Ve
 	cmd.Env = append(os.Environ(), envAddr+"="+sshd.Addr, envUser+"="+sshd.User, envKey+"="+sshd.KeyPath,
 		envHostKey+"="+string(ssh.MarshalAuthorizedKey(sshd.HostKey)), envCommand+"="+command,
 		envAnchor+"="+filepath.Join(dir, "anchor"), envDeadline+"="+matrixDeadline.String(), envHWM+"="+hwm)
-	var stdout, stderr safeSink
+	var stdout, stderr termsafetest.Sink
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	c := cell{verb: strings.TrimSpace(v.Name() + " " + strings.Join(v.Args, " ")), mode: mode, wall: time.Since(start), bound: bound}
 	if err != nil {
-		t.Errorf("host process: %v\nstderr: %s", err, stderr.head.String())
+		t.Errorf("host process: %v\nstderr: %s", err, stderr.Head())
 	}
 	if b, err := os.ReadFile(hwm); err == nil {
 		c.rssKiB, _ = strconv.ParseInt(string(b), 10, 64)
@@ -149,13 +151,13 @@ func runCell(t *testing.T, sshd *sshdtest.Server, exe string, i int, v *agent.Ve
 	if c.wall > bound {
 		t.Errorf("took %v, want at most %v", c.wall, bound)
 	}
-	for _, s := range []*safeSink{&stdout, &stderr} {
-		if s.bad != "" {
-			t.Errorf("a control byte reached the output: %s\n%s", s.bad, s.head.String())
+	for _, s := range []*termsafetest.Sink{&stdout, &stderr} {
+		if s.Bad() != "" {
+			t.Errorf("a control byte reached the output: %s\n%s", s.Bad(), s.Head())
 		}
 	}
-	if mode == modeEscape && !strings.Contains(stdout.head.String()+stderr.head.String(), "]52;c;") {
-		t.Errorf("the payload was not shown at all:\nstdout: %s\nstderr: %s", stdout.head.String(), stderr.head.String())
+	if mode == modeEscape && !strings.Contains(stdout.Head()+stderr.Head(), "]52;c;") {
+		t.Errorf("the payload was not shown at all:\nstdout: %s\nstderr: %s", stdout.Head(), stderr.Head())
 	}
 	return c
 }
@@ -183,42 +185,4 @@ func logMatrix(t *testing.T, cells []cell) {
 		b.WriteString("\n")
 	}
 	t.Log(b.String())
-}
-
-// safeSink takes a process's output: it keeps the first 4 KiB to show,
-// counts the rest, and notes the first character a terminal would obey (a
-// control other than newline and tab, DEL, a C1 control, a bidi control)
-// or bytes that are not UTF-8.
-type safeSink struct {
-	head  bytes.Buffer
-	n     int64
-	carry []byte
-	bad   string
-}
-
-func (s *safeSink) Write(p []byte) (int, error) {
-	if s.head.Len() < 4<<10 {
-		s.head.Write(p[:min(len(p), 4<<10-s.head.Len())])
-	}
-	s.n += int64(len(p))
-	buf := append(s.carry, p...)
-	for len(buf) > 0 && s.bad == "" {
-		if !utf8.FullRune(buf) {
-			break
-		}
-		r, size := utf8.DecodeRune(buf)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			s.bad = fmt.Sprintf("bytes that are not UTF-8 at byte %d", s.n-int64(len(buf)))
-		case r < 0x20 && r != '\n' && r != '\t', r == 0x7f, r >= 0x80 && r <= 0x9f,
-			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
-			s.bad = fmt.Sprintf("%U at byte %d", r, s.n-int64(len(buf)))
-		}
-		buf = buf[size:]
-	}
-	s.carry = append(s.carry[:0], buf...)
-	if s.bad != "" {
-		s.carry = nil
-	}
-	return len(p), nil
 }

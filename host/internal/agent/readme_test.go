@@ -20,10 +20,10 @@ const (
 // verbTable is the README's table of Verbs.
 func verbTable() string {
 	var b strings.Builder
-	b.WriteString("| verb | arguments | input | answer | stdout at most | stderr (events) at most | deadline |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| verb | arguments | input | answer | stdout at most | stderr (events) at most | deadline | idle deadline |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, v := range Verbs {
-		input, stdout, deadline := "-", "-", "none (ends on Ctrl-C)"
+		input, stdout, deadline, idle := "-", "-", "none (ends on Ctrl-C)", "-"
 		if v.Stdin {
 			input = "stdin"
 		}
@@ -33,12 +33,15 @@ func verbTable() string {
 		if !v.Follow() {
 			deadline = shortDuration(v.Deadline)
 		}
+		if v.Idle > 0 {
+			idle = shortDuration(v.Idle)
+		}
 		answer := v.Result
 		if v.Stream {
 			answer += " (streamed)"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", v.Name(), orDash(strings.Join(v.Args, " ")), input, answer,
-			stdout, bounded.Human(v.Stderr), deadline)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", v.Name(), orDash(strings.Join(v.Args, " ")), input, answer,
+			stdout, bounded.Human(v.Stderr), deadline, idle)
 	}
 	return b.String()
 }

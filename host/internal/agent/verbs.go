@@ -3,6 +3,8 @@ package agent
 import (
 	"strings"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // Verb is one agent verb as the host calls it: declared once, in Verbs,
@@ -25,6 +27,12 @@ type Verb struct {
 	Stdout, Stderr int64
 	// Deadline bounds the whole call; 0 is for a follow mode only.
 	Deadline time.Duration
+	// Idle, when set, ends the call once the box shows no progress (no
+	// byte of stdout or stderr sent, none of stdin taken) for that long:
+	// for the verbs whose deadline is hours, so that a hung box is found
+	// in minutes. The agent reports its long silent steps every
+	// protocol.HeartbeatEvery.
+	Idle time.Duration
 }
 
 // Name is the verb's words, as errors name it.
@@ -45,6 +53,8 @@ const (
 	maxPart = 16 << 40
 	// maxAuditLog is auditanchor.MaxLog: the audit log the host verifies.
 	maxAuditLog = 16 * mib
+	// idle is the idle deadline of the long verbs: six heartbeats.
+	idle = 6 * protocol.HeartbeatEvery
 )
 
 // The verbs the host calls. Each call goes through Client.Call with one of
@@ -69,10 +79,12 @@ var (
 		Stderr: maxEvents}
 	AuditRaw = &Verb{Argv: []string{"audit", "raw"}, Result: "audit log", Stream: true,
 		Stdout: maxAuditLog, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	// secrets set restarts the gateway (its stop wait, then its start).
 	SecretsSet = &Verb{Argv: []string{"secrets", "set"}, Stdin: true, Result: "protocol.SecretsStored",
-		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 3 * time.Minute}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 2 * time.Minute}
+	// netprobe runs its probes at once, each within the plan's timeout.
 	Netprobe = &Verb{Argv: []string{"netprobe"}, Stdin: true, Result: "netproof.Proof",
-		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: time.Minute}
 	ExecutorStatus = &Verb{Argv: []string{"executor", "status"}, Result: "protocol.ExecutorStatus",
 		Stdout: mib, Stderr: maxEvents, Deadline: 2 * time.Minute}
 	ExecutorStatusSizes = &Verb{Argv: []string{"executor", "status", "--sizes"}, Result: "protocol.ExecutorStatus",
@@ -82,18 +94,18 @@ var (
 	ExecutorConnect = &Verb{Argv: []string{"executor", "connect-hermes"}, Stdin: true, Result: "none",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 5 * time.Minute}
 	SnapshotWrite = &Verb{Argv: []string{"snapshot", "write"}, Args: []string{"PART"}, Result: "tar stream", Stream: true,
-		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
+		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
 	SnapshotChunks = &Verb{Argv: []string{"snapshot", "chunks"}, Args: []string{"PART"}, Stdin: true, Result: "chunk stream", Stream: true,
-		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour}
+		Stdout: maxPart, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
 	SnapshotApply = &Verb{Argv: []string{"snapshot", "apply"}, Stdin: true, Result: "none",
-		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour}
+		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 12 * time.Hour, Idle: idle}
 	Version  = &Verb{Argv: []string{"version"}, Result: "text", Stdout: 4 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
 	Netcheck = &Verb{Argv: []string{"netcheck"}, Args: []string{"[--host NAME]"}, Result: "netcheck.Result (exit 1: not ready)",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 10 * time.Second}
 	HostKeys = &Verb{Argv: []string{"hostkeys"}, Result: "protocol.HostKeys",
 		Stdout: 64 * kib, Stderr: maxEvents, Deadline: 30 * time.Second}
 	Provision = &Verb{Argv: []string{"provision"}, Args: []string{"FLAGS…"}, Result: "none",
-		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour}
+		Stdout: mib, Stderr: 16 * mib, Deadline: 2 * time.Hour, Idle: idle}
 )
 
 // NetcheckKill is how long a netcheck may run in the builder: smolvm exec

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/netproof"
 )
@@ -206,7 +207,12 @@ func agentHealth(ctx context.Context, b *Box) agentAnswer {
 func mergeAgentHealth(st *Status, a agentAnswer) {
 	if a.err != nil {
 		st.HealthError = a.err.Error()
-		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, "agent unreachable: "+a.err.Error(), st.Time)
+		msg := "agent unreachable: " + a.err.Error()
+		if next := userr.Hint(a.err); next != "" {
+			// A box that did not answer says what to run next.
+			msg += " (next: " + next + ")"
+		}
+		st.Checks["agent"] = hostCheck(false, health.SeverityCritical, msg, st.Time)
 		return
 	}
 	host := st.Checks

@@ -159,8 +159,8 @@ func New(t testing.TB, conf ...string) *Project {
 		"HBX_TEST_RELAY_COMMAND="+GuestRelayCommand,
 		// doctor probes the fake's LAN (TEST-NET-1), never the real one.
 		"HBX_TEST_LAN_GATEWAY=192.0.2.1",
-		// The stand-in Hermes has no approval gate to provision.
-		"HBX_TEST_NO_GATE=stand-in",
+		// The test agent's provision installs Hermes with its gate.
+		GatedHermesEnv+"="+GatedHermes(t),
 	)
 	t.Cleanup(p.StopMachines)
 	return p

@@ -88,14 +88,54 @@ func guestSSHD(addr string) int {
 	if err != nil {
 		return fail(err)
 	}
+	users, extra, env := u.Username, []string{"LogLevel ERROR", "SetEnv " + GuestRootEnv + "=" + root}, os.Environ()
+	if _, err := os.Stat(releaseLoginMarker(root)); err == nil {
+		if users, extra, env, err = releaseLogin(dir, users, extra, env); err != nil {
+			return fail(err)
+		}
+	}
 	config := product + sshdtest.Config(port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
-		filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), u.Username,
-		"LogLevel ERROR", "SetEnv "+GuestRootEnv+"="+root)
+		filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), users, extra...)
 	path := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		return fail(err)
 	}
-	return fail(syscall.Exec(sshdtest.SSHDPath, []string{sshdtest.SSHDPath, "-D", "-e", "-f", path}, os.Environ()))
+	return fail(syscall.Exec(sshdtest.SSHDPath, []string{sshdtest.SSHDPath, "-D", "-e", "-f", path}, env))
+}
+
+// releaseLoginMarker is the file in the fake smolvm's state directory
+// (every machine's root is <state>/machines/NAME/root) that makes each
+// machine's sshd take the release binary's login: boxadmin, and whatever
+// remote command it asks for.
+func releaseLoginMarker(root string) string {
+	return filepath.Join(root, "..", "..", "..", "release-login")
+}
+
+// releaseLogin is the sshd of a box that a release hermes-box (no test
+// hooks: it logs in as boxadmin and asks for boxlayout.RelayCommand)
+// reaches: Debian's sshd, run as this user, sees a boxadmin with this
+// user's ids through nss_wrapper (Debian's libnss-wrapper), and forces the
+// test's relay command, as the box's sudo and agent path would run it.
+func releaseLogin(dir, users string, extra, env []string) (string, []string, []string, error) {
+	lib, _ := filepath.Glob("/usr/lib/*/libnss_wrapper.so")
+	if len(lib) == 0 {
+		return "", nil, nil, errors.New("libnss_wrapper.so is missing (install libnss-wrapper)")
+	}
+	passwd, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	entry := fmt.Sprintf("%s:x:%s:%s:box admin:%s:/bin/sh\n", boxlayout.AdminUser, u.Uid, u.Gid, u.HomeDir)
+	path := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(path, append(passwd, entry...), 0o600); err != nil {
+		return "", nil, nil, err
+	}
+	env = append(env, "LD_PRELOAD="+lib[0], "NSS_WRAPPER_PASSWD="+path, "NSS_WRAPPER_GROUP=/etc/group")
+	return users + " " + boxlayout.AdminUser, append(extra, "ForceCommand "+GuestRelayCommand), env, nil
 }
 
 // ubuntuSSHDConfig is what Ubuntu 24.04's /etc/ssh/sshd_config sets

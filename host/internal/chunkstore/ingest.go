@@ -94,8 +94,10 @@ type ingester struct {
 // run streams the part from src and checks its tree; it returns the
 // part's record and listing.
 func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwire.ID) (PartRecord, []string, error) {
+	prefixes := in.s.prefixes()
 	var held bytes.Buffer
-	if err := chunkwire.WriteHeld(&held, &chunkwire.Held{Committed: committed, Prefixes: in.s.prefixes()}); err != nil {
+	held.Grow(64 + 8*len(prefixes)) // 8 MiB for a million chunks, allocated once
+	if err := chunkwire.WriteHeld(&held, &chunkwire.Held{Committed: committed, Prefixes: prefixes}); err != nil {
 		return PartRecord{}, nil, err
 	}
 	in.prog = PartProgress{Part: in.part}

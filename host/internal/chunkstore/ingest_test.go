@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -184,4 +187,27 @@ func rawTar(files []tfile) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// TestHeldOfAMillionChunks: what the host sends the agent for a store of a
+// million chunks is 8 MiB, and building it allocates little more.
+func TestHeldOfAMillionChunks(t *testing.T) {
+	const n = 1_000_000
+	s := &Store{}
+	s.idx.entries = make([]entry, n)
+	for i := range s.idx.entries {
+		binary.BigEndian.PutUint64(s.idx.entries[i].id[:], uint64(i)<<20)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	prefixes := s.prefixes()
+	var held bytes.Buffer
+	held.Grow(64 + 8*len(prefixes))
+	must(t, chunkwire.WriteHeld(&held, &chunkwire.Held{Prefixes: prefixes}))
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a million held chunks: %d bytes sent, %d bytes allocated (the index itself: %d bytes)", held.Len(), alloc, n*int(unsafe.Sizeof(entry{})))
+	if held.Len() > 8*n+64 || alloc > 20<<20 {
+		t.Fatalf("%d bytes sent, %d allocated", held.Len(), alloc)
+	}
 }

@@ -63,6 +63,8 @@ func newExecutorProject(t *testing.T) *executorProject {
 	boxtest.Must(t, os.Symlink("releases/"+executorRelease, filepath.Join(rt, "current")))
 	boxtest.Must(t, os.MkdirAll(filepath.Join(p.guest, "workspace/executor"), 0o755))
 	boxtest.Must(t, os.WriteFile(filepath.Join(p.guest, "workspace/executor/executor.log"), []byte("one\ntwo\nthree\n"), 0o644))
+	// Hermes with its approval gate, as provisioning leaves it.
+	boxtest.Must(t, os.CopyFS(p.guest, os.DirFS(boxtest.GatedHermes(t))))
 
 	p.health = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/health" {
@@ -79,7 +81,7 @@ func newExecutorProject(t *testing.T) *executorProject {
 		"PATH="+filepath.Join(bins.Dir, "path")+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"FAKESMOLVM_STATE="+filepath.Join(t.TempDir(), "smolvm"),
 		"FAKESMOLVM_GUEST_22="+sshd.Addr, "FAKESMOLVM_GUEST_4788="+strings.TrimPrefix(p.health.URL, "http://"),
-		"HERMES_BOX_PROJECT_ROOT="+p.root, "HBX_TEST_SSH_USER="+sshd.User, "HBX_TEST_NO_GATE=stand-in",
+		"HERMES_BOX_PROJECT_ROOT="+p.root, "HBX_TEST_SSH_USER="+sshd.User,
 		"HBX_TEST_RELAY_COMMAND="+sshdtest.ShellQuote(bins.Agent)+" --root "+sshdtest.ShellQuote(p.guest)+" relay",
 	)
 	t.Cleanup(func() { p.smolvm("machine", "stop", "--name", boxtest.Machine) })

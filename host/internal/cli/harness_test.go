@@ -67,11 +67,15 @@ func (h *harness) run(args ...string) result {
 	return h.runInput("", args...)
 }
 
+// runLimit bounds one run of hermes-box: past the longest deadline of an
+// agent verb that a hostile test waits for (5 min) and its slack.
+const runLimit = 8 * time.Minute
+
 // runInput is run with stdin.
 func (h *harness) runInput(stdin string, args ...string) result {
 	h.T.Helper()
 	before := len(h.Calls())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := h.command(ctx, args...)
 	cmd.Stdin = strings.NewReader(stdin)

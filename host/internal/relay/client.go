@@ -92,9 +92,18 @@ func (c *Client) run(ctx context.Context, req protocol.Request, stdin io.Reader,
 			abort()
 		}
 	})
-	wg.Go(func() { readEvents(pipes.stderr, onEvent) })
+	var stderrErr error
+	wg.Go(func() {
+		if stderrErr = readEvents(pipes.stderr, onEvent, stderrLimit(ctx)); stderrErr != nil {
+			abort()
+			io.Copy(io.Discard, pipes.stderr)
+		}
+	})
 	waitErr := sess.Wait()
 	wg.Wait()
+	if stderrErr != nil {
+		return -1, stderrErr
+	}
 	return result(ctx, waitErr, out.err, inErr)
 }
 

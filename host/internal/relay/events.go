@@ -3,11 +3,13 @@ package relay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -22,18 +24,48 @@ const (
 	RawSourceStderr = "stderr"
 )
 
+// stderrLimitKey is the context key of a call's stderr cap.
+type stderrLimitKey struct{}
+
+// stderrCap is the most raw bytes a call's stderr may carry (0: no cap),
+// and what an error calls that stderr.
+type stderrCap struct {
+	what string
+	max  int64
+}
+
+// WithStderrLimit is ctx with a cap on the raw bytes of a call's stderr: a
+// call run with it ends with a *bounded.LimitError naming what once its
+// stderr passes max bytes, whatever they hold. Blank lines, the rest of a
+// line past maxEventLine and fields no one reads count as much as events
+// do, so a box cannot keep the host reading stderr until a deadline. The
+// agent client sets it from its verb table.
+func WithStderrLimit(ctx context.Context, what string, max int64) context.Context {
+	return context.WithValue(ctx, stderrLimitKey{}, stderrCap{what: what, max: max})
+}
+
+func stderrLimit(ctx context.Context) stderrCap {
+	c, _ := ctx.Value(stderrLimitKey{}).(stderrCap)
+	return c
+}
+
 // readEvents reads r to its end, line by line, and passes each line to emit
 // as an event. It keeps reading whatever the lines hold, so the remote side
-// never blocks on a full stderr.
-func readEvents(r io.Reader, emit func(protocol.Event)) {
+// never blocks on a full stderr, until r passes the cap: then it returns a
+// *bounded.LimitError, and its caller ends the call and drains r.
+func readEvents(r io.Reader, emit func(protocol.Event), limit stderrCap) error {
 	if emit == nil {
 		emit = func(protocol.Event) {}
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
+	var size int64
 	skipping := false // past maxEventLine, until the next newline
 	for {
 		chunk, err := br.ReadSlice('\n')
+		if size += int64(len(chunk)); limit.max > 0 && size > limit.max {
+			return &bounded.LimitError{What: limit.what, Limit: limit.max}
+		}
 		switch {
 		case skipping:
 		case len(line)+len(chunk) > maxEventLine:
@@ -51,7 +83,7 @@ func readEvents(r io.Reader, emit func(protocol.Event)) {
 		}
 		line, skipping = line[:0], false
 		if err != nil {
-			return
+			return nil
 		}
 	}
 }

@@ -135,8 +135,14 @@ func (e *Exec) agent() string {
 func (e *Exec) exec(ctx context.Context, argv []string, stdin io.Reader, stdout io.Writer, onEvent func(protocol.Event), verb string) (int, error) {
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var stderrErr error
 	go func() {
-		readEvents(pr, onEvent)
+		if stderrErr = readEvents(pr, onEvent, stderrLimit(ctx)); stderrErr != nil {
+			stop(stderrErr)
+			io.Copy(io.Discard, pr)
+		}
 		close(done)
 	}()
 	res, err := e.Execer.Exec(ctx, smolvm.ExecSpec{
@@ -144,6 +150,9 @@ func (e *Exec) exec(ctx context.Context, argv []string, stdin io.Reader, stdout 
 	})
 	pw.Close()
 	<-done
+	if stderrErr != nil {
+		err = stderrErr
+	}
 	if err != nil {
 		// Only the verb is named: arguments stay out of error messages.
 		return -1, fmt.Errorf("relaying %s through smolvm exec on %s: %w", verb, e.Machine, err)
