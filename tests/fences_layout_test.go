@@ -88,7 +88,7 @@ var layout = []fence{
 	{from: "guest-agent", except: []string{"guest-agent/cmd", "guest-agent/internal"}, to: imageLibraries,
 		why: "the lean agent that answers every relay call links no image library; its Executor helper does"},
 	{from: "host/internal/backup", to: []string{"host/internal/smolvm", "host/internal/agent", "host/internal/relay"},
-		why: "backup is the backups' format and files; the lifecycle (host/internal/box) drives the machines and hands backup their streams"},
+		why: "backup reaches a machine only through the interfaces it owns (MachineOps, SnapshotOps), which the lifecycle implements; it imports no machine driver, agent client or relay"},
 	{from: "", except: []string{"host/internal/boxtest"}, to: []string{"host/internal/boxtest"},
 		why: "boxtest, the lifecycle tests' project, is imported by _test.go files only"},
 	{from: "", except: []string{"guest-agent/internal/oci/ocitest"},

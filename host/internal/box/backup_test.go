@@ -6,26 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
-
-// note is a file in the box's workspace the backup tests change.
-const note = "/workspace/work/note.txt"
-
-func (p *project) writeNote(text string) { p.GuestExec(boxtest.Machine, text, "/usr/bin/tee", note) }
-
-func (p *project) readNote() string { return p.GuestExec(boxtest.Machine, "", "/bin/cat", note) }
-
-// index is the first call matching re, -1 when none does.
-func index(calls []boxtest.Call, re string) int {
-	r := regexp.MustCompile(re)
-	return slices.IndexFunc(calls, func(c boxtest.Call) bool { return r.MatchString(c.Line) })
-}
 
 // expectHealthy wants the box running and healthy.
 func (p *project) expectHealthy(when string) {
@@ -41,14 +27,14 @@ func (p *project) expectHealthy(when string) {
 func TestBackupVerbs(t *testing.T) {
 	p := newProject(t)
 	p.initBox()
-	p.writeNote("before\n")
+	p.WriteNote("before\n")
 
 	var dir string
 	calls, err := p.do(func(ctx context.Context, b *Box) (err error) { dir, err = Snapshot(ctx, b, "first"); return err })
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	if i := index(calls, `^machine (create|stop|start|delete)`); i >= 0 {
+	if i := boxtest.Index(calls, `^machine (create|stop|start|delete)`); i >= 0 {
 		t.Errorf("snapshot of a running box changed the machine: %s", calls[i].Line)
 	}
 	p.expectHealthy("after snapshot")
@@ -73,15 +59,15 @@ func TestBackupVerbs(t *testing.T) {
 	}
 
 	// Onto the box: safety snapshot, candidate, cut-over.
-	p.writeNote("after\n")
+	p.WriteNote("after\n")
 	calls, err = p.do(func(ctx context.Context, b *Box) error { return Restore(ctx, b, dir, RestoreOptions{}) })
 	if err != nil {
 		t.Fatalf("restore: %v\n%s", err, p.ui.text())
 	}
-	if got := p.readNote(); got != "before\n" {
+	if got := p.ReadNote(); got != "before\n" {
 		t.Fatalf("note after restore = %q, want the backup's", got)
 	}
-	p.checkReplacement(calls)
+	p.CheckReplacement(calls)
 	p.expectHealthy("after the replacement restore")
 	safety, _ := filepath.Glob(filepath.Join(p.Root, "backups", "hermes-box-*-pre-restore.hermesbox"))
 	if len(safety) != 1 || !strings.Contains(SafetySnapshots(p.ctx(), p.box()), strings.TrimSuffix(filepath.Base(safety[0]), ".hermesbox")) {
@@ -96,13 +82,13 @@ func TestBackupVerbs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fresh restore: %v", err)
 	}
-	if got := p.readNote(); got != "before\n" {
+	if got := p.ReadNote(); got != "before\n" {
 		t.Fatalf("note after the fresh restore = %q", got)
 	}
-	if i := index(calls, `-restore-`); i >= 0 {
+	if i := boxtest.Index(calls, `-restore-`); i >= 0 {
 		t.Errorf("the fresh restore made a candidate: %s", calls[i].Line)
 	}
-	if index(calls, fmt.Sprintf(`^machine create --name hermes-box .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, p.Port)) < 0 {
+	if boxtest.Index(calls, fmt.Sprintf(`^machine create --name hermes-box .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, p.Port)) < 0 {
 		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(boxtest.Lines(calls), "\n  "))
 	}
 	p.expectHealthy("after the fresh restore")
@@ -126,24 +112,5 @@ func TestBackupVerbs(t *testing.T) {
 	}
 	if _, err := os.Stat(safety[0]); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the deleted backup is still there: %v", err)
-	}
-}
-
-// checkReplacement asserts the order of a replacement restore: candidate
-// in restore mode on another loopback port, applied, deleted; then the
-// original deleted and recreated in restore mode on the box's port.
-func (p *project) checkReplacement(calls []boxtest.Call) {
-	p.t.Helper()
-	created := index(calls, `^machine create --name hermes-box-restore-[0-9]+-[0-9]+ .*-p [0-9]+:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
-	applied := index(calls, `^machine exec .*--name hermes-box-restore-.* snapshot apply`)
-	candDeleted := index(calls, `^machine delete --name hermes-box-restore-[0-9]+-[0-9]+ --force$`)
-	boxDeleted := index(calls, `^machine delete --name hermes-box --force$`)
-	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, p.Port))
-	if !(created >= 0 && created < candDeleted && candDeleted < boxDeleted && boxDeleted < boxCreated) {
-		p.t.Errorf("replacement order: candidate create %d, apply %d, delete %d; box delete %d, create %d\n  %s",
-			created, applied, candDeleted, boxDeleted, boxCreated, strings.Join(boxtest.Lines(calls), "\n  "))
-	}
-	if got := p.Machines(); len(got) != 1 {
-		p.t.Errorf("machines after restore: %v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
@@ -76,6 +77,10 @@ func (b *partBar) done(err error) {
 	}
 }
 
+// materializePrefix names the directory below the state directory that a
+// restore writes an incremental backup out into.
+const materializePrefix = ".materialize-"
+
 // materialized is an incremental backup written out as a hermes-box-v2
 // backup (every chunk read and re-hashed) below the state directory, for
 // the restore to stage as any other; remove deletes it.
@@ -97,7 +102,14 @@ func materialized(ctx context.Context, env *backupRun, src string) (dir string, 
 	if err := os.MkdirAll(cfg.StateDir(), 0o700); err != nil {
 		return "", nil, err
 	}
-	parent, err := os.MkdirTemp(cfg.StateDir(), ".materialize-")
+	// What an interrupted restore left (the caller holds the lock).
+	stale, _ := filepath.Glob(filepath.Join(cfg.StateDir(), materializePrefix+"*"))
+	for _, d := range stale {
+		if err := os.RemoveAll(d); err != nil {
+			return "", nil, fmt.Errorf("removing what an interrupted restore left: %w", err)
+		}
+	}
+	parent, err := os.MkdirTemp(cfg.StateDir(), materializePrefix)
 	if err != nil {
 		return "", nil, err
 	}

@@ -326,6 +326,64 @@ func (p *Project) GuestExec(name, stdin string, argv ...string) string {
 	return out.String()
 }
 
+// Note is a file in the box's workspace that the backup tests change.
+const Note = "/workspace/work/note.txt"
+
+// WriteNote writes text to the box's Note.
+func (p *Project) WriteNote(text string) { p.GuestExec(Machine, text, "/usr/bin/tee", Note) }
+
+// ReadNote reads the box's Note.
+func (p *Project) ReadNote() string {
+	p.T.Helper()
+	return string(ReadFile(p.T, filepath.Join(p.State, "machines", Machine, "root", Note)))
+}
+
+// Index is the position of the first call matching re, -1 when none does.
+func Index(calls []Call, re string) int {
+	rx := regexp.MustCompile(re)
+	for i, c := range calls {
+		if rx.MatchString(c.Line) {
+			return i
+		}
+	}
+	return -1
+}
+
+// CheckReplacement asserts the order of a replacement restore: candidate
+// in restore mode on another loopback port, applied, deleted; then the
+// original deleted and recreated in restore mode on the box's port.
+func (p *Project) CheckReplacement(calls []Call) {
+	t := p.T
+	t.Helper()
+	all := strings.Join(Lines(calls), "\n  ")
+	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) --from \$ROOT/images/hermes-base\.smolmachine .*-p ([0-9]+):22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
+	var name, port string
+	created := -1
+	for i, c := range calls {
+		if m := cand.FindStringSubmatch(c.Line); m != nil {
+			name, port, created = m[1], m[2], i
+			break
+		}
+	}
+	if created < 0 {
+		t.Fatalf("no restore-mode candidate create:\n  %s", all)
+	}
+	if port == fmt.Sprint(p.Port) {
+		t.Errorf("the candidate uses the box's port %s", port)
+	}
+	applied := Index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay( --hold-output)?$`) // --hold-output on 1.0.4 (TestLifecycleAcrossReleases)
+	candDeleted := Index(calls, `^machine delete --name `+name+` --force$`)
+	boxDeleted := Index(calls, `^machine delete --name hermes-box --force$`)
+	boxCreated := Index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, p.Port))
+	if !(created < applied && applied < candDeleted && candDeleted < boxDeleted && boxDeleted < boxCreated) {
+		t.Errorf("replacement order: candidate create %d, apply %d, delete %d; box delete %d, create %d\n  %s",
+			created, applied, candDeleted, boxDeleted, boxCreated, all)
+	}
+	if got := p.Machines(); len(got) != 1 {
+		t.Errorf("machines after restore: %v", got)
+	}
+}
+
 // ReadFile reads p or fails the test.
 func ReadFile(t testing.TB, p string) []byte {
 	t.Helper()

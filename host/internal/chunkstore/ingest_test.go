@@ -190,7 +190,8 @@ func rawTar(files []tfile) []byte {
 }
 
 // TestHeldOfAMillionChunks: what the host sends the agent for a store of a
-// million chunks is 8 MiB, and building it allocates little more.
+// million chunks is 8 MiB, and building it allocates twice that (beside
+// the 52 MB index, within the 128 MiB the issue allows).
 func TestHeldOfAMillionChunks(t *testing.T) {
 	const n = 1_000_000
 	s := &Store{}
@@ -207,7 +208,7 @@ func TestHeldOfAMillionChunks(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("a million held chunks: %d bytes sent, %d bytes allocated (the index itself: %d bytes)", held.Len(), alloc, n*int(unsafe.Sizeof(entry{})))
-	if held.Len() > 8*n+64 || alloc > 20<<20 {
+	if held.Len() > 8*n+64 || alloc > 32<<20 { // 16 MB measured (24 MB under -race)
 		t.Fatalf("%d bytes sent, %d allocated", held.Len(), alloc)
 	}
 }

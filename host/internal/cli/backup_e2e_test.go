@@ -14,15 +14,6 @@ import (
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
-const note = "/workspace/work/note.txt"
-
-func (h *harness) writeNote(text string) { h.GuestExec(boxtest.Machine, text, "/usr/bin/tee", note) }
-
-func (h *harness) readNote() string {
-	h.T.Helper()
-	return string(boxtest.ReadFile(h.T, filepath.Join(h.State, "machines", boxtest.Machine, "root", note)))
-}
-
 // expectHealthy checks that the box runs and its services are RUNNING.
 func expectHealthy(t *testing.T, h *harness, when string) {
 	t.Helper()
@@ -30,17 +21,6 @@ func expectHealthy(t *testing.T, h *harness, when string) {
 	if st.state != "running" || st.report.Status != health.StatusHealthy || len(st.report.Services) != 2 {
 		t.Fatalf("%s: state %q report %+v", when, st.state, st.report)
 	}
-}
-
-// index returns the position of the first call matching re, or -1.
-func index(calls []boxtest.Call, re string) int {
-	rx := regexp.MustCompile(re)
-	for i, c := range calls {
-		if rx.MatchString(c.Line) {
-			return i
-		}
-	}
-	return -1
 }
 
 func mustRun(t *testing.T, h *harness, args ...string) result {
@@ -59,7 +39,7 @@ func mustRun(t *testing.T, h *harness, args ...string) result {
 func TestSnapshotRestorePackage(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.writeNote("before\n")
+	h.WriteNote("before\n")
 
 	r := mustRun(t, h, "snapshot", "first")
 	backupDir := strings.TrimSpace(r.stdout)
@@ -68,18 +48,18 @@ func TestSnapshotRestorePackage(t *testing.T) {
 			t.Fatalf("backup %q lacks %s: %v", backupDir, f, err)
 		}
 	}
-	if i := index(r.calls, `^machine (create|stop|start|delete)`); i >= 0 {
+	if i := boxtest.Index(r.calls, `^machine (create|stop|start|delete)`); i >= 0 {
 		t.Errorf("snapshot of a running box changed the machine: %s", r.calls[i].Line)
 	}
 	expectHealthy(t, h, "after snapshot")
 
 	// Replacement path.
-	h.writeNote("after\n")
+	h.WriteNote("after\n")
 	r = mustRun(t, h, "restore", backupDir)
-	if got := h.readNote(); got != "before\n" {
+	if got := h.ReadNote(); got != "before\n" {
 		t.Fatalf("note after restore = %q, want the backup's", got)
 	}
-	checkReplacement(t, h, r.calls)
+	h.CheckReplacement(r.calls)
 	expectHealthy(t, h, "after the replacement restore")
 	safety, _ := filepath.Glob(filepath.Join(h.Root, "backups", "hermes-box-*-pre-restore.hermesbox"))
 	if len(safety) != 1 {
@@ -89,14 +69,14 @@ func TestSnapshotRestorePackage(t *testing.T) {
 	// Fresh path.
 	mustRun(t, h, "destroy", "--force")
 	r = mustRun(t, h, "restore", backupDir)
-	if got := h.readNote(); got != "before\n" {
+	if got := h.ReadNote(); got != "before\n" {
 		t.Fatalf("note after the fresh restore = %q", got)
 	}
-	if i := index(r.calls, `-restore-`); i >= 0 {
+	if i := boxtest.Index(r.calls, `-restore-`); i >= 0 {
 		t.Errorf("the fresh restore made a candidate: %s", r.calls[i].Line)
 	}
 	wantCreate := fmt.Sprintf(`^machine create --name hermes-box --from \$ROOT/images/hermes-base\.smolmachine .*-p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.Port)
-	if index(r.calls, wantCreate) < 0 {
+	if boxtest.Index(r.calls, wantCreate) < 0 {
 		t.Errorf("no restore-mode create of the box:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	expectHealthy(t, h, "after the fresh restore")
@@ -126,48 +106,14 @@ func TestSnapshotRestorePackage(t *testing.T) {
 	expectHealthy(t, h, "after package")
 }
 
-// checkReplacement asserts the order of a replacement restore: candidate
-// in restore mode on another loopback port, applied, deleted; then the
-// original deleted and recreated in restore mode on the box's port.
-func checkReplacement(t *testing.T, h *harness, calls []boxtest.Call) {
-	t.Helper()
-	all := strings.Join(boxtest.Lines(calls), "\n  ")
-	cand := regexp.MustCompile(`^machine create --name (hermes-box-restore-[0-9-]+) --from \$ROOT/images/hermes-base\.smolmachine .*-p ([0-9]+):22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
-	var name, port string
-	created := -1
-	for i, c := range calls {
-		if m := cand.FindStringSubmatch(c.Line); m != nil {
-			name, port, created = m[1], m[2], i
-			break
-		}
-	}
-	if created < 0 {
-		t.Fatalf("no restore-mode candidate create:\n  %s", all)
-	}
-	if port == fmt.Sprint(h.Port) {
-		t.Errorf("the candidate uses the box's port %s", port)
-	}
-	applied := index(calls, `^machine exec --stream -i --name `+name+` -- /usr/local/sbin/hermes-box-agent relay( --hold-output)?$`) // --hold-output on 1.0.4 (TestLifecycleAcrossReleases)
-	candDeleted := index(calls, `^machine delete --name `+name+` --force$`)
-	boxDeleted := index(calls, `^machine delete --name hermes-box --force$`)
-	boxCreated := index(calls, fmt.Sprintf(`^machine create --name hermes-box --from .* -p %d:22 .*-e HERMES_BOX_RESTORE_MODE=true --net$`, h.Port))
-	if !(created < applied && applied < candDeleted && candDeleted < boxDeleted && boxDeleted < boxCreated) {
-		t.Errorf("replacement order: candidate create %d, apply %d, delete %d; box delete %d, create %d\n  %s",
-			created, applied, candDeleted, boxDeleted, boxCreated, all)
-	}
-	if got := h.Machines(); len(got) != 1 {
-		t.Errorf("machines after restore: %v", got)
-	}
-}
-
 // TestRestoreCandidateFailure fails the candidate's boot: the candidate is
 // deleted, the original keeps its data and runs again.
 func TestRestoreCandidateFailure(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.writeNote("before\n")
+	h.WriteNote("before\n")
 	backupDir := strings.TrimSpace(mustRun(t, h, "snapshot").stdout)
-	h.writeNote("after\n")
+	h.WriteNote("after\n")
 
 	starts := 0
 	for _, c := range h.Calls() {
@@ -188,13 +134,13 @@ func TestRestoreCandidateFailure(t *testing.T) {
 			name = m[1]
 		}
 	}
-	if name == "" || index(r.calls, `^machine delete --name `+name+` --force$`) < 0 {
+	if name == "" || boxtest.Index(r.calls, `^machine delete --name `+name+` --force$`) < 0 {
 		t.Errorf("the candidate %q was not deleted:\n  %s", name, strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
-	if index(r.calls, `^machine delete --name hermes-box --force$`) >= 0 {
+	if boxtest.Index(r.calls, `^machine delete --name hermes-box --force$`) >= 0 {
 		t.Errorf("the original was deleted")
 	}
-	if got := h.readNote(); got != "after\n" {
+	if got := h.ReadNote(); got != "after\n" {
 		t.Errorf("the original's note is %q", got)
 	}
 	if got := h.Machines(); len(got) != 1 || got[boxtest.Machine] != "running" {
@@ -211,9 +157,9 @@ func TestRestoreCandidateFailure(t *testing.T) {
 func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.writeNote("original\n")
+	h.WriteNote("original\n")
 	safety := strings.TrimSpace(mustRun(t, h, "snapshot", "pre-restore").stdout)
-	h.writeNote("later\n")
+	h.WriteNote("later\n")
 	other := strings.TrimSpace(mustRun(t, h, "snapshot", "other").stdout)
 	mustRun(t, h, "destroy", "--force")
 	journal := filepath.Join(h.Root, "state", "restore-journal")
@@ -227,7 +173,7 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "interrupted restore") || !strings.Contains(r.stderr, "hermes-box restore "+safety) {
 			t.Errorf("%v exited %d with stderr:\n%s", args, r.code, r.stderr)
 		}
-		if i := index(r.calls, `^machine (create|start|stop|delete)`); i >= 0 {
+		if i := boxtest.Index(r.calls, `^machine (create|start|stop|delete)`); i >= 0 {
 			t.Errorf("%v changed a machine: %s", args, r.calls[i].Line)
 		}
 	}
@@ -241,7 +187,7 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 	if !strings.Contains(r.stderr, "recovering the original machine") {
 		t.Errorf("the recovering restore did not say so:\n%s", r.stderr)
 	}
-	if got := h.readNote(); got != "original\n" {
+	if got := h.ReadNote(); got != "original\n" {
 		t.Errorf("note after recovery = %q, want the original's", got)
 	}
 	if _, err := os.Stat(journal); !os.IsNotExist(err) {
@@ -258,29 +204,29 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 func TestRestoreDiscardCurrent(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.writeNote("clean\n")
+	h.WriteNote("clean\n")
 	clean := strings.TrimSpace(mustRun(t, h, "snapshot", "clean").stdout)
-	h.writeNote("compromised\n")
+	h.WriteNote("compromised\n")
 	h.hostile("snapshot", "tar-names")
 	r := h.run("restore", clean)
 	if r.code == 0 || !strings.Contains(r.stderr, "the box's own safety snapshot failed") ||
 		!strings.Contains(r.stderr, "hermes-box restore --discard-current "+clean) {
 		t.Fatalf("restore with a failing safety snapshot exited %d:\n%s", r.code, r.stderr)
 	}
-	if i := index(r.calls, `^machine (create|delete)`); i >= 0 {
+	if i := boxtest.Index(r.calls, `^machine (create|delete)`); i >= 0 {
 		t.Errorf("the refused restore changed the machines: %s", r.calls[i].Line)
 	}
-	if got := h.readNote(); got != "compromised\n" {
+	if got := h.ReadNote(); got != "compromised\n" {
 		t.Errorf("note = %q", got)
 	}
 
 	r = mustRun(t, h, "restore", "--discard-current", clean)
-	if got := h.readNote(); got != "clean\n" {
+	if got := h.ReadNote(); got != "clean\n" {
 		t.Errorf("note after --discard-current = %q", got)
 	}
-	deleted := index(r.calls, `^machine delete --name hermes-box --force$`)
-	created := index(r.calls, `^machine create --name hermes-box --from .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
-	if deleted < 0 || created < deleted || index(r.calls, `-restore-`) >= 0 {
+	deleted := boxtest.Index(r.calls, `^machine delete --name hermes-box --force$`)
+	created := boxtest.Index(r.calls, `^machine create --name hermes-box --from .*-e HERMES_BOX_RESTORE_MODE=true --net$`)
+	if deleted < 0 || created < deleted || boxtest.Index(r.calls, `-restore-`) >= 0 {
 		t.Errorf("--discard-current: delete %d, create %d, no candidate:\n  %s", deleted, created, strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	expectHealthy(t, h, "after --discard-current")

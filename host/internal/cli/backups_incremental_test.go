@@ -24,7 +24,7 @@ import (
 func incrementalBackups(t *testing.T, h *harness, n int) (string, []string) {
 	t.Helper()
 	initBox(t, h)
-	h.writeNote("incremental\n")
+	h.WriteNote("incremental\n")
 	v2 := strings.TrimSpace(mustRun(t, h, "snapshot", "base").stdout)
 	signer, err := keys.LoadProjectKey(filepath.Join(h.Root, "state", "hermes-box-ed25519"))
 	boxtest.Must(t, err)
@@ -144,7 +144,7 @@ func TestBackupsRepairAndPruneIncremental(t *testing.T) {
 func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 	h := newHarness(t)
 	_, inc := incrementalBackups(t, h, 1)
-	h.writeNote("changed after the backup\n")
+	h.WriteNote("changed after the backup\n")
 	archive := strings.TrimSpace(mustRun(t, h, "backups", "export", filepath.Base(inc[0])).stdout)
 	if filepath.Dir(archive) != filepath.Join(h.Root, "backups") || !strings.HasPrefix(filepath.Base(archive), backup.ExportPrefix) {
 		t.Fatalf("export wrote %s", archive)
@@ -164,7 +164,7 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 	h.Extra = []string{"HERMES_BOX_DATA_DIR=" + fresh}
 	name := strings.TrimSuffix(filepath.Base(inc[0]), backup.Suffix)
 	mustRun(t, h, "restore", name)
-	if got := h.readNote(); got != "incremental\n" {
+	if got := h.ReadNote(); got != "incremental\n" {
 		t.Errorf("note after restoring the export = %q", got)
 	}
 	entries, _ := listBackups(t, h, "--verify")

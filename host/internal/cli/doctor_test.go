@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/doctor"
 )
 
@@ -89,7 +90,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 			if r.code == 0 || !strings.Contains(r.stderr, tt.initSays) || !strings.Contains(r.stderr, tt.failRow) && tt.failRow != "flags" {
 				t.Errorf("init after a failed doctor: exit %d, want %q and the row %s:\n%s", r.code, tt.initSays, tt.failRow, r.stderr)
 			}
-			if i := index(r.calls, `^(machine (create|start) --name|pack create --from-vm)`); i >= 0 {
+			if i := boxtest.Index(r.calls, `^(machine (create|start) --name|pack create --from-vm)`); i >= 0 {
 				t.Errorf("init drove smolvm after the refusal: %s", r.calls[i].Line)
 			}
 		})

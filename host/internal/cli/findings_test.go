@@ -216,7 +216,7 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 		t.Fatalf("destroy without a backup: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	initBox(t, h)
-	h.writeNote("in the backup\n")
+	h.WriteNote("in the backup\n")
 	dir := strings.TrimSpace(mustRun(t, h, "snapshot", "named").stdout)
 	name := strings.TrimSuffix(filepath.Base(dir), ".hermesbox")
 	for _, args := range [][]string{{"__complete", "restore", ""}, {"__complete", "package", "--snapshot", ""}, {"__complete", "backups", "delete", ""}} {
@@ -232,9 +232,9 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 	if archive := strings.TrimSpace(r.stdout); !strings.Contains(filepath.Base(archive), "byname") {
 		t.Errorf("package --snapshot NAME: %q", archive)
 	}
-	h.writeNote("after the backup\n")
+	h.WriteNote("after the backup\n")
 	mustRun(t, h, "restore", name)
-	if got := h.readNote(); got != "in the backup\n" {
+	if got := h.ReadNote(); got != "in the backup\n" {
 		t.Errorf("restore NAME did not restore the backup: the note is %q", got)
 	}
 
@@ -415,13 +415,13 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 		t.Errorf("status --json: ports %v drift %q", st.Box.Ports, st.Drift)
 	}
 	// The way it names applies the configuration, keeping the box's files.
-	h.writeNote("kept\n")
+	h.WriteNote("kept\n")
 	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "before-change").stdout)), ".hermesbox")
 	mustRun(t, h, "destroy", "--force")
 	mustRun(t, h, "restore", name)
 	r = h.run("status")
 	if r.code != 0 || !regexpMatch(`(?m)^hermes-box\s+healthy\s+2\s+8192 MiB\s+127\.0\.0\.1:`+strconv.Itoa(other)+`\s`, r.stdout) ||
-		strings.Contains(r.stdout, "settings") || h.readNote() != "kept\n" {
+		strings.Contains(r.stdout, "settings") || h.ReadNote() != "kept\n" {
 		t.Errorf("after re-creating from the backup: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	mustRun(t, h, "stop")

@@ -69,7 +69,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	bigPath := filepath.Join(root, "workspace/work/big.bin")
 	big := noise("big", 6<<20)
 	boxtest.Must(t, os.WriteFile(bigPath, []byte(big), 0o644))
-	h.writeNote("before\n")
+	h.WriteNote("before\n")
 
 	r := mustRun(t, h, "snapshot", "first")
 	first := strings.TrimSpace(r.stdout)
@@ -77,7 +77,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 	rss1 := r.maxRSSKiB
 	chunks1, bytes1 := added(t, first)
 
-	h.writeNote("after\n")
+	h.WriteNote("after\n")
 	changed := big[:3<<20] + noise("edit", 64<<10) + big[3<<20+64<<10:]
 	boxtest.Must(t, os.WriteFile(bigPath, []byte(changed), 0o644))
 	r = mustRun(t, h, "snapshot", "second")
@@ -103,13 +103,13 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 
 	r = mustRun(t, h, "restore", first)
 	t.Logf("restore of the first: host peak RSS %d KiB", r.maxRSSKiB)
-	if got := h.readNote(); got != "before\n" {
+	if got := h.ReadNote(); got != "before\n" {
 		t.Fatalf("note after restoring the first = %q", got)
 	}
 	if got := string(boxtest.ReadFile(t, bigPath)); got != big {
 		t.Fatal("the large file after restoring the first is not the first's")
 	}
-	checkReplacement(t, h, r.calls)
+	h.CheckReplacement(r.calls)
 	safety, _ := filepath.Glob(filepath.Join(h.Root, "backups", "hermes-box-*-pre-restore.hermesbox"))
 	if len(safety) != 1 {
 		t.Fatalf("safety snapshots: %v", safety)
@@ -118,7 +118,7 @@ func TestIncrementalSnapshotRestore(t *testing.T) {
 		t.Fatalf("the safety snapshot is not incremental: %v", err)
 	}
 	mustRun(t, h, "restore", second)
-	if got := h.readNote(); got != "after\n" {
+	if got := h.ReadNote(); got != "after\n" {
 		t.Fatalf("note after restoring the second = %q", got)
 	}
 	expectHealthy(t, h, "after the restores")

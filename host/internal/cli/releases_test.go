@@ -262,7 +262,7 @@ func TestNetworkModesProven(t *testing.T) {
 				t.Fatalf("init: %d %s", r.code, r.stderr)
 			}
 			create := map[string]string{"strict": " --net --allow-host allowed.example.com", "none": " --net --outbound-localhost-only"}[mode]
-			if i := index(r.calls, `^machine create --name hermes-box --from .*`+create+`$`); i < 0 {
+			if i := boxtest.Index(r.calls, `^machine create --name hermes-box --from .*`+create+`$`); i < 0 {
 				t.Errorf("no create with %q:\n  %s", create, strings.Join(boxtest.Lines(r.calls), "\n  "))
 			}
 			r = mustRun(t, h, "status")
@@ -309,7 +309,7 @@ func TestUnlistedSmolvm(t *testing.T) {
 			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
 		}
 	}
-	if i := index(r.calls, `^machine create --name`); i >= 0 {
+	if i := boxtest.Index(r.calls, `^machine create --name`); i >= 0 {
 		t.Errorf("a machine was created: %s", r.calls[i].Line)
 	}
 	h.Extra = []string{"HERMES_BOX_SMOLVM_ALLOW_NEWER=true"}
@@ -338,7 +338,7 @@ func TestPausedBox(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "the box hermes-box is paused") || !strings.Contains(r.stderr, "smolvm machine resume --name hermes-box") {
 		t.Errorf("start of a paused box: exit %d\n%s", r.code, r.stderr)
 	}
-	if i := index(r.calls, `^machine (start|stop) `); i >= 0 {
+	if i := boxtest.Index(r.calls, `^machine (start|stop) `); i >= 0 {
 		t.Errorf("start changed the paused box: %s", r.calls[i].Line)
 	}
 }
@@ -376,7 +376,7 @@ func TestNetworkProofEvidence(t *testing.T) {
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, open, "127.0.0.1:1"))
 	h.hostileAll("netprobe", "forge")
 	r := mustRun(t, h, "init")
-	if index(r.calls, `^machine egress-events --name hermes-box --limit \d+ --json$`) < 0 {
+	if boxtest.Index(r.calls, `^machine egress-events --name hermes-box --limit \d+ --json$`) < 0 {
 		t.Errorf("the proof was not checked against smolvm's egress events:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
 	}
 	r = mustRun(t, h, "status", "--json")

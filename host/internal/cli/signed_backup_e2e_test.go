@@ -32,7 +32,7 @@ import (
 func TestRestoreChecksSignature(t *testing.T) {
 	h := newHarness(t)
 	initBox(t, h)
-	h.writeNote("mine\n")
+	h.WriteNote("mine\n")
 	good := strings.TrimSpace(mustRun(t, h, "snapshot", "mine").stdout)
 	mine := manifestField(t, good, "ssh_key_fingerprint")
 	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
@@ -40,7 +40,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 	other, err := ssh.NewSignerFromKey(otherKey)
 	boxtest.Must(t, err)
 	theirs := keys.Fingerprint(other.PublicKey())
-	h.writeNote("later\n")
+	h.WriteNote("later\n")
 
 	cases := []struct {
 		name  string
@@ -85,11 +85,11 @@ func TestRestoreChecksSignature(t *testing.T) {
 						t.Errorf("%v does not say %q:\n%s", args, w, r.stderr)
 					}
 				}
-				if i := index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
+				if i := boxtest.Index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
 					t.Errorf("%v touched a machine: %s", args, r.calls[i].Line)
 				}
 			}
-			if got := h.readNote(); got != "later\n" {
+			if got := h.ReadNote(); got != "later\n" {
 				t.Errorf("note = %q", got)
 			}
 		})
@@ -127,7 +127,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "workspace.tar.gz") {
 		t.Errorf("restore of a sparse backup exited %d:\n%s", r.code, r.stderr)
 	}
-	if i := index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
+	if i := boxtest.Index(r.calls, `^machine (create|start|stop|delete|exec)`); i >= 0 {
 		t.Errorf("restore of a sparse backup touched a machine: %s", r.calls[i].Line)
 	}
 	if left, _ := filepath.Glob(filepath.Join(h.Root, "state", ".restore-backup-*")); len(left) != 0 {
@@ -152,7 +152,7 @@ func TestRestoreChecksSignature(t *testing.T) {
 	if !strings.Contains(r.stderr, "signature check is skipped") {
 		t.Errorf("restore --legacy-backup does not say what it skips:\n%s", r.stderr)
 	}
-	if got := h.readNote(); got != "mine\n" {
+	if got := h.ReadNote(); got != "mine\n" {
 		t.Errorf("note after the legacy restore = %q", got)
 	}
 	r = mustRun(t, h, "restore", good)

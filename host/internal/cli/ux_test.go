@@ -67,7 +67,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_PORTABLE_SECRET\n")
 	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
 	mustRun(t, h, "init")
-	h.writeNote("carried over\n")
+	h.WriteNote("carried over\n")
 	r := mustRun(t, h, "package", "move")
 	archive := strings.TrimSpace(r.stdout)
 	if !strings.Contains(r.stderr, "holds the project's SSH private key") {
@@ -110,7 +110,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, `"HBX_TEST_PORTABLE_SECRET"`) {
 		t.Fatalf("restore without the mapped variable: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.Calls()[before:], `^machine create --name`); i >= 0 {
+	if i := boxtest.Index(h.Calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
 	// An unsupported smolvm on this host: refused the same way.
@@ -119,7 +119,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "restore preflight (this host)") || !strings.Contains(r.stderr, "smolvm 1.2.3 is not a release hermes-box supports") {
 		t.Fatalf("restore with an unsupported smolvm: %d\n%s", r.code, r.stderr)
 	}
-	if i := index(h.Calls()[before:], `^machine create --name`); i >= 0 {
+	if i := boxtest.Index(h.Calls()[before:], `^machine create --name`); i >= 0 {
 		t.Fatalf("a machine was created before the host checks passed")
 	}
 	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
@@ -136,7 +136,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 		!strings.Contains(r.stderr, "restore only packages you made") {
 		t.Errorf("restore of a package does not name its signer:\n%s", r.stderr)
 	}
-	if got := h.readNote(); got != "carried over\n" {
+	if got := h.ReadNote(); got != "carried over\n" {
 		t.Errorf("note after the portable restore = %q", got)
 	}
 	r = h.runIn(proj, filepath.Join(proj, "bin", "hermes-box"), "status")
@@ -168,7 +168,7 @@ func TestExecutorEnabledOnExistingBox(t *testing.T) {
 			!strings.Contains(r.stderr, "hermes-box snapshot before-executor && hermes-box destroy --force && hermes-box init") {
 			t.Fatalf("%s: %d\n%s", verb, r.code, r.stderr)
 		}
-		if i := index(r.calls, `^machine (stop|start|delete)`); i >= 0 {
+		if i := boxtest.Index(r.calls, `^machine (stop|start|delete)`); i >= 0 {
 			t.Fatalf("%s changed the machine: %s", verb, r.calls[i].Line)
 		}
 		if st := h.Machines()[boxtest.Machine]; st != "running" {
