@@ -76,10 +76,10 @@ var releaseElsewhere = map[*agent.Verb]string{
 	agent.ExecutorConnect:     "a box with the Executor enabled: agent TestHostileMatrix",
 	agent.SnapshotChunks:      "an incremental snapshot: agent TestHostileMatrix",
 	agent.SnapshotApply:       "restore applies through smolvm exec to a machine in restore mode, not the relay: agent TestHostileMatrix",
-	// The release binary's start refuses the tests' stand-in Hermes tree,
-	// which has no approval gate (HBX_TEST_NO_GATE), before it sends them.
-	agent.SecretsSet: "start, which the release binary refuses on the tests' ungated stand-in Hermes: agent TestHostileMatrix",
-	agent.Netprobe:   "start, which the release binary refuses on the tests' ungated stand-in Hermes: agent TestHostileMatrix",
+	// start sends them only to a box with secrets to deliver, or a
+	// network mode to prove; the matrix's box has neither.
+	agent.SecretsSet: "start, for a box with secrets: agent TestHostileMatrix",
+	agent.Netprobe:   "start, for a box with a network mode to prove: agent TestHostileMatrix",
 	agent.Version:    "smolvm exec, not the relay: agent TestHostileMatrix",
 	agent.Netcheck:   "smolvm exec, not the relay: agent TestHostileMatrix",
 	agent.HostKeys:   "smolvm exec, not the relay: agent TestHostileMatrix",
