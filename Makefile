@@ -94,7 +94,7 @@ bench: ## Run the benchmarks and print medians (COUNT, default 5)
 .PHONY: e2e
 e2e: ## End-to-end run in real VMs (QEMU stand-in for smolvm; builds the cached guest image first, needs root)
 	HBX_E2E_IMAGE=$$(images/e2e/build.sh) && export HBX_E2E_IMAGE && \
-	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 25m -v ./tests/e2e/...
+	HERMES_BOX_E2E=1 $(GO) test -count=1 -timeout 45m -v ./tests/e2e/...
 
 .PHONY: e2e-arm64
 e2e-arm64: ## The box's lifecycle in an arm64 guest under qemu-system-aarch64 (TCG), through the same stand-in (needs root, qemu-user-static)

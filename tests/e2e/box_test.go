@@ -381,6 +381,7 @@ func (b *box) checkNote(want string) {
 // snapshot takes a backup and returns its directory (the last stdout line).
 func (b *box) snapshot() string {
 	r := b.must(30*time.Minute, "snapshot", "e2e")
+	b.logSteps("snapshot", r)
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	dir := lines[len(lines)-1]
 	fi, err := os.Stat(dir)
@@ -389,8 +390,14 @@ func (b *box) snapshot() string {
 }
 
 func (b *box) restore(backup string) {
-	b.must(45*time.Minute, "restore", backup)
+	b.logSteps("restore", b.must(25*time.Minute, "restore", backup))
 	b.checkStatusHealthy()
+}
+
+// logSteps logs what a long command printed of its steps (each with the
+// host's elapsed time), so a slow phase in CI's log says where it went.
+func (b *box) logSteps(what string, r Result) {
+	b.t.Logf("hermes-box %s printed:\n%s", what, tailText(r.Stderr, 8000))
 }
 
 // checkStatusHealthy wants status --json healthy.
