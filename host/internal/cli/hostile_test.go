@@ -178,13 +178,13 @@ func TestHostileFloods(t *testing.T) {
 // snapshot with the limit named, leave no backup, and stay in the memory
 // goal; the box is back to normal afterwards.
 func TestHostileSnapshotParts(t *testing.T) {
-	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=8")
+	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64")
 	initBox(t, h)
 	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
 	boxtest.Must(t, os.RemoveAll(filepath.Join(h.Root, "backups")))
 	for _, tc := range []struct{ c, want string }{
 		{"tar-names", "exceeds the limit of 4096 bytes"},
-		{"oversize", "(HERMES_BOX_SNAPSHOT_MAX_MIB) exceeds the limit of 8 MiB"},
+		{"oversize", "(HERMES_BOX_SNAPSHOT_MAX_MIB) exceeds the limit of 64 MiB"},
 	} {
 		t.Run(tc.c, func(t *testing.T) {
 			h.T = t
