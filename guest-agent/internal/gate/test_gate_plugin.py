@@ -57,6 +57,15 @@ terminal:
 """
 
 
+def load_approval(tree, name):
+    """Hermes' tools/approval.py of tree as a module of its own, loaded now
+    (so HERMES_YOLO_MODE is read now); its imports come from sys.path."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(tree, "tools", "approval.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_plugin(tmp):
     """Import the plugin as a package, the way Hermes' loader does."""
     pkg = os.path.join(tmp, "hermes_box_gate_under_test")
@@ -686,8 +695,7 @@ class TestHermes019(PluginCase):
         $HERMES_HOME/.env) naming a container or cloud backend skips nothing:
         the terminal's guard and execute_code send the command to the
         reviewer, and check_dangerous_command asks the human."""
-        if not os.path.exists(os.path.join(TREE, ".hermes-box-gated-approval")):
-            self.need("HERMES_GATE_TREE_0190 is not patched (scripts/python-tests.sh runs this suite on a patched copy)")
+        self.patched_tree()
         stub = self.with_reply(reply())
         for backend in CONTAINER_BACKENDS:
             with self.subTest(backend):
@@ -707,19 +715,34 @@ class TestHermes019(PluginCase):
                 self.approval.check_execute_code_guard("print(1)", backend)
                 self.assertEqual(len(stub.calls), reviews + 1)
 
-    def test_unpatched_hermes_skips_container_backends(self):
+    def test_yolo_env_is_ignored(self):
+        """On the patched tree, HERMES_YOLO_MODE (which Hermes loads from
+        $HERMES_HOME/.env, the agent's) set as tools.approval loads leaves
+        the gate on: the flagged command goes to the reviewer."""
+        self.patched_tree()
+        self.env("HERMES_YOLO_MODE", "1")
+        patched = load_approval(TREE, "hermes_patched_approval")
+        self.assertFalse(patched._YOLO_MODE_FROZEN)
+        reviewed = []
+        patched._smart_approve = lambda command, description: reviewed.append(command) or "deny"
+        self.assertFalse(patched.check_all_command_guards("rm -r ./build", "local")["approved"])
+        self.assertEqual(reviewed, ["rm -r ./build"])
+
+    def test_unpatched_hermes_skips_the_gate(self):
         """The control: Hermes 0.19.0's own tools/approval.py
         (HERMES_GATE_ORIGINAL, the tree before patching) approves those
-        calls outright, and not the same calls on the local backend."""
+        calls outright, and a flagged command on the local backend when
+        loaded with HERMES_YOLO_MODE, and asks for it without."""
         original = os.environ.get("HERMES_GATE_ORIGINAL", "")
         if not original:
             self.need("HERMES_GATE_ORIGINAL names no unpatched Hermes 0.19.0 tree")
-        spec = importlib.util.spec_from_file_location("hermes_unpatched_approval", os.path.join(original, "tools", "approval.py"))
-        unpatched = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(unpatched)
+        self.env("HERMES_YOLO_MODE", "1")
+        unpatched = load_approval(original, "hermes_unpatched_approval")
         unpatched._smart_approve = lambda *a, **k: "escalate"
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
         skipped = {"approved": True, "message": None}
+        self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+        unpatched._YOLO_MODE_FROZEN = False  # the rest as without HERMES_YOLO_MODE
         for backend in CONTAINER_BACKENDS:
             with self.subTest(backend):
                 self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
@@ -731,6 +754,10 @@ class TestHermes019(PluginCase):
             with self.subTest(backend):
                 self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
         self.assertNotEqual(unpatched.check_execute_code_guard("print(1)", "local"), skipped)
+
+    def patched_tree(self):
+        if not os.path.exists(os.path.join(TREE, ".hermes-box-gated-approval")):
+            self.need("HERMES_GATE_TREE_0190 is not patched (scripts/python-tests.sh runs this suite on a patched copy)")
 
     def need(self, why):
         """Skip for a missing prerequisite, or fail in CI."""

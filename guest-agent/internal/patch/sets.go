@@ -118,6 +118,7 @@ func gatedAnchors() []Anchor {
 		anchor(approvalFile, "permanent allowlist from the managed file",
 			"        config = load_config()\n", "        patterns = set(config.get(\"command_allowlist\", []) or [])\n",
 			"gate-managed-allowlist"),
+		noYoloAnchor(),
 		containerGuards("    # Skip containers for both checks\n", "    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerDangerous("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerExecute("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\", \"vercel_sandbox\"}:\n"),
@@ -156,13 +157,24 @@ func containerExecute(skip string) Anchor {
 	return anchor(approvalFile, "execute_code guard judges every backend as local", "", skip, "gate-container-execute")
 }
 
-// containerAnchors019 are the container-backend edits on 0.19.0
+// noYoloAnchor switches off Hermes' process-wide yolo, which approves every
+// flagged command (after the hardline floor) when HERMES_YOLO_MODE was set as
+// tools.approval loaded: Hermes loads that variable from $HERMES_HOME/.env
+// too. The line is the same on 0.16.0, 0.17.0 and 0.19.0; every other reader
+// (the CLI, the TUI gateway, codex's bypass check) takes the frozen value.
+func noYoloAnchor() Anchor {
+	return anchor(approvalFile, "HERMES_YOLO_MODE ignored",
+		"_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv(\"HERMES_YOLO_MODE\", \"\"))\n", "", "gate-no-yolo")
+}
+
+// envSwitchAnchors019 are the yolo and container-backend edits on 0.19.0
 // (verified on 3ef6bbd2), where _should_skip_container_guards decides
 // (docker only without host bind mounts) and execute_code also skips
 // vercel_sandbox on a line of its own.
-func containerAnchors019() []Anchor {
+func envSwitchAnchors019() []Anchor {
 	const skip = "    if _should_skip_container_guards(env_type, has_host_access=has_host_access):\n"
 	return []Anchor{
+		noYoloAnchor(),
 		containerGuards("    # once host paths are bind-mounted into the sandbox.\n", skip),
 		containerDangerous(skip),
 		containerExecute("    if env_type == \"vercel_sandbox\":\n        return {\"approved\": True, \"message\": None}\n"),
@@ -184,7 +196,7 @@ func serviceTierAnchor() Anchor {
 var sets = map[string]Set{
 	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(containerAnchors019(), serviceTierAnchor())},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(), serviceTierAnchor())},
 }
 
 // SetByID returns the anchor set with the given id.

@@ -46,6 +46,15 @@ CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
 SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
 
 
+def load_approval(tree, name):
+    """Hermes' tools/approval.py of tree as a module of its own, loaded now
+    (so HERMES_YOLO_MODE is read now); its imports come from sys.path."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(tree, "tools", "approval.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class exec_ask:
     """Hermes' ask mode (HERMES_EXEC_ASK) outside the CLI for one block."""
 
@@ -578,21 +587,34 @@ class TestPatchedHermes(GateTestCase):
             with self.subTest(backend), exec_ask(self):
                 self.assertFalse(self.approval.check_execute_code_guard("print(1)", backend)["approved"])
 
-    def test_unpatched_hermes_skips_container_backends(self):
+    def test_yolo_env_is_ignored(self):
+        """HERMES_YOLO_MODE (which Hermes loads from $HERMES_HOME/.env, the
+        agent's) set as tools.approval loads leaves the gate on."""
+        set_env(self, "HERMES_YOLO_MODE", "1")
+        patched = load_approval(SOURCE, "hermes_patched_approval")
+        self.assertFalse(patched._YOLO_MODE_FROZEN)
+        stub = self.with_reply(reply())
+        result = patched.check_all_command_guards("rm -r ./build", "local")
+        self.assertTrue(result.get("gate_approved"), result)
+        self.assertEqual(len(stub.calls), 1)
+
+    def test_unpatched_hermes_skips_the_gate(self):
         """The control: Hermes' own tools/approval.py (HERMES_GATE_ORIGINAL,
-        the tree before patching) approves those calls outright, and asks
-        for the local backend."""
+        the tree before patching) approves those calls outright, and a
+        flagged command on the local backend when loaded with
+        HERMES_YOLO_MODE, and asks for it without."""
         original = os.environ.get("HERMES_GATE_ORIGINAL", "")
         if not original:
             if os.environ.get("CI") == "true":
                 self.fail("CI needs HERMES_GATE_ORIGINAL (the unpatched Hermes tree)")
             self.skipTest("HERMES_GATE_ORIGINAL names no unpatched Hermes tree")
-        spec = importlib.util.spec_from_file_location("hermes_unpatched_approval", os.path.join(original, "tools", "approval.py"))
-        unpatched = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(unpatched)
+        set_env(self, "HERMES_YOLO_MODE", "1")
+        unpatched = load_approval(original, "hermes_unpatched_approval")
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
         stub = self.with_reply(reply())
         skipped = {"approved": True, "message": None}
+        self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+        unpatched._YOLO_MODE_FROZEN = False  # the rest as without HERMES_YOLO_MODE
         for backend in CONTAINER_BACKENDS:
             with self.subTest(backend):
                 self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)

@@ -1,5 +1,13 @@
 """Fixture for the gate tests: the lines of Hermes 0.19.0's approval flow
 that the smart-plugin mechanism relies on, in a shape of their own."""
+import os
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 def _fire_approval_hook(hook_name: str, **kwargs) -> None:

@@ -1,7 +1,15 @@
 """Fixture for the patch tests: a few lines shaped like Hermes' approval flow."""
 import logging
+import os
 
 logger = logging.getLogger(__name__)
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 import re
