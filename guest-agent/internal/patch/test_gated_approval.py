@@ -41,6 +41,28 @@ def set_env(test, name, value):
     test.addCleanup(lambda: os.environ.__setitem__(name, old) if old is not None else os.environ.pop(name, None))
 
 
+# The backends Hermes skips approvals for; execute_code also skips vercel_sandbox.
+CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
+SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
+
+
+class exec_ask:
+    """Hermes' ask mode (HERMES_EXEC_ASK) outside the CLI for one block."""
+
+    def __init__(self, test):
+        self.test = test
+
+    def __enter__(self):
+        self.saved = {name: os.environ.pop(name, None) for name in ("HERMES_INTERACTIVE", "HERMES_EXEC_ASK")}
+        os.environ["HERMES_EXEC_ASK"] = "1"
+
+    def __exit__(self, *exc):
+        for name, value in self.saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
 def reply(decision="approve", scope="once", risk="low", confidence=0.9, reason="read-only listing", **extra):
     body = {"decision": decision, "scope": scope, "risk": risk, "confidence": confidence, "reason": reason}
     body.update(extra)
@@ -533,6 +555,54 @@ class TestPatchedHermes(GateTestCase):
         stub = self.with_reply(reply())
         result = self.approval.check_all_command_guards("rm -rf /", "local")
         self.assertFalse(result["approved"])
+        self.assertEqual(stub.calls, [])
+
+    def test_container_backends_are_reviewed(self):
+        """TERMINAL_ENV (which the agent can write into $HERMES_HOME/.env)
+        naming a container or cloud backend skips nothing: the terminal's
+        guard sends the command to the reviewer, check_dangerous_command
+        asks, and execute_code in ask mode waits for an approval."""
+        import tools.terminal_tool as terminal
+        stub = self.with_reply(reply())
+        for backend in CONTAINER_BACKENDS:
+            with self.subTest(backend):
+                set_env(self, "TERMINAL_ENV", backend)
+                env_type = terminal._get_env_config()["env_type"]
+                self.assertEqual(env_type, backend)
+                reviews = len(stub.calls)
+                result = terminal._check_all_guards("rm -r ./build", env_type)
+                self.assertTrue(result.get("gate_approved"), result)
+                self.assertEqual(len(stub.calls), reviews + 1)
+                self.assertFalse(self.approval.check_dangerous_command("rm -r ./build", env_type)["approved"])
+        for backend in SANDBOX_BACKENDS:
+            with self.subTest(backend), exec_ask(self):
+                self.assertFalse(self.approval.check_execute_code_guard("print(1)", backend)["approved"])
+
+    def test_unpatched_hermes_skips_container_backends(self):
+        """The control: Hermes' own tools/approval.py (HERMES_GATE_ORIGINAL,
+        the tree before patching) approves those calls outright, and asks
+        for the local backend."""
+        original = os.environ.get("HERMES_GATE_ORIGINAL", "")
+        if not original:
+            if os.environ.get("CI") == "true":
+                self.fail("CI needs HERMES_GATE_ORIGINAL (the unpatched Hermes tree)")
+            self.skipTest("HERMES_GATE_ORIGINAL names no unpatched Hermes tree")
+        spec = importlib.util.spec_from_file_location("hermes_unpatched_approval", os.path.join(original, "tools", "approval.py"))
+        unpatched = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(unpatched)
+        unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
+        stub = self.with_reply(reply())
+        skipped = {"approved": True, "message": None}
+        for backend in CONTAINER_BACKENDS:
+            with self.subTest(backend):
+                self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
+                self.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
+        for backend in SANDBOX_BACKENDS:
+            with self.subTest(backend), exec_ask(self):
+                self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
+        self.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
+        with exec_ask(self):
+            self.assertFalse(unpatched.check_execute_code_guard("print(1)", "local")["approved"])
         self.assertEqual(stub.calls, [])
 
 
