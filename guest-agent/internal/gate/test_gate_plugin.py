@@ -30,9 +30,18 @@ REVIEWER = os.path.join(HERE, "..", "patch", "gated_approval.py")
 TREE = os.environ.get("HERMES_GATE_TREE_0190", "")
 IN_CI = os.environ.get("CI") == "true"
 
-# The backends Hermes skips approvals for; execute_code also skips vercel_sandbox.
-CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
-SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
+
+def _patch_suite():
+    """The source patch's suite, for its module loader, its backends and the
+    control it shares with this one."""
+    spec = importlib.util.spec_from_file_location("hermes_box_patch_suite", os.path.join(HERE, "..", "patch", "test_gated_approval.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PATCH_SUITE = _patch_suite()
+CONTAINER_BACKENDS, SANDBOX_BACKENDS = PATCH_SUITE.CONTAINER_BACKENDS, PATCH_SUITE.SANDBOX_BACKENDS
 
 BOX_CONFIG = """\
 approvals:
@@ -55,15 +64,6 @@ security:
 terminal:
   backend: local
 """
-
-
-def load_approval(tree, name):
-    """Hermes' tools/approval.py of tree as a module of its own, loaded now
-    (so HERMES_YOLO_MODE is read now); its imports come from sys.path."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(tree, "tools", "approval.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def load_plugin(tmp):
@@ -721,7 +721,7 @@ class TestHermes019(PluginCase):
         the gate on: the flagged command goes to the reviewer."""
         self.patched_tree()
         self.env("HERMES_YOLO_MODE", "1")
-        patched = load_approval(TREE, "hermes_patched_approval")
+        patched = PATCH_SUITE.load_module(os.path.join(TREE, "tools", "approval.py"), "hermes_patched_approval")
         self.assertFalse(patched._YOLO_MODE_FROZEN)
         reviewed = []
         patched._smart_approve = lambda command, description: reviewed.append(command) or "deny"
@@ -737,23 +737,10 @@ class TestHermes019(PluginCase):
         if not original:
             self.need("HERMES_GATE_ORIGINAL names no unpatched Hermes 0.19.0 tree")
         self.env("HERMES_YOLO_MODE", "1")
-        unpatched = load_approval(original, "hermes_unpatched_approval")
+        unpatched = PATCH_SUITE.load_module(os.path.join(original, "tools", "approval.py"), "hermes_unpatched_approval")
         unpatched._smart_approve = lambda *a, **k: "escalate"
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
-        skipped = {"approved": True, "message": None}
-        self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
-        unpatched._YOLO_MODE_FROZEN = False  # the rest as without HERMES_YOLO_MODE
-        for backend in CONTAINER_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
-                self.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
-        self.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
-        self.env("HERMES_INTERACTIVE", "")
-        self.env("HERMES_EXEC_ASK", "1")
-        for backend in SANDBOX_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
-        self.assertNotEqual(unpatched.check_execute_code_guard("print(1)", "local"), skipped)
+        PATCH_SUITE.assert_unpatched_skips(self, unpatched)
 
     def patched_tree(self):
         if not os.path.exists(os.path.join(TREE, ".hermes-box-gated-approval")):

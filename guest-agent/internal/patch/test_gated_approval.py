@@ -24,8 +24,9 @@ MODULE_PATH = os.environ.get("HERMES_GATE_MODULE") or os.path.join(HERE, "gated_
 SOURCE = os.environ.get("HERMES_GATE_SOURCE", "")
 
 
-def load_module():
-    spec = importlib.util.spec_from_file_location("hermes_box_gate_under_test", MODULE_PATH)
+def load_module(path=MODULE_PATH, name="hermes_box_gate_under_test"):
+    """The Python file at path as a module of its own, loaded now."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -44,15 +45,6 @@ def set_env(test, name, value):
 # The backends Hermes skips approvals for; execute_code also skips vercel_sandbox.
 CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
 SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
-
-
-def load_approval(tree, name):
-    """Hermes' tools/approval.py of tree as a module of its own, loaded now
-    (so HERMES_YOLO_MODE is read now); its imports come from sys.path."""
-    spec = importlib.util.spec_from_file_location(name, os.path.join(tree, "tools", "approval.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class exec_ask:
@@ -591,7 +583,7 @@ class TestPatchedHermes(GateTestCase):
         """HERMES_YOLO_MODE (which Hermes loads from $HERMES_HOME/.env, the
         agent's) set as tools.approval loads leaves the gate on."""
         set_env(self, "HERMES_YOLO_MODE", "1")
-        patched = load_approval(SOURCE, "hermes_patched_approval")
+        patched = load_module(os.path.join(SOURCE, "tools", "approval.py"), "hermes_patched_approval")
         self.assertFalse(patched._YOLO_MODE_FROZEN)
         stub = self.with_reply(reply())
         result = patched.check_all_command_guards("rm -r ./build", "local")
@@ -609,24 +601,31 @@ class TestPatchedHermes(GateTestCase):
                 self.fail("CI needs HERMES_GATE_ORIGINAL (the unpatched Hermes tree)")
             self.skipTest("HERMES_GATE_ORIGINAL names no unpatched Hermes tree")
         set_env(self, "HERMES_YOLO_MODE", "1")
-        unpatched = load_approval(original, "hermes_unpatched_approval")
+        unpatched = load_module(os.path.join(original, "tools", "approval.py"), "hermes_unpatched_approval")
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
         stub = self.with_reply(reply())
-        skipped = {"approved": True, "message": None}
-        self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
-        unpatched._YOLO_MODE_FROZEN = False  # the rest as without HERMES_YOLO_MODE
-        for backend in CONTAINER_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
-                self.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
-        for backend in SANDBOX_BACKENDS:
-            with self.subTest(backend), exec_ask(self):
-                self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
-        self.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
-        with exec_ask(self):
-            self.assertFalse(unpatched.check_execute_code_guard("print(1)", "local")["approved"])
+        assert_unpatched_skips(self, unpatched)
         self.assertEqual(stub.calls, [])
 
+
+def assert_unpatched_skips(test, unpatched):
+    """The control of both gate suites: Hermes' own tools/approval.py, loaded
+    with HERMES_YOLO_MODE set, approves a flagged local command outright;
+    without yolo it approves the same calls outright on a container or cloud
+    backend and asks for them on the local one."""
+    skipped = {"approved": True, "message": None}
+    test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+    unpatched._YOLO_MODE_FROZEN = False
+    for backend in CONTAINER_BACKENDS:
+        with test.subTest(backend):
+            test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
+            test.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
+    for backend in SANDBOX_BACKENDS:
+        with test.subTest(backend), exec_ask(test):
+            test.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
+    test.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
+    with exec_ask(test):
+        test.assertFalse(unpatched.check_execute_code_guard("print(1)", "local")["approved"])
 
 if __name__ == "__main__":
     unittest.main()
