@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -43,7 +44,8 @@ func TestSnapshotRestorePackage(t *testing.T) {
 
 	r := mustRun(t, h, "snapshot", "first")
 	backupDir := strings.TrimSpace(r.stdout)
-	for _, f := range []string{"manifest.txt", "SHA256SUMS"} {
+	// Incremental, the default: a signed record naming chunks in the store.
+	for _, f := range []string{chunkstore.RecordFile, chunkstore.RecordSignature} {
 		if _, err := os.Stat(filepath.Join(backupDir, f)); err != nil {
 			t.Fatalf("backup %q lacks %s: %v", backupDir, f, err)
 		}

@@ -120,7 +120,7 @@ func TestBuilderRefusesCPUs(t *testing.T) {
 // status --json answering the help's own example for a stopped box
 // (findings 4, 8, 9).
 func TestErrorClassesOfABox(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, v2Snapshots) // a v2 part's progress lines; a corrupt part
 	initBox(t, h)
 
 	// The published port stops answering while the machine runs.
@@ -451,7 +451,7 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	mustRun(t, h, "backups", "delete", m[1])
 
 	// A snapshot interrupted in its stream.
-	f := h.hostileAll("snapshot.write", "hang")
+	f := h.hostileAll("snapshot.chunks", "hang")
 	r = h.runInterrupted(f+".reached", "snapshot", "x")
 	boxtest.Must(t, os.Remove(f))
 	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||

@@ -178,7 +178,7 @@ func TestHostileFloods(t *testing.T) {
 // snapshot with the limit named, leave no backup, and stay in the memory
 // goal; the box is back to normal afterwards.
 func TestHostileSnapshotParts(t *testing.T) {
-	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64")
+	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64", v2Snapshots) // snapshot write's parts; chunks: chunkstore TestIngestRefusesHostileAgent
 	initBox(t, h)
 	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
 	boxtest.Must(t, os.RemoveAll(filepath.Join(h.Root, "backups")))
@@ -352,7 +352,7 @@ func TestHostileCtrlC(t *testing.T) {
 		what     string
 		recovers func(t *testing.T, h *harness, r result)
 	}{
-		{"snapshot stream", false, "snapshot.write", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
+		{"snapshot stream", false, "snapshot.chunks", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
 			if left, _ := os.ReadDir(filepath.Join(h.Root, "backups")); len(left) != 0 {
 				t.Errorf("left in backups/: %v", left)
 			}

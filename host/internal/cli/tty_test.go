@@ -61,7 +61,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // transfers with bytes, rate and ETA and the size.
 func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 	needScript(t)
-	h := newHarness(t)
+	h := newHarness(t, v2Snapshots) // the bar of a v2 part, sized by the last backup
 	code, out := h.runTTY("init.typescript", "init")
 	if code != 0 {
 		t.Fatalf("init on a terminal: %d\n%s", code, out)

@@ -206,7 +206,7 @@ func TestSmolvmMissing(t *testing.T) {
 // Items 4, 6: snapshot reports its transfers and the backup's size;
 // backups lists and deletes; reserved labels are refused.
 func TestSnapshotProgressAndBackups(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, v2Snapshots) // a v2 part's transfer events and size
 	initBox(t, h)
 	if r := h.run("snapshot", "list"); r.code != 2 || !strings.Contains(r.stderr, `"list" is a reserved word`) || len(r.calls) != 0 {
 		t.Fatalf("snapshot list: %d %v\n%s", r.code, boxtest.Lines(r.calls), r.stderr)
