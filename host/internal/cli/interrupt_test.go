@@ -76,7 +76,7 @@ func TestHostileCtrlCInit(t *testing.T) {
 			h := newHarness(t)
 			reached := h.hangSmolvm(tc.hang...)
 			if tc.agent != "" {
-				reached = h.hostileAll(tc.agent, "hang") + ".reached"
+				reached = h.Hostile(tc.agent, "hang") + ".reached"
 			}
 			r := h.runInterrupted(reached, "init")
 			h.unhang()
@@ -134,7 +134,7 @@ func TestHostileCtrlCStart(t *testing.T) {
 			}
 			reached := h.hangSmolvm(tc.hang...)
 			if tc.agent != "" {
-				reached = h.hostileAll(tc.agent, "hang") + ".reached"
+				reached = h.Hostile(tc.agent, "hang") + ".reached"
 			}
 			r := h.runInterrupted(reached, tc.cmd)
 			h.unhang()
