@@ -60,9 +60,9 @@ const (
 	// GateSmartPlugin configures Hermes' own smart approvals (one command per
 	// approval, the reviewer model from auxiliary.approval) and installs the
 	// hermes-box-gate plugin on the approval hooks for the verdict floors, the
-	// reason shown to the human and the audit record; the one thing neither
-	// reaches, the Codex service tier of the reviewer call, is an anchored
-	// source edit.
+	// reason shown to the human and the audit record; what neither reaches
+	// (the Codex service tier of the reviewer call, no yolo or container-
+	// backend shortcut past the approvals) is anchored source edits.
 	GateSmartPlugin GateMechanism = "smart-plugin"
 )
 

@@ -205,7 +205,7 @@ func TestAuditRaw(t *testing.T) {
 }
 
 // TestPatchHermesVerb019 patches the 0.19.0 excerpt with the default pin:
-// the service-tier edit, the plugin in the tree's plugins/, the smart
+// the container-backend and service-tier edits, the plugin in the tree's plugins/, the smart
 // settings, also pinned in the managed scope under the root.
 func TestPatchHermesVerb019(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -217,7 +217,7 @@ func TestPatchHermesVerb019(t *testing.T) {
 	root := t.TempDir()
 	dir := hermesFixture(t, "0.19.0")
 	code, out, errs := run(t, "", "--root", root, "patch", "hermes", "--root", dir)
-	if code != 0 || !strings.Contains(out, "patched Hermes 0.19.0 with hermes-0.19.0: agent/auxiliary_client.py") {
+	if code != 0 || !strings.Contains(out, "patched Hermes 0.19.0 with hermes-0.19.0: tools/approval.py, agent/auxiliary_client.py") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	home := filepath.Join(root, "workspace", "hermes-home")

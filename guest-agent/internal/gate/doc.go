@@ -6,8 +6,9 @@
 //   - smart-plugin (0.19.0): Hermes' own smart approvals configured to the
 //     seed's meaning, the hermes-box-gate plugin on Hermes' approval hooks
 //     (embedded here: verdict floors, the reason shown to the human, denials
-//     final, the hash-chained audit record), and the one source edit
-//     neither reaches (the reviewer call's Codex service tier).
+//     final, the hash-chained audit record), and the source edits for
+//     what neither reaches (the reviewer call's Codex service tier, no
+//     yolo or container-backend shortcut past the approvals).
 //
 // Check is the check verb: it reads the tree's version, refuses releases
 // the table refuses (0.18.x) or does not know, and counts every anchor, hook,

@@ -37,6 +37,15 @@ func fixtureTree(t testing.TB, rel pins.HermesRelease) string {
 	return dir
 }
 
+// fixtureTree019 is the gate package's excerpt of Hermes 0.19.0 with a
+// detached .git/HEAD at its commit.
+func fixtureTree019(t testing.TB) string {
+	t.Helper()
+	dir := hermestest.CopyTree(t, hermestest.GateExcerpt("0.19.0"))
+	writeFile(t, dir, ".git/HEAD", v19.Commit+"\n")
+	return dir
+}
+
 var writeFile = hermestest.WriteFile
 
 func readFile(t testing.TB, dir, rel string) []byte {

@@ -11,13 +11,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 func TestEachAnchorApplies(t *testing.T) {
-	dir := fixtureTree(t, v16)
 	for _, set := range Sets() {
+		dir := fixtureTree(t, v16)
+		if set.ID == v19.AnchorSet {
+			dir = fixtureTree019(t)
+		}
 		for _, a := range set.Anchors {
 			t.Run(set.ID+"/"+a.Label, func(t *testing.T) {
 				src := readFile(t, dir, a.File)
@@ -198,7 +202,7 @@ func TestRerunVerifiesThePatchedTree(t *testing.T) {
 		{"marker from another module", "marker is", func(t *testing.T, dir string) {
 			writeFile(t, dir, MarkerFile, "commit="+v16.Commit+"\nanchor_set=hermes-0.16.0\nmodule_sha256=00\n")
 		}},
-		{"hunk removed", "6 of 8 hunks present", func(t *testing.T, dir string) {
+		{"hunk removed", "10 of 12 hunks present", func(t *testing.T, dir string) {
 			src := string(readFile(t, dir, approvalFile))
 			a := v16Set(t).Anchors[0]
 			writeFile(t, dir, approvalFile, strings.Replace(strings.Replace(src, v16Set(t).Anchors[1].Hunk, "", 1), a.Hunk, "", 1))
@@ -300,24 +304,17 @@ func TestPatchWithRealPython(t *testing.T) {
 	}
 }
 
-// TestPatch019EditsOnlyTheServiceTier: the 0.19.0 set has no reviewer
-// module and no suite (the gate plugin carries the reviewer there).
-func TestPatch019EditsOnlyTheServiceTier(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range []string{"pyproject.toml", auxClientFile} {
-		b, err := os.ReadFile(filepath.Join("..", "gate", "testdata", "hermes-0.19.0", filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, dir, f, string(b))
-	}
-	writeFile(t, dir, ".git/HEAD", v19.Commit+"\n")
+// TestPatch019EditsApprovalAndServiceTier: the 0.19.0 set has no reviewer
+// module and no suite (the gate plugin carries the reviewer there); it edits
+// the container shortcut and the service tier.
+func TestPatch019EditsApprovalAndServiceTier(t *testing.T) {
+	dir := fixtureTree019(t)
 	run := &fakeRunner{}
 	res, err := (&Patcher{Runner: run}).Patch(context.Background(), dir, v19.Commit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(res.Written, ",") != auxClientFile+","+MarkerFile || res.Set != "hermes-0.19.0" {
+	if strings.Join(res.Written, ",") != approvalFile+","+auxClientFile+","+MarkerFile || res.Set != "hermes-0.19.0" {
 		t.Fatalf("wrote %v with %s", res.Written, res.Set)
 	}
 	if run.count() != 1 || run.cmds[0].Args[1] != "py_compile" {
@@ -328,5 +325,67 @@ func TestPatch019EditsOnlyTheServiceTier(t *testing.T) {
 	}
 	if res, err := (&Patcher{Runner: run}).Patch(context.Background(), dir, v19.Commit); err != nil || !res.AlreadyPatched {
 		t.Fatalf("re-run: %+v %v", res, err)
+	}
+}
+
+// TestEnvSwitchEditsRealTrees patches the files of the real 0.16.0, 0.17.0
+// and 0.19.0 trees (HERMES_BOX_HERMES_TREES): the edits that keep the
+// agent's .env from lifting the gate (HERMES_YOLO_MODE, a container backend
+// in TERMINAL_ENV) apply there, and the re-run that verifies a marked tree
+// (as the gate's health check does) refuses it once any one of them is
+// reverted or keeps its marker but loses its assignment.
+func TestEnvSwitchEditsRealTrees(t *testing.T) {
+	assignments := map[string]string{
+		"hermes-box:gate-no-yolo":             "_YOLO_MODE_FROZEN = False",
+		"hermes-box:gate-container-guards":    `env_type = "local"`,
+		"hermes-box:gate-container-dangerous": `env_type = "local"`,
+		"hermes-box:gate-container-execute":   `env_type = "local"`,
+	}
+	for _, rel := range []pins.HermesRelease{v16, v17, v19} {
+		t.Run(rel.Version, func(t *testing.T) {
+			real := hermestest.RealTree(t, rel.Version)
+			if got := strings.TrimSpace(hermestest.ReadFile(t, real, ".commit")); got != rel.Commit {
+				t.Fatalf("the real %s tree holds %s, shared/pins pins %s", rel.Version, got, rel.Commit)
+			}
+			set, err := SetByID(rel.AnchorSet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			for _, f := range append([]string{"pyproject.toml"}, set.Files()...) {
+				writeFile(t, dir, f, hermestest.ReadFile(t, real, f))
+			}
+			writeFile(t, dir, ".git/HEAD", rel.Commit+"\n")
+			p := &Patcher{Runner: &fakeRunner{}}
+			if _, err := p.Patch(t.Context(), dir, rel.Commit); err != nil {
+				t.Fatal(err)
+			}
+			patched := string(readFile(t, dir, approvalFile))
+			edits := 0
+			for _, a := range set.For(approvalFile) {
+				assignment, ok := assignments[a.Marker]
+				if !ok {
+					continue
+				}
+				edits++
+				if strings.Count(patched, a.PatchedText()) != 1 {
+					t.Fatalf("%s: not applied", a.Label)
+				}
+				dropped := a.Before + strings.Replace(a.Hunk, assignment, "", 1) + a.After
+				for name, text := range map[string]string{"reverted": a.Text(), "assignment dropped": dropped} {
+					writeFile(t, dir, approvalFile, strings.Replace(patched, a.PatchedText(), text, 1))
+					if _, err := p.Patch(t.Context(), dir, rel.Commit); err == nil || !strings.Contains(err.Error(), approvalFile) {
+						t.Errorf("%s %s: re-run gave %v, want a refusal naming %s", a.Label, name, err, approvalFile)
+					}
+				}
+				writeFile(t, dir, approvalFile, patched)
+			}
+			if edits != len(assignments) {
+				t.Fatalf("%d of the %d edits in %s", edits, len(assignments), rel.AnchorSet)
+			}
+			if _, err := p.Patch(t.Context(), dir, rel.Commit); err != nil {
+				t.Fatalf("restored tree refused: %v", err)
+			}
+		})
 	}
 }

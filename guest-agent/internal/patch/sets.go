@@ -25,7 +25,8 @@ type Set struct {
 	Anchors []Anchor
 	// Reviewer is true when the set adds approvals.mode "gated": the
 	// reviewer module is installed in the tree and its suite runs against
-	// it. Sets without it (Hermes 0.19's service-tier edit) only edit.
+	// it. Sets without it (Hermes 0.19's container and service-tier edits)
+	// only edit.
 	Reviewer bool
 }
 
@@ -117,13 +118,70 @@ func gatedAnchors() []Anchor {
 		anchor(approvalFile, "permanent allowlist from the managed file",
 			"        config = load_config()\n", "        patterns = set(config.get(\"command_allowlist\", []) or [])\n",
 			"gate-managed-allowlist"),
+		noYoloAnchor(),
+		containerGuards("    # Skip containers for both checks\n", "    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
+		containerDangerous("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
+		containerExecute("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\", \"vercel_sandbox\"}:\n"),
 		anchor(auxClientFile, "Codex service tier forwarding",
 			"                    resp_kwargs[\"include\"] = [\"reasoning.encrypted_content\"]\n\n",
 			"        # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas\n", "gate-service-tier"),
 	}
 }
 
-// serviceTierAnchor is the one source edit on Hermes 0.19.0, whose
+// The container-backend edits. Hermes approves every command outright on a
+// container or cloud backend (docker, singularity, modal, daytona; and
+// vercel_sandbox for execute_code), and takes the backend from TERMINAL_ENV,
+// which it loads from $HERMES_HOME/.env, a file the agent can write, over
+// any config, managed or not. The box runs none of those backends, so each
+// approval entry point judges every command as on the local one: the hunk
+// rebinds env_type just before the shortcut, which is the only place those
+// functions read it. The anchors pin the shortcut itself, so a tree where
+// it reads differently is refused.
+
+// containerGuards edits check_all_command_guards, the terminal's guard:
+// before is the line above its shortcut, skip the shortcut's first line.
+func containerGuards(before, skip string) Anchor {
+	return anchor(approvalFile, "terminal guard judges every backend as local", before, skip, "gate-container-guards")
+}
+
+// containerDangerous edits check_dangerous_command, whose shortcut (skip)
+// is the one followed by its hardline floor.
+func containerDangerous(skip string) Anchor {
+	return anchor(approvalFile, "dangerous-command check judges every backend as local", "",
+		skip+"        return {\"approved\": True, \"message\": None}\n\n    # Hardline floor: commands with no recovery path",
+		"gate-container-dangerous")
+}
+
+// containerExecute edits check_execute_code_guard, before its shortcut.
+func containerExecute(skip string) Anchor {
+	return anchor(approvalFile, "execute_code guard judges every backend as local", "", skip, "gate-container-execute")
+}
+
+// noYoloAnchor switches off Hermes' process-wide yolo, which approves every
+// flagged command (after the hardline floor) when HERMES_YOLO_MODE was set as
+// tools.approval loaded: Hermes loads that variable from $HERMES_HOME/.env
+// too. The line is the same on 0.16.0, 0.17.0 and 0.19.0; every other reader
+// (the CLI, the TUI gateway, codex's bypass check) takes the frozen value.
+func noYoloAnchor() Anchor {
+	return anchor(approvalFile, "HERMES_YOLO_MODE ignored",
+		"_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv(\"HERMES_YOLO_MODE\", \"\"))\n", "", "gate-no-yolo")
+}
+
+// envSwitchAnchors019 are the yolo and container-backend edits on 0.19.0
+// (verified on 3ef6bbd2), where _should_skip_container_guards decides
+// (docker only without host bind mounts) and execute_code also skips
+// vercel_sandbox on a line of its own.
+func envSwitchAnchors019() []Anchor {
+	const skip = "    if _should_skip_container_guards(env_type, has_host_access=has_host_access):\n"
+	return []Anchor{
+		noYoloAnchor(),
+		containerGuards("    # once host paths are bind-mounted into the sandbox.\n", skip),
+		containerDangerous(skip),
+		containerExecute("    if env_type == \"vercel_sandbox\":\n        return {\"approved\": True, \"message\": None}\n"),
+	}
+}
+
+// serviceTierAnchor is the source edit on Hermes 0.19.0 whose
 // auxiliary Codex adapter still drops extra_body.service_tier: the anchor
 // text is unchanged from 0.16.0 (verified on 3ef6bbd2).
 func serviceTierAnchor() Anchor {
@@ -138,7 +196,7 @@ func serviceTierAnchor() Anchor {
 var sets = map[string]Set{
 	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: []Anchor{serviceTierAnchor()}},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(), serviceTierAnchor())},
 }
 
 // SetByID returns the anchor set with the given id.

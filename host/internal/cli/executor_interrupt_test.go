@@ -84,7 +84,7 @@ func TestStatusCtrlC(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			h := newHarness(t)
 			initBox(t, h)
-			f := h.hostileAll("health", "hang")
+			f := h.Hostile("health", "hang")
 			r := h.runInterrupted(f+".reached", args...)
 			boxtest.Must(t, os.Remove(f))
 			expectEndedSoon(t, "status with the agent hanging", r)

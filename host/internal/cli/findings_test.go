@@ -459,7 +459,7 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	mustRun(t, h, "backups", "delete", m[1])
 
 	// A snapshot interrupted in its stream.
-	f := h.hostileAll("snapshot.write", "hang")
+	f := h.Hostile("snapshot.write", "hang")
 	r = h.runInterrupted(f+".reached", "snapshot", "x")
 	boxtest.Must(t, os.Remove(f))
 	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||

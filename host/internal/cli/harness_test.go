@@ -3,11 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -87,7 +85,7 @@ func (h *harness) runInput(stdin string, args ...string) result {
 	if err == nil {
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { defer close(done); hwm = watchHWM(cmd.Process.Pid, stop) }()
+		go func() { defer close(done); hwm = boxtest.WatchHWM(cmd.Process.Pid, stop) }()
 		err = cmd.Wait()
 		close(stop)
 		<-done
@@ -111,30 +109,4 @@ func (h *harness) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bins.hermesBox, args...)
 	cmd.Env = append(append([]string(nil), h.Env...), h.Extra...)
 	return cmd
-}
-
-// watchHWM reads the peak resident set (VmHWM) of pid every 10 ms until
-// stop closes or the process is gone, and returns the last value read.
-func watchHWM(pid int, stop <-chan struct{}) int64 {
-	var hwm int64
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return hwm
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && n > hwm {
-					hwm = n
-				}
-			}
-		}
-		select {
-		case <-stop:
-			return hwm
-		case <-t.C:
-		}
-	}
 }

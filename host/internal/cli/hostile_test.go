@@ -270,17 +270,6 @@ func TestHostileAuditRewrite(t *testing.T) {
 	}
 }
 
-// hostileAll makes every machine's agent (candidates too) answer name
-// (VERB or VERB.SUB) with case c; it returns the file, beside which the
-// hang case leaves NAME.reached.
-func (h *harness) hostileAll(name, c string) string {
-	h.T.Helper()
-	p := filepath.Join(h.State, "hostile", name)
-	boxtest.Must(h.T, os.MkdirAll(filepath.Dir(p), 0o755))
-	boxtest.Must(h.T, os.WriteFile(p, []byte(c), 0o644))
-	return p
-}
-
 // runInterrupted runs hermes-box with args, sends it SIGINT once the file
 // reached exists (the box is hanging in the step under test), and returns
 // the run with elapsed counted from the signal.
@@ -384,7 +373,7 @@ func TestHostileCtrlC(t *testing.T) {
 			if tc.restore {
 				args = []string{"restore", strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)}
 			}
-			f := h.hostileAll(tc.verb, tc.hang)
+			f := h.Hostile(tc.verb, tc.hang)
 			r := h.runInterrupted(f+".reached", args...)
 			boxtest.Must(t, os.Remove(f))
 			expectEndedSoon(t, tc.what, r)

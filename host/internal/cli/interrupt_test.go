@@ -77,7 +77,7 @@ func TestHostileCtrlCInit(t *testing.T) {
 			h := newHarness(t)
 			reached := h.hangSmolvm(tc.hang...)
 			if tc.agent != "" {
-				reached = h.hostileAll(tc.agent, "hang") + ".reached"
+				reached = h.Hostile(tc.agent, "hang") + ".reached"
 			}
 			r := h.runInterrupted(reached, "init")
 			h.unhang()
@@ -136,7 +136,7 @@ func TestHostileCtrlCStart(t *testing.T) {
 			}
 			reached := h.hangSmolvm(tc.hang...)
 			if tc.agent != "" {
-				reached = h.hostileAll(tc.agent, "hang") + ".reached"
+				reached = h.Hostile(tc.agent, "hang") + ".reached"
 			}
 			r := h.runInterrupted(reached, tc.cmd)
 			h.unhang()

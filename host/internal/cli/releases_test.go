@@ -380,7 +380,7 @@ func TestNetworkProofEvidence(t *testing.T) {
 	h := newHarness(t, "HERMES_BOX_NETWORK_MODE=strict")
 	h.Write("network-hosts.txt", "allowed.example.com\n")
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.9.3", "HBX_TEST_NETPROBE_PLAN="+probePlan(t, open, "127.0.0.1:1"))
-	h.hostileAll("netprobe", "forge")
+	h.Hostile("netprobe", "forge")
 	r := mustRun(t, h, "init")
 	if boxtest.Index(r.calls, `^machine egress-events --name hermes-box --limit \d+ --json$`) < 0 {
 		t.Errorf("the proof was not checked against smolvm's egress events:\n  %s", strings.Join(boxtest.Lines(r.calls), "\n  "))
@@ -405,7 +405,7 @@ func TestNetworkProofEvidence(t *testing.T) {
 	}
 
 	mustRun(t, h, "stop")
-	h.hostileAll("netprobe", "vmm-denies")
+	h.Hostile("netprobe", "vmm-denies")
 	mustRun(t, h, "start")
 	r = mustRun(t, h, "status")
 	if !regexp.MustCompile(`(?m)^  network +strict +strict, last proof \S+: \d+ probes held, confirmed by smolvm \(smolvm's own egress denials show each of the 3 outside targets blocked\)$`).MatchString(r.stdout) {

@@ -1,5 +1,13 @@
 """Fixture for the gate tests: the lines of Hermes 0.19.0's approval flow
 that the smart-plugin mechanism relies on, in a shape of their own."""
+import os
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 def _fire_approval_hook(hook_name: str, **kwargs) -> None:
@@ -87,3 +95,31 @@ def detect_dangerous_command(command: str) -> tuple:
         for pattern_re, description in DANGEROUS_PATTERNS_COMPILED:
             return (True, description, description)
     return (False, None, None)
+
+
+def _should_skip_container_guards(env_type, has_host_access=False):
+    return env_type in ("docker", "singularity", "modal", "daytona") and not has_host_access
+
+
+def check_dangerous_command(command, env_type, has_host_access=False):
+    if _should_skip_container_guards(env_type, has_host_access=has_host_access):
+        return {"approved": True, "message": None}
+
+    # Hardline floor: commands with no recovery path
+    return {"approved": False, "message": command}
+
+
+def check_container_skip(command, env_type, has_host_access=False):
+    # Docker stops skipping
+    # once host paths are bind-mounted into the sandbox.
+    if _should_skip_container_guards(env_type, has_host_access=has_host_access):
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": command}
+
+
+def check_execute_code_guard(code, env_type, has_host_access=False):
+    if env_type == "vercel_sandbox":
+        return {"approved": True, "message": None}
+    if _should_skip_container_guards(env_type, has_host_access=has_host_access):
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": code}

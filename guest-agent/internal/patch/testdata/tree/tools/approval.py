@@ -1,7 +1,15 @@
 """Fixture for the patch tests: a few lines shaped like Hermes' approval flow."""
 import logging
+import os
 
 logger = logging.getLogger(__name__)
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 import re
@@ -101,3 +109,24 @@ def check_all_command_guards(command, env_type, approval_mode="manual"):
                 "allow_permanent": not has_tirith,
     }
     return {"approved": False, "data": approval_data, "description": combined_desc}
+
+
+def check_dangerous_command(command, env_type):
+    if env_type in {"docker", "singularity", "modal", "daytona"}:
+        return {"approved": True, "message": None}
+
+    # Hardline floor: commands with no recovery path
+    return {"approved": False, "message": command}
+
+
+def check_container_skip(command, env_type):
+    # Skip containers for both checks
+    if env_type in {"docker", "singularity", "modal", "daytona"}:
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": command}
+
+
+def check_execute_code_guard(code, env_type):
+    if env_type in {"docker", "singularity", "modal", "daytona", "vercel_sandbox"}:
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": code}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli_test
+package releasematrix_test
 
 import (
 	"context"
@@ -197,18 +197,18 @@ func requireNSSWrapper(t *testing.T) {
 
 // releaseBox is an initialised box whose machines' sshd takes the release
 // binary's login.
-func releaseBox(t *testing.T) *harness {
-	h := newHarness(t)
-	boxtest.Must(t, os.MkdirAll(h.State, 0o755))
-	boxtest.Must(t, os.WriteFile(filepath.Join(h.State, "release-login"), nil, 0o644))
-	initBox(t, h)
-	return h
+func releaseBox(t *testing.T) *boxtest.Project {
+	p := boxtest.New(t)
+	boxtest.Must(t, os.MkdirAll(p.State, 0o755))
+	boxtest.Must(t, os.WriteFile(filepath.Join(p.State, "release-login"), nil, 0o644))
+	mustRun(t, p, "init")
+	return p
 }
 
 // runReleaseCell runs one cell on h's box and puts the box back.
-func runReleaseCell(t *testing.T, h *harness, release string, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
+func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
 	// Every machine's agent takes the case.
-	file := h.hostileAll(d.file, c)
+	file := h.Hostile(d.file, c)
 	r := runRelease(t, h, release, d.args, d.follow)
 	boxtest.Must(t, os.Remove(file))
 	if d.mutates {
@@ -261,7 +261,7 @@ type releaseRun struct {
 // runRelease runs the release binary with args in h's project, without the
 // test hooks' variables, and measures it; a follow is interrupted after
 // followFor.
-func runRelease(t *testing.T, h *harness, release string, args []string, follow bool) releaseRun {
+func runRelease(t *testing.T, h *boxtest.Project, release string, args []string, follow bool) releaseRun {
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, release, args...)
@@ -272,7 +272,7 @@ func runRelease(t *testing.T, h *harness, release string, args []string, follow 
 	boxtest.Must(t, cmd.Start())
 	stop, done := make(chan struct{}), make(chan struct{})
 	var hwm int64
-	go func() { defer close(done); hwm = watchHWM(cmd.Process.Pid, stop) }()
+	go func() { defer close(done); hwm = boxtest.WatchHWM(cmd.Process.Pid, stop) }()
 	if follow {
 		time.AfterFunc(followFor, func() { cmd.Process.Signal(syscall.SIGINT) })
 	}

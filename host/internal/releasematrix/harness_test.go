@@ -1,0 +1,58 @@
+//go:build linux
+
+package releasematrix_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(boxtest.Main(m)) }
+
+// runLimit bounds one run of hermes-box: past the longest deadline of an
+// agent verb that the matrix waits for (5 min) and its slack.
+const runLimit = 8 * time.Minute
+
+// rssBudgetKiB is the host's memory goal under a flood.
+const rssBudgetKiB = 64 << 10
+
+var (
+	testBuildOnce sync.Once
+	testBuild     string
+)
+
+// testHermesBox is the test build of hermes-box (its hooks let it set the
+// boxes up fast), built once beside boxtest's binaries.
+func testHermesBox(t testing.TB) string {
+	t.Helper()
+	b := boxtest.Build(t)
+	testBuildOnce.Do(func() { testBuild = sshdtest.GoBuild(t, filepath.Join(b.Dir, "hermes-box"), "./host") })
+	if testBuild == "" {
+		t.Fatal("building hermes-box failed in an earlier test")
+	}
+	return testBuild
+}
+
+// mustRun runs the test build of hermes-box with args in p's project and
+// fails the test unless it succeeds.
+func mustRun(t testing.TB, p *boxtest.Project, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testHermesBox(t), args...)
+	cmd.Env = append(append([]string(nil), p.Env...), p.Extra...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hermes-box %v: %v\n%s", args, err, out.String())
+	}
+}
