@@ -30,6 +30,7 @@ func auditStatus(t *testing.T, h *harness) health.Check {
 // sends it and then exits 1, and when it pads it far past 16 MiB; the
 // anchor stays where it was.
 func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
@@ -61,6 +62,7 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 // says so), so neither leaves a false alarm; `audit --reset-anchor` is
 // explicit and logged.
 func TestAuditAnchorTravelsWithBackups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)

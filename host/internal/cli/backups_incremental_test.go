@@ -61,6 +61,7 @@ func listBackups(t *testing.T, h *harness, args ...string) ([]backup.Entry, resu
 // re-hashes (--read-data); prune keeps what its policy keeps, v2 and
 // incremental alike, and collects the chunks.
 func TestBackupsRepairAndPruneIncremental(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, v2Snapshots)
 	v2, inc := incrementalBackups(t, h, 3)
 
@@ -138,6 +139,7 @@ func TestBackupsRepairAndPruneIncremental(t *testing.T) {
 // and base image, restores it from that file into a clean data
 // directory.
 func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, v2Snapshots)
 	_, inc := incrementalBackups(t, h, 1)
 	h.WriteNote("changed after the backup\n")
@@ -172,6 +174,7 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 // TestSnapshotPrunesByTheConfiguration: with HERMES_BOX_PRUNE_KEEP_LAST=1,
 // each snapshot leaves only itself, and says so.
 func TestSnapshotPrunesByTheConfiguration(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "HERMES_BOX_PRUNE_KEEP_LAST=1")
 	initBox(t, h)
 	mustRun(t, h, "snapshot", "first")

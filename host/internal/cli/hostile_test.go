@@ -83,6 +83,7 @@ func logRSS(t *testing.T, what string, r result) {
 // health, logs, audit) reach the terminal only made visible; --json output
 // keeps the exact text, escaped by JSON.
 func TestHostileEscapes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	for _, tc := range []struct {
@@ -145,6 +146,7 @@ func auditChainOf(command string) string {
 // TestHostileFloods: endless output, endless stderr lines and floods of
 // events fail the command with the limit named, within the memory goal.
 func TestHostileFloods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	for _, tc := range []struct {
@@ -180,6 +182,7 @@ func TestHostileFloods(t *testing.T) {
 // snapshot with the limit named, leave no backup, and stay in the memory
 // goal; the box is back to normal afterwards.
 func TestHostileSnapshotParts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64", v2Snapshots) // snapshot write's parts; chunks: chunkstore TestIngestRefusesHostileAgent
 	initBox(t, h)
 	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
@@ -210,6 +213,7 @@ func TestHostileSnapshotParts(t *testing.T) {
 // installed (the gate step skipped), even as a mere "info" check, is
 // refused by start and by init's verification.
 func TestHostileGateSkipped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	mustRun(t, h, "stop")
@@ -240,6 +244,7 @@ func auditChain(decisions ...string) string {
 // the box verifies there, but `audit --verify` on the host names the first
 // bad line.
 func TestHostileAuditRewrite(t *testing.T) {
+	t.Parallel()
 	const log = "/workspace/hermes-home/logs/gate-audit.jsonl"
 	for _, tc := range []struct {
 		name, log string
@@ -335,6 +340,7 @@ func expectEndedWithin(t *testing.T, what string, r result, bound time.Duration)
 // seconds at each step where the box hangs, and the next command recovers,
 // saying what it does.
 func TestHostileCtrlC(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		restore  bool   // snapshot first, then restore that backup
@@ -403,6 +409,7 @@ func expectSafetySnapshotRecovers(t *testing.T, h *harness, r result) {
 // another server; hermes-box follows none, so nothing (the API key least of
 // all) reaches the other server, and the redirect is reported.
 func TestHostileRedirects(t *testing.T) {
+	t.Parallel()
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
 	defer other.Close()
@@ -427,6 +434,7 @@ func TestHostileRedirects(t *testing.T) {
 // connection); status still shows the agent's report beside the audit
 // check's verdict.
 func TestHostileAuditFloodInStatus(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.hostile("audit", "flood-stdout")

@@ -63,6 +63,7 @@ func noise(seed string, n int) string {
 // restore the first (its safety snapshot incremental too), then the
 // second.
 func TestIncrementalSnapshotRestore(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")

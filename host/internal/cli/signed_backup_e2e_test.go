@@ -30,6 +30,7 @@ import (
 // saying why; a pre-signing (unsigned) v2 backup restores with
 // --legacy-backup, which says what it skips.
 func TestRestoreChecksSignature(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, v2Snapshots)
 	initBox(t, h)
 	h.WriteNote("mine\n")
