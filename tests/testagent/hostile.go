@@ -318,11 +318,24 @@ func (t *agent) steps(req protocol.Request, n string) int {
 // a hung verb does not outlive its caller by an hour.
 func hang() {
 	parent := os.Getppid()
+	// Under sshd the parent is the login shell of the forced command,
+	// which outlives the session: the session's end shows on stdout.
+	stop, gone := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	go func() {
+		if stdoutClosed(stop) {
+			close(gone)
+		}
+	}()
 	for deadline := time.Now().Add(time.Hour); time.Now().Before(deadline); {
 		if os.Getppid() != parent {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-gone:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
