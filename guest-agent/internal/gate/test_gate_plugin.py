@@ -728,6 +728,17 @@ class TestHermes019(PluginCase):
         self.assertFalse(patched.check_all_command_guards("rm -r ./build", "local")["approved"])
         self.assertEqual(reviewed, ["rm -r ./build"])
 
+    def test_headless_run_denies_flagged_commands(self):
+        """On the patched tree, a run that is neither the CLI, the gateway
+        nor ask mode (as `hermes -z` starts one) denies a flagged command and
+        an execute_code script without a review; other commands still run."""
+        self.patched_tree()
+        reviewed = []
+        self.approval._smart_approve = lambda command, description: reviewed.append(command) or "approve"
+        PATCH_SUITE.assert_headless_denies(self, self.approval)
+        self.assertEqual(reviewed, [])
+        self.assertEqual(self.asked, [])
+
     def test_unpatched_hermes_skips_the_gate(self):
         """The control: Hermes 0.19.0's own tools/approval.py
         (HERMES_GATE_ORIGINAL, the tree before patching) approves those

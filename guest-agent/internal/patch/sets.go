@@ -122,6 +122,8 @@ func gatedAnchors() []Anchor {
 		containerGuards("    # Skip containers for both checks\n", "    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerDangerous("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerExecute("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\", \"vercel_sandbox\"}:\n"),
+		headlessGuards(),
+		headlessExecute("gate-headless-execute-env"),
 		anchor(auxClientFile, "Codex service tier forwarding",
 			"                    resp_kwargs[\"include\"] = [\"reasoning.encrypted_content\"]\n\n",
 			"        # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas\n", "gate-service-tier"),
@@ -181,6 +183,33 @@ func envSwitchAnchors019() []Anchor {
 	}
 }
 
+// The headless edits. Outside the interactive CLI, the gateway and ask mode
+// (`hermes -z`, which never sets HERMES_INTERACTIVE, or a script), Hermes
+// approves every flagged command and every execute_code script outright:
+// only the hardline floor applies. The agent can start such a run with a
+// command no list flags, so each entry point denies there instead (fail
+// closed); the reviewer is not asked, as whatever it does not approve has no
+// human to go to. The anchors pin the branch that approves outright.
+
+// headlessGuards edits check_all_command_guards, the terminal's guard, at
+// the top of its branch for runs that are neither CLI, gateway nor ask mode
+// (the same text on 0.16.0, 0.17.0 and 0.19.0).
+func headlessGuards() Anchor {
+	return anchor(approvalFile, "terminal guard denies flagged commands in a headless run",
+		"    if not is_cli and not is_gateway and not is_ask:\n", "        # Cron sessions: respect cron_mode config\n",
+		"gate-headless-guards")
+}
+
+// headlessExecute edits check_execute_code_guard before the line that
+// approves every script outside the gateway and ask mode. The hunk (name)
+// tells the CLI as the release does: 0.19.0's _is_interactive_cli also reads
+// the ACP sessions' context flag, which 0.16.0 and 0.17.0 lack.
+func headlessExecute(name string) Anchor {
+	return anchor(approvalFile, "execute_code guard denies scripts in a headless run",
+		"    #   * Local non-interactive non-gateway: documented limitation above.\n",
+		"    if not is_gateway and not is_ask:\n        return {\"approved\": True, \"message\": None}\n", name)
+}
+
 // serviceTierAnchor is the source edit on Hermes 0.19.0 whose
 // auxiliary Codex adapter still drops extra_body.service_tier: the anchor
 // text is unchanged from 0.16.0 (verified on 3ef6bbd2).
@@ -196,7 +225,8 @@ func serviceTierAnchor() Anchor {
 var sets = map[string]Set{
 	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(), serviceTierAnchor())},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(),
+		headlessGuards(), headlessExecute("gate-headless-execute-ctx"), serviceTierAnchor())},
 }
 
 // SetByID returns the anchor set with the given id.

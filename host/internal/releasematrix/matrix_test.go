@@ -60,8 +60,8 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 	// stop waits 30 s for the services, then stops the machine anyway.
 	agent.ServicesStop: {file: "services.stop", args: []string{"stop"}, mutates: true,
 		hang: "could not stop the services gracefully"},
-	agent.ServicesStart: {file: "services.start", args: []string{"snapshot", "matrix"}, mutates: true},
-	agent.SnapshotWrite: {file: "snapshot.write", args: []string{"snapshot", "matrix"}, mutates: true},
+	agent.ServicesStart:  {file: "services.start", args: []string{"snapshot", "matrix"}, mutates: true},
+	agent.SnapshotChunks: {file: "snapshot.chunks", args: []string{"snapshot", "matrix"}, mutates: true},
 }
 
 // releaseElsewhere are the verbs no command of an initialised box calls
@@ -74,7 +74,7 @@ var releaseElsewhere = map[*agent.Verb]string{
 	agent.ExecutorStatusSizes: "a box with the Executor enabled: agent TestHostileMatrix",
 	agent.ExecutorRefresh:     "a box with the Executor enabled: agent TestHostileMatrix",
 	agent.ExecutorConnect:     "a box with the Executor enabled: agent TestHostileMatrix",
-	agent.SnapshotChunks:      "an incremental snapshot: agent TestHostileMatrix",
+	agent.SnapshotWrite:       "a v2 snapshot (HERMES_BOX_SNAPSHOT_INCREMENTAL=false): agent TestHostileMatrix",
 	agent.SnapshotApply:       "restore applies through smolvm exec to a machine in restore mode, not the relay: agent TestHostileMatrix",
 	// start sends them only to a box with secrets to deliver, or a
 	// network mode to prove; the matrix's box has neither.
