@@ -72,8 +72,7 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 			b.env = append(b.env, kv)
 		}
 	}
-	b.env = append(b.env, "HERMES_BOX_PROJECT_ROOT="+b.Project, "HBX_TEST_HOST=supported", "HBX_TEST_AGENT_PINS="+art.PinsDir,
-		"HBX_TEST_NO_GATE=stand-in")
+	b.env = append(b.env, "HERMES_BOX_PROJECT_ROOT="+b.Project, "HBX_TEST_HOST=supported", "HBX_TEST_AGENT_PINS="+art.PinsDir)
 	if h := netcheckHost(); h != "" {
 		b.env = append(b.env, "HBX_TEST_NETCHECK_HOST="+h)
 	}
@@ -164,6 +163,7 @@ func TestBoxLifecycle(t *testing.T) {
 	phase(t, "init", func() { b.checkInit(art) })
 	phase(t, "secret reaches the gateway", func() { b.checkSecretDelivered(secret) })
 	phase(t, "status --json", b.checkStatus)
+	phase(t, "gate (real Hermes 0.19.0)", b.checkGate)
 	phase(t, "host key", b.checkHostKey)
 	phase(t, "ssh", b.checkSSH)
 	phase(t, "remapped pack repaired", b.checkRepairs)

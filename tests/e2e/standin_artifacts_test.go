@@ -47,6 +47,7 @@ type artifactServer struct {
 	PinsDir     string
 	UVSHA256    string
 	CodexSHA256 string
+	treeSHA256  string
 
 	mu     sync.Mutex
 	served map[string][]byte
@@ -78,6 +79,7 @@ func otherNode() string {
 func newArtifactServer(t *testing.T, e *Env) *artifactServer {
 	t.Helper()
 	a := &artifactServer{PinsDir: t.TempDir(), served: map[string][]byte{}, gets: map[string]int{}}
+	a.copyHermesTree(t, e)
 	a.build(t, filepath.Join(e.Root, "tests/e2e/testdata/standin"))
 	certPEM, cert := newServerCert(t)
 	a.srv = httptest.NewUnstartedServer(http.HandlerFunc(a.serve))
@@ -94,7 +96,7 @@ func newArtifactServer(t *testing.T, e *Env) *artifactServer {
 	}
 	doc := map[string]any{
 		"installer": artifact("/hermes/install.sh"), "uv": artifact("/uv/uv.tar.gz"), "codex": artifact("/codex/codex.tar.gz"),
-		"nodeDist": base + "/node/", "caFile": guestPinsDir + "/ca.pem", "skipGate": true,
+		"nodeDist": base + "/node/", "caFile": guestPinsDir + "/ca.pem",
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -104,6 +106,36 @@ func newArtifactServer(t *testing.T, e *Env) *artifactServer {
 	writeFile(t, filepath.Join(a.PinsDir, "ca.pem"), certPEM, 0o644)
 	a.UVSHA256, a.CodexSHA256 = digest(a.served["/uv/uv.tar.gz"]), digest(a.served["/codex/codex.tar.gz"])
 	return a
+}
+
+// hermesTreeName is the real Hermes tree's export in the pins directory,
+// which init copies into the builder with pins.json.
+const hermesTreeName = "hermes-tree.tar.gz"
+
+// HermesTreeEnv names the export of the default pinned Hermes release
+// (v0.19.0.tar.gz as scripts/export-hermes-trees.sh makes it) when it is not
+// in ../shared/hermes-trees beside the clone, where CI keeps it.
+const HermesTreeEnv = "HBX_E2E_HERMES_TREE"
+
+// copyHermesTree puts the real tree of the default pinned release into the
+// pins directory: the stand-in installer unpacks it where the real one
+// clones that commit, so the gate step installs the gate on real Hermes
+// code. It is test data, never committed.
+func (a *artifactServer) copyHermesTree(t *testing.T, e *Env) {
+	rel, err := pins.Hermes(pins.DefaultHermesCommit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := os.Getenv(HermesTreeEnv)
+	if src == "" {
+		src = filepath.Join(e.Root, "..", "shared", "hermes-trees", "v"+rel.Version+".tar.gz")
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("the real Hermes %s tree the gate step installs on (%s or %s): %v", rel.Version, "../shared/hermes-trees", HermesTreeEnv, err)
+	}
+	writeFile(t, filepath.Join(a.PinsDir, hermesTreeName), b, 0o644)
+	a.treeSHA256 = digest(b)
 }
 
 // build makes every artifact from the stand-in files. The installer's
@@ -119,6 +151,7 @@ func (a *artifactServer) build(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 		r := strings.NewReplacer("@UV_VERSION@", pins.UV.Version, "@CODEX_VERSION@", pins.Codex.Version,
+			"@HERMES_TREE@", guestPinsDir+"/"+hermesTreeName, "@HERMES_TREE_SHA256@", a.treeSHA256,
 			"@NODE_VERSION@", fmt.Sprintf("%d.0.0", pins.NodeMajor), "@HERMES_MCP_TEST_STANDIN@", strings.TrimSpace(string(mcpTest)))
 		return []byte(r.Replace(string(b)))
 	}

@@ -36,9 +36,7 @@ func runProvision(ctx context.Context, e *env, args []string) error {
 	cfg := provision.Config{
 		Root: e.root, Pins: p, Runner: command.ExecRunner{}, Owner: provision.SystemOwner{}, Events: e.events,
 		Fetcher: download.New(download.Options{CacheDir: filepath.Join(e.root, boxlayout.DownloadCache), RootCAs: roots}),
-	}
-	if !tp.SkipGate {
-		cfg.Gate = newGatePatcher()
+		Gate:    newGatePatcher(),
 	}
 	if tp.CAFile != "" {
 		// Recorded with the Codex pin: the first boot fetches from the

@@ -124,9 +124,6 @@ type TestPins struct {
 	NodeDist  string    `json:"nodeDist,omitempty"`
 	// CAFile is a PEM file of the test server's certificate authority.
 	CAFile string `json:"caFile,omitempty"`
-	// SkipGate skips the gated-approval step, for stand-in Hermes trees
-	// that carry no approval code to patch.
-	SkipGate bool `json:"skipGate,omitempty"`
 }
 
 // LoadTestPins reads a TestPins file and applies it to a copy of p.

@@ -19,7 +19,7 @@ import (
 // in-process, on a boxtest project.
 func TestMain(m *testing.M) {
 	hooks.sshUser, hooks.relayCommand, hooks.host, hooks.timing = "HBX_TEST_SSH_USER", "HBX_TEST_RELAY_COMMAND", "HBX_TEST_HOST", "HBX_TEST_TIMING"
-	hooks.agentPins, hooks.guestPins, hooks.noGate = "HBX_TEST_AGENT_PINS", "HERMES_BOX_AGENT_TEST_ONLY_PINS", "HBX_TEST_NO_GATE"
+	hooks.agentPins, hooks.guestPins = "HBX_TEST_AGENT_PINS", "HERMES_BOX_AGENT_TEST_ONLY_PINS"
 	hooks.netprobePlan, hooks.netcheckHost, hooks.lanGateway = "HBX_TEST_NETPROBE_PLAN", "HBX_TEST_NETCHECK_HOST", "HBX_TEST_LAN_GATEWAY"
 	os.Exit(boxtest.Main(m))
 }

@@ -17,7 +17,6 @@ var hooks struct {
 	guestPins    string // the agent's own variable for them
 	netprobePlan string // a JSON netproof.Plan whose targets replace the production ones (tests must not probe outside addresses)
 	netcheckHost string // the name the builder's netcheck resolves instead of the Ubuntu archive for its architecture (a test network that answers only some names)
-	noGate       string // "stand-in": accept a Hermes tree the gate step never touched (only make e2e's stand-in Hermes: under TCG the real tree's probe outlasts health's deadline)
 	lanGateway   string // the address doctor's egress row probes as the host's LAN gateway (tests must not probe the real one)
 }
 

@@ -9,7 +9,6 @@ func init() {
 	hooks.timing = "HBX_TEST_TIMING"
 	hooks.agentPins = "HBX_TEST_AGENT_PINS"
 	hooks.guestPins = "HERMES_BOX_AGENT_TEST_ONLY_PINS"
-	hooks.noGate = "HBX_TEST_NO_GATE"
 	hooks.netprobePlan = "HBX_TEST_NETPROBE_PLAN"
 	hooks.netcheckHost = "HBX_TEST_NETCHECK_HOST"
 	hooks.lanGateway = "HBX_TEST_LAN_GATEWAY"

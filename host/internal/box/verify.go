@@ -182,14 +182,6 @@ func gaveUp(r *health.Report) bool {
 // provisioned (its gate step was skipped or undone).
 var ErrGate = errors.New("the approval gate is not installed and active as provisioned; the box is refused")
 
-// standInTree reports a gate check of a Hermes tree the gate step never
-// touched (the agent gives it as info, without gate details) while the test
-// hook says the tree is the tests' stand-in Hermes. A release binary has no
-// such hook: there, a box whose gate step was skipped is refused.
-func standInTree(r *health.Report, c health.Check) bool {
-	return hookValue(hooks.noGate) == "stand-in" && r.Gate == nil && c.Severity == health.SeverityInfo
-}
-
 // deepCheck judges a report: unhealthy, a service not RUNNING or an
 // approval gate that is not installed and active as provisioned fails.
 func deepCheck(r *health.Report) error {
@@ -199,7 +191,7 @@ func deepCheck(r *health.Report) error {
 		// the check is a box whose gate cannot be shown to be there.
 		return fmt.Errorf("%w: the box reports no %q check", ErrGate, health.CheckGate)
 	}
-	if c.Status != health.StatusHealthy && !standInTree(r, c) {
+	if c.Status != health.StatusHealthy {
 		// Whatever severity the box gave it: a box without its gate
 		// runs the agent's commands unreviewed.
 		return fmt.Errorf("%w: %s", ErrGate, termsafe.String(c.Message))
