@@ -341,7 +341,7 @@ func (b *box) checkRepairs() {
 }
 
 // venvSite is the stand-in venv's package directory (its site-packages).
-const venvSite = "/usr/local/lib/hermes-agent/venv/lib/site"
+const venvSite = "/usr/local/lib/hermes-agent/venv/lib/site-packages"
 
 // checkSupervisorctl: `sudo supervisorctl restart hermes` in the box gives
 // the gateway a new pid, which supervisorctl status and hermes-box status
