@@ -42,9 +42,9 @@ func testHermesBox(t testing.TB) string {
 	return testBuild
 }
 
-// mustRun runs the test build of hermes-box with args in p's project and
-// fails the test unless it succeeds.
-func mustRun(t testing.TB, p *boxtest.Project, args ...string) {
+// run runs the test build of hermes-box with args in p's project: its
+// output, and how it failed.
+func run(t testing.TB, p *boxtest.Project, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
@@ -52,7 +52,14 @@ func mustRun(t testing.TB, p *boxtest.Project, args ...string) {
 	cmd.Env = append(append([]string(nil), p.Env...), p.Extra...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hermes-box %v: %v\n%s", args, err, out.String())
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// mustRun is run, which must succeed.
+func mustRun(t testing.TB, p *boxtest.Project, args ...string) {
+	t.Helper()
+	if out, err := run(t, p, args...); err != nil {
+		t.Fatalf("hermes-box %v: %v\n%s", args, err, out)
 	}
 }
