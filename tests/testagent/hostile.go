@@ -272,14 +272,16 @@ func oversize(w io.Writer) int {
 }
 
 // drip answers as the real agent does, but slowly: the answer in
-// dripParts parts, one every d/dripParts, so that the last comes a little
-// before d (a verb's deadline, or its idle deadline repeated).
+// dripParts parts, one every d/dripParts from the call, so that the last
+// comes a little before d (a verb's deadline, or its idle deadline
+// repeated).
 func (t *agent) drip(req protocol.Request, d string) int {
 	total, err := time.ParseDuration(d)
 	if err != nil {
 		t.fail("drip: %v", err)
 		return 2
 	}
+	start := time.Now()
 	var out bytes.Buffer
 	code, err := t.relayReal(req, &out)
 	if err != nil {
@@ -289,7 +291,9 @@ func (t *agent) drip(req protocol.Request, d string) int {
 	answer := out.Bytes()
 	part := max(1, (len(answer)+dripParts-1)/dripParts)
 	for i := range dripParts {
-		time.Sleep(total / dripParts)
+		// Counted from the call: the time the real answer took (long on
+		// a loaded machine) is part of the drip.
+		time.Sleep(time.Until(start.Add(total * time.Duration(i+1) / dripParts)))
 		if lo := i * part; lo < len(answer) {
 			os.Stdout.Write(answer[lo:min(len(answer), lo+part)])
 		}
