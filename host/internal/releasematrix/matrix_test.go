@@ -277,7 +277,8 @@ func releaseLanes(t *testing.T) []*releaseLane {
 }
 
 // TestHostileMatrixRelease runs the matrix: a box per lane (releaseLanes;
-// init with the test build), the lanes in parallel and a lane's cells in
+// init with the test build, but for a fresh project), the lanes in
+// parallel (at most releaseSetups set up at once) and a lane's cells in
 // turn: the case written, the release binary's command, the case removed
 // (and a box the command changed put back). Each cell: the command calls
 // the verb; peak RSS of hermes-box at most 64 MiB; from the verb's call to
