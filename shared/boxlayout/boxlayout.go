@@ -114,6 +114,10 @@ const (
 	RestoredID = StateDir + "/workspace-restored.id"
 	// CodexPinFile records the Codex release first boot installs.
 	CodexPinFile = StateDir + "/codex-pin.json"
+	// GateVerdictCache keeps the gate probe's last verdict, keyed by a hash
+	// of everything it depends on, so a health check with nothing changed
+	// does not start Hermes' Python.
+	GateVerdictCache = StateDir + "/gate-verdict.json"
 	// CacheDir holds the agent's caches, which provisioning empties last.
 	CacheDir = "/var/cache/hermes-box"
 	// DownloadCache holds verified downloads.

@@ -11,7 +11,7 @@ func TestPathsAreCleanAndAbsolute(t *testing.T) {
 	for _, p := range []string{AgentPath, OCIHelperPath, Workspace, HermesHome, LogDir, WorkDir, CodexHome,
 		ExecutorDir, ExecutorDataDir, ExecutorRuntimeDir, GateAuditLog, AuthorizedKeysUpload, TestPinsDir, StateDir, SeedArchive, SeedID,
 		AdminHome, ServiceHome, HermesTree, HermesVenv, HermesSourceMarker, HermesCLI, RestoreReady, OwnershipMarker, RestoredID,
-		CodexPinFile, DownloadCache, ChunkCache, StartupLog, RunDir, BoxOptionsFile, ControlSocket, SSHDLog, SecretsDir, ExecutorDiscoveryRefreshed,
+		CodexPinFile, GateVerdictCache, DownloadCache, ChunkCache, StartupLog, RunDir, BoxOptionsFile, ControlSocket, SSHDLog, SecretsDir, ExecutorDiscoveryRefreshed,
 		HermesConfig, SudoersFile, SSHDDropIn, AptNetworkConf, ProfileScript, SecretsProfile, AdminProfileTemplate, CacheDir, SmokeMarker, HermesManagedDir} {
 		if !path.IsAbs(p) || path.Clean(p) != p {
 			t.Errorf("%q is not a clean absolute path", p)

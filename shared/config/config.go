@@ -61,10 +61,11 @@ type Config struct {
 	// SnapshotMaxMiB (HERMES_BOX_SNAPSHOT_MAX_MIB) bounds one backup part;
 	// 0 derives it from the disks (SnapshotPartCap).
 	SnapshotMaxMiB int
-	// SnapshotIncremental (HERMES_BOX_SNAPSHOT_INCREMENTAL) makes every
-	// snapshot, the restore's safety snapshot included, an incremental one
-	// into the machine's chunk store (only new chunks cross the relay);
-	// false writes hermes-box-v2 backups.
+	// SnapshotIncremental (HERMES_BOX_SNAPSHOT_INCREMENTAL, true by
+	// default) makes every snapshot, the restore's safety snapshot
+	// included, an incremental one into the machine's chunk store (only
+	// new chunks cross the relay); false writes self-contained
+	// hermes-box-v2 backups.
 	SnapshotIncremental bool
 	// PruneKeepLast, PruneKeepDaily and PruneKeepWeekly
 	// (HERMES_BOX_PRUNE_KEEP_LAST, _DAILY, _WEEKLY) are the retention

@@ -59,8 +59,10 @@ func TestDefault(t *testing.T) {
 		VMMConfinement:  ConfinementEnforce,
 		HermesCommit:    "3ef6bbd201263d354fd83ec55b3c306ded2eb72a",
 		ExecutorEnabled: false,
-		ExecutorPort:    4788,
-		ExecutorImage:   "ghcr.io/usefulsoftwareco/executor-selfhost:v1.6.8@sha256:527e014ce0641e9d569314561fba2a37b872ffd5074471b9bc48b66611ecb090",
+		// Incremental snapshots are the default; false opts out (v2).
+		SnapshotIncremental: true,
+		ExecutorPort:        4788,
+		ExecutorImage:       "ghcr.io/usefulsoftwareco/executor-selfhost:v1.6.8@sha256:527e014ce0641e9d569314561fba2a37b872ffd5074471b9bc48b66611ecb090",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Default = %+v, want %+v", got, want)

@@ -67,7 +67,7 @@ var settings = []setting{
 	{keyStorageGB, "15", func(c *Config) any { return &c.StorageGB }, checkPositive},
 	{keyOverlayGB, "6", func(c *Config) any { return &c.OverlayGB }, checkPositive},
 	{keySnapshotMaxMiB, "0", func(c *Config) any { return &c.SnapshotMaxMiB }, checkNonNegative},
-	{keySnapshotIncr, "false", func(c *Config) any { return &c.SnapshotIncremental }, nil},
+	{keySnapshotIncr, "true", func(c *Config) any { return &c.SnapshotIncremental }, nil},
 	{keyPruneKeepLast, "0", func(c *Config) any { return &c.PruneKeepLast }, checkNonNegative},
 	{keyPruneKeepDaily, "0", func(c *Config) any { return &c.PruneKeepDaily }, checkNonNegative},
 	{keyPruneKeepWeekly, "0", func(c *Config) any { return &c.PruneKeepWeekly }, checkNonNegative},

@@ -61,8 +61,9 @@ const (
 	// approval, the reviewer model from auxiliary.approval) and installs the
 	// hermes-box-gate plugin on the approval hooks for the verdict floors, the
 	// reason shown to the human and the audit record; what neither reaches
-	// (the Codex service tier of the reviewer call, no approval shortcut for
-	// container backends) is anchored source edits.
+	// (the Codex service tier of the reviewer call, no yolo, container-
+	// backend or headless-run shortcut past the approvals) is anchored source
+	// edits.
 	GateSmartPlugin GateMechanism = "smart-plugin"
 )
 

@@ -152,7 +152,8 @@ func tailText(s string, n int) string {
 
 // TestBoxLifecycle drives the real hermes-box, the stand-in smolvm and the
 // real agent in real VMs: init (provisioning offline from a loopback
-// artifact server), status, ssh, logs, snapshot and both restore paths,
+// artifact server), status, ssh, logs, snapshot and both restore paths
+// (an arm64 guest: the fresh one alone),
 // and destroy, printing each phase's time.
 func TestBoxLifecycle(t *testing.T) {
 	e := newEnv(t)
@@ -173,9 +174,16 @@ func TestBoxLifecycle(t *testing.T) {
 	var backup string
 	phase(t, "snapshot", func() { backup = b.snapshot() })
 	phase(t, "change workspace file", func() { b.writeNote("after the snapshot") })
-	phase(t, "restore (replacement)", func() { b.restore(backup) })
-	phase(t, "file is back", func() { b.checkNote("before the snapshot") })
-	phase(t, "secret after the cut-over", func() { b.checkSecretDelivered(secret) })
+	// The replacement restore is the host's orchestration of the guest
+	// verbs the fresh restore runs too (snapshot write for the safety
+	// snapshot, snapshot apply for the candidate and the box): the arm64
+	// guest, under TCG at about half amd64's speed, runs the fresh path
+	// alone (it saves 12-15 min of CI); the amd64 run covers both.
+	if GuestArch() != "arm64" {
+		phase(t, "restore (replacement)", func() { b.restore(backup) })
+		phase(t, "file is back", func() { b.checkNote("before the snapshot") })
+		phase(t, "secret after the cut-over", func() { b.checkSecretDelivered(secret) })
+	}
 	phase(t, "secret in no file or backup", func() { b.checkSecretNowhere(secret) })
 	phase(t, "destroy --force", b.destroy)
 	phase(t, "restore (fresh)", func() { b.restore(backup) })

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -15,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // The mapped secret of the e2e box: secret-env.txt maps the gateway's
@@ -55,26 +59,31 @@ func (b *box) checkSecretDelivered(secret string) {
 }
 
 // checkSecretNowhere: no file of the project (state, logs, images,
-// backups: manifests, sums and every tar member of every gzip part) and
-// no stand-in state file holds the secret.
+// backups: records, manifests, sums, every tar member of every gzip part of
+// a v2 backup and every chunk of every pack of the chunk stores,
+// decompressed) and no stand-in state file holds the secret.
 func (b *box) checkSecretNowhere(secret string) {
 	t := b.t
 	needle := []byte(secret)
-	scanned, parts := 0, 0
+	scanned, parts, packs := 0, 0, 0
 	for _, root := range []string{b.Project, b.e.State} {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return err
 			}
 			// VM disks are skipped: the guest keeps the secret on tmpfs
-			// (checked in checkSecretDelivered). Backup parts (.gz) are
-			// read whole, decompressed, whatever their size.
-			if info, err := d.Info(); err != nil || (info.Size() > 64<<20 && !strings.HasSuffix(p, ".gz")) {
+			// (checked in checkSecretDelivered). Backup parts (.gz) and
+			// packs are read whole, decompressed, whatever their size.
+			backupData := strings.HasSuffix(p, ".gz") || strings.HasSuffix(p, packExt)
+			if info, err := d.Info(); err != nil || (info.Size() > 64<<20 && !backupData) {
 				return err
 			}
 			scanned++
-			if strings.HasSuffix(p, ".gz") {
+			switch {
+			case strings.HasSuffix(p, ".gz"):
 				parts++
+			case strings.HasSuffix(p, packExt):
+				packs++
 			}
 			if holds, err := fileHolds(p, needle); err != nil || holds {
 				return errors.Join(err, errors.New(p+" holds the secret"))
@@ -85,7 +94,9 @@ func (b *box) checkSecretNowhere(secret string) {
 			t.Fatal(err)
 		}
 	}
-	mustf(t, parts >= 2, "only %d backup parts were scanned", parts)
+	// The snapshot and the restore's safety snapshot are incremental (the
+	// default): their data is in the machine's packs.
+	mustf(t, packs >= 1, "only %d packs (and %d v2 parts) were scanned", packs, parts)
 	// What hermes-box printed: every command of the run so far, and the
 	// services' logs as a user would read them.
 	b.must(2*time.Minute, "logs", "-n", "2000")
@@ -95,13 +106,16 @@ func (b *box) checkSecretNowhere(secret string) {
 			t.Fatalf("hermes-box printed the secret:\n%s", strings.SplitN(p, "\n", 2)[0])
 		}
 	}
-	t.Logf("the secret is in none of %d files, %d of them decompressed backup parts, nor in the output of %d hermes-box commands",
-		scanned, parts, len(b.printed))
+	t.Logf("the secret is in none of %d files, %d of them decompressed backup parts and %d decompressed packs, nor in the output of %d hermes-box commands",
+		scanned, parts, packs, len(b.printed))
 }
 
-// fileHolds looks for needle in a file, and in a .gz file in the members
-// of its tar stream.
+// fileHolds looks for needle in a file, in a .gz file in the members of
+// its tar stream, and in a pack in its chunks.
 func fileHolds(path string, needle []byte) (bool, error) {
+	if strings.HasSuffix(path, packExt) {
+		return packHolds(path, needle)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err
@@ -137,4 +151,63 @@ func fileHolds(path string, needle []byte) (bool, error) {
 func paxHolds(recs map[string]string, needle []byte) bool {
 	b, _ := json.Marshal(recs)
 	return bytes.Contains(b, needle)
+}
+
+// packExt ends the name of a chunk store's pack (host/internal/chunkstore:
+// blobs, then a header of 41-byte entries, each a chunk's SHA-256, its
+// stored and plain lengths (uint32 LE) and 1 when zstd-compressed, then
+// the entry count (uint32 LE) and packMagic).
+const packExt = ".pack"
+
+var packMagic = []byte("HBXPACK1")
+
+// packHolds looks for needle in the plaintext of a pack's chunks, read
+// in the pack's order, which is the order the snapshot cut them: each
+// chunk is searched with the tail of the one before, so that a needle
+// across a cut is found too. Every chunk is checked against its SHA-256,
+// so the scan reads what the store holds and not garbage.
+func packHolds(path string, needle []byte) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	const entrySize = 41
+	trailer := 4 + len(packMagic)
+	if len(data) < trailer || !bytes.Equal(data[len(data)-len(packMagic):], packMagic) {
+		return false, fmt.Errorf("%s: not a pack", path)
+	}
+	n := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
+	hdrAt := len(data) - trailer - n*entrySize
+	if hdrAt < 0 {
+		return false, fmt.Errorf("%s: a header of %d entries does not fit", path, n)
+	}
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		return false, err
+	}
+	defer dec.Close()
+	var carry []byte
+	off := 0
+	for i := range n {
+		e := data[hdrAt+i*entrySize : hdrAt+(i+1)*entrySize]
+		slen, rlen := int(binary.LittleEndian.Uint32(e[32:])), int(binary.LittleEndian.Uint32(e[36:]))
+		if off+slen > hdrAt {
+			return false, fmt.Errorf("%s: chunk %d overruns the header", path, i)
+		}
+		plain := data[off : off+slen]
+		if e[40] == 1 {
+			if plain, err = dec.DecodeAll(plain, make([]byte, 0, rlen)); err != nil {
+				return false, fmt.Errorf("%s: chunk %d: %w", path, i, err)
+			}
+		}
+		if sum := sha256.Sum256(plain); !bytes.Equal(sum[:], e[:32]) {
+			return false, fmt.Errorf("%s: chunk %d does not hash to its name", path, i)
+		}
+		if bytes.Contains(append(carry, plain...), needle) {
+			return true, nil
+		}
+		carry = append(carry[:0], plain[max(0, len(plain)-len(needle)+1):]...)
+		off += slen
+	}
+	return false, nil
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // Payload is what the escape case writes wherever text goes: an OSC 52
@@ -195,7 +196,23 @@ func (t *agent) relayReal(req protocol.Request, stdout io.Writer) (int, error) {
 		cmd.Stdin = io.MultiReader(&line, t.in)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return 2, err
+	}
+	// Captured output is a pipe the real agent's own watch sees open for
+	// as long as this process lives: when the host hangs up (Ctrl-C on
+	// logs -f while a drip collects the answer), the real agent must end
+	// with this stand-in, not stay behind following a quiet log.
+	if stdout != io.Writer(os.Stdout) {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			if stdoutClosed(stop) {
+				cmd.Process.Kill()
+			}
+		}()
+	}
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), nil
@@ -325,10 +342,44 @@ func (t *agent) steps(req protocol.Request, n string) int {
 // a hung verb does not outlive its caller by an hour.
 func hang() {
 	parent := os.Getppid()
+	// Under sshd the parent is the login shell of the forced command,
+	// which outlives the session: the session's end shows on stdout.
+	stop, gone := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	go func() {
+		if stdoutClosed(stop) {
+			close(gone)
+		}
+	}()
 	for deadline := time.Now().Add(time.Hour); time.Now().Before(deadline); {
 		if os.Getppid() != parent {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-gone:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stdoutClosed polls this process's stdout until its reader hangs up
+// (true) or stop closes (false).
+func stdoutClosed(stop <-chan struct{}) bool {
+	for {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		// No events asked for: poll reports only POLLERR and POLLHUP (and
+		// POLLNVAL), so an open pipe just times out.
+		fds := []unix.PollFd{{Fd: int32(os.Stdout.Fd())}}
+		if _, err := unix.Poll(fds, 500); err != nil && err != unix.EINTR {
+			return false
+		}
+		if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			return true
+		}
 	}
 }

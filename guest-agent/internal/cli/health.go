@@ -63,7 +63,7 @@ func addGateHealth(ctx context.Context, e *env, r *health.Report) {
 	src := filepath.Join(e.root, boxlayout.HermesTree)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
 		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir),
-		Runner: command.ExecRunner{}}
+		Runner: command.ExecRunner{}, Verdicts: gate.NewVerdictCache(filepath.Join(e.root, boxlayout.GateVerdictCache))}
 	if e.root == "/" {
 		t.User = "hermes"
 	}

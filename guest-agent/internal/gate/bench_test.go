@@ -1,10 +1,17 @@
 package gate
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/health"
 )
 
 // bigTree is the 0.16.0 fixture padded to the size of the real files
@@ -43,5 +50,37 @@ func BenchmarkCheck(b *testing.B) {
 		if err != nil || !rep.Accepted {
 			b.Fatal(rep, err)
 		}
+	}
+}
+
+// BenchmarkHealth is the gate check on the real 0.19.0 tree, installed:
+// "miss" runs Hermes' Python every time (as without the verdict cache, or
+// after any input changed), "hit" answers from the verdict cache.
+func BenchmarkHealth(b *testing.B) {
+	rel := release(b, "0.19.0")
+	src := hermestest.CopyTree(b, hermestest.RealTree(b, rel.Version))
+	if err := patch.WriteSourceMarker(src, rel.Commit); err != nil {
+		b.Fatal(err)
+	}
+	tgt := Target{Source: src, Python: hermestest.Python(b), Home: b.TempDir(), Managed: filepath.Join(b.TempDir(), "etc-hermes"),
+		Commit: rel.Commit, Runner: command.ExecRunner{}, Verdicts: NewVerdictCache(filepath.Join(b.TempDir(), "gate-verdict.json"))}
+	ctx := context.Background()
+	if err := (Installer{Integration: true}).Apply(ctx, tgt); err != nil {
+		b.Fatal(err)
+	}
+	cached := tgt
+	tgt.Verdicts = nil
+	for _, c := range []struct {
+		name string
+		t    Target
+	}{{"miss", tgt}, {"hit", cached}} {
+		name, t := c.name, c.t
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if c, _ := Health(ctx, t, time.Now()); c.Status != health.StatusHealthy {
+					b.Fatal(c.Message)
+				}
+			}
+		})
 	}
 }

@@ -8,7 +8,7 @@
 //     (embedded here: verdict floors, the reason shown to the human, denials
 //     final, the hash-chained audit record), and the source edits for
 //     what neither reaches (the reviewer call's Codex service tier, no
-//     approval shortcut for container backends).
+//     yolo, container-backend or headless-run shortcut past the approvals).
 //
 // Check is the check verb: it reads the tree's version, refuses releases
 // the table refuses (0.18.x) or does not know, and counts every anchor, hook,

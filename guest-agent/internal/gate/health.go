@@ -18,7 +18,8 @@ import (
 // Health is the "gate" check: the gate is installed and active as
 // provisioned. The release comes from the commit the gate step recorded in
 // the tree; the tree's gate marker is verified; Hermes itself is asked for
-// its effective mode. A tree the gate step never touched (no commit record,
+// its effective mode (or the verdict it gave for the same inputs, from
+// t.Verdicts). A tree the gate step never touched (no commit record,
 // as with the test-only stand-in Hermes) gives an info check, which does
 // not change the report's verdict; anything else that is wrong is critical.
 func Health(ctx context.Context, t Target, now time.Time) (health.Check, *health.Gate) {
@@ -41,7 +42,7 @@ func Health(ctx context.Context, t Target, now time.Time) (health.Check, *health
 	g := &health.Gate{HermesVersion: rel.Version, Mechanism: string(rel.Mechanism), IntendedMode: rel.Mechanism.IntendedMode()}
 	g.Problems = append(g.Problems, markerProblems(ctx, t, commit)...)
 	t.Commit = commit
-	if eff, err := Probe(ctx, t, rel); err != nil {
+	if eff, err := probeCached(ctx, t, rel); err != nil {
 		g.Problems = append(g.Problems, err.Error())
 	} else {
 		g.EffectiveMode = eff.Mode

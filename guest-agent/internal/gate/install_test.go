@@ -253,10 +253,18 @@ func TestInstallRealTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			tgt := Target{Source: src, Python: python, Home: t.TempDir(), Managed: filepath.Join(t.TempDir(), "etc-hermes"),
-				Commit: rel.Commit, Runner: command.ExecRunner{}}
+				Commit: rel.Commit, Runner: command.ExecRunner{}, Verdicts: NewVerdictCache(filepath.Join(t.TempDir(), "gate-verdict.json"))}
 			ctx := context.Background()
 			if err := (Installer{Integration: true}).Apply(ctx, tgt); err != nil {
 				t.Fatal(err)
+			}
+			// Hermes' own code left every input of the key as it was, so
+			// the install's verdict is kept for the health checks.
+			if _, err := os.Stat(tgt.Verdicts.Path); err != nil {
+				t.Fatalf("no verdict kept after the install's probe: %v", err)
+			}
+			if pyc, _ := filepath.Glob(filepath.Join(src, "tools", "__pycache__", "approval.*.pyc")); len(pyc) != 1 {
+				t.Errorf("the install left no bytecode of tools/approval.py: %q", pyc)
 			}
 			if pending, err := (Installer{}).Pending(ctx, tgt); err != nil || len(pending) != 0 {
 				t.Fatalf("pending after apply: %q %v", pending, err)

@@ -39,6 +39,8 @@ type Target struct {
 	// writes nothing as root into its home.
 	User   string
 	Runner command.Runner
+	// Verdicts, when set, keeps the probe's last answer (verdict.go).
+	Verdicts *VerdictCache
 }
 
 // Effective is the gate as the installed Hermes resolves it (probe.py).
@@ -85,32 +87,7 @@ type PluginState struct {
 // Probe runs Hermes' own code, with its own interpreter, to read how it
 // resolves the approval settings of rel's mechanism. It changes nothing.
 func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, error) {
-	f, err := os.CreateTemp("", "hermes-box-gate-probe-*.py")
-	if err != nil {
-		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(probeScript); err != nil {
-		f.Close()
-		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
-	}
-	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: ProbeTimeout,
-		Env: []string{"HERMES_HOME=" + t.Home, "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}}
-	if t.Managed != "" {
-		c.Env = append(c.Env, "HERMES_MANAGED_DIR="+t.Managed)
-	}
-	if t.User != "" {
-		if err := os.Chmod(f.Name(), 0o644); err != nil {
-			return Effective{}, fmt.Errorf("probing the approval gate: %w", err)
-		}
-		c.Args = append([]string{"-u", t.User, "--", c.Path}, c.Args...)
-		c.Path = "runuser"
-		c.Env = append(c.Env, "HOME="+filepath.Join("/home", t.User))
-	}
-	out, err := t.Runner.Run(ctx, c)
+	out, err := runProbe(ctx, t, rel, "hermes-box-gate-probe-*.py", "PYTHONDONTWRITEBYTECODE=1")
 	if err != nil {
 		return Effective{}, fmt.Errorf("asking the installed Hermes for its approval settings: %w", err)
 	}
@@ -123,6 +100,37 @@ func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, er
 		return Effective{}, fmt.Errorf("asking the installed Hermes for its approval settings: unreadable answer %q: %w", line, err)
 	}
 	return eff, nil
+}
+
+// runProbe runs probe.py, saved under pattern, with t's interpreter, home
+// and account, and env added.
+func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern string, env ...string) (command.Output, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(probeScript); err != nil {
+		f.Close()
+		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
+	}
+	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: ProbeTimeout,
+		Env: append([]string{"HERMES_HOME=" + t.Home, "PYTHONNOUSERSITE=1"}, env...)}
+	if t.Managed != "" {
+		c.Env = append(c.Env, "HERMES_MANAGED_DIR="+t.Managed)
+	}
+	if t.User != "" {
+		if err := os.Chmod(f.Name(), 0o644); err != nil {
+			return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
+		}
+		c.Args = append([]string{"-u", t.User, "--", c.Path}, c.Args...)
+		c.Path = "runuser"
+		c.Env = append(c.Env, "HOME="+filepath.Join("/home", t.User))
+	}
+	return t.Runner.Run(ctx, c)
 }
 
 // Verify lists every way eff differs from what rel's mechanism needs;

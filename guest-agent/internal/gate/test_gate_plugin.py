@@ -30,9 +30,18 @@ REVIEWER = os.path.join(HERE, "..", "patch", "gated_approval.py")
 TREE = os.environ.get("HERMES_GATE_TREE_0190", "")
 IN_CI = os.environ.get("CI") == "true"
 
-# The backends Hermes skips approvals for; execute_code also skips vercel_sandbox.
-CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
-SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
+
+def _patch_suite():
+    """The source patch's suite, for its module loader, its backends and the
+    control it shares with this one."""
+    spec = importlib.util.spec_from_file_location("hermes_box_patch_suite", os.path.join(HERE, "..", "patch", "test_gated_approval.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PATCH_SUITE = _patch_suite()
+CONTAINER_BACKENDS, SANDBOX_BACKENDS = PATCH_SUITE.CONTAINER_BACKENDS, PATCH_SUITE.SANDBOX_BACKENDS
 
 BOX_CONFIG = """\
 approvals:
@@ -686,8 +695,7 @@ class TestHermes019(PluginCase):
         $HERMES_HOME/.env) naming a container or cloud backend skips nothing:
         the terminal's guard and execute_code send the command to the
         reviewer, and check_dangerous_command asks the human."""
-        if not os.path.exists(os.path.join(TREE, ".hermes-box-gated-approval")):
-            self.need("HERMES_GATE_TREE_0190 is not patched (scripts/python-tests.sh runs this suite on a patched copy)")
+        self.patched_tree()
         stub = self.with_reply(reply())
         for backend in CONTAINER_BACKENDS:
             with self.subTest(backend):
@@ -707,30 +715,47 @@ class TestHermes019(PluginCase):
                 self.approval.check_execute_code_guard("print(1)", backend)
                 self.assertEqual(len(stub.calls), reviews + 1)
 
-    def test_unpatched_hermes_skips_container_backends(self):
+    def test_yolo_env_is_ignored(self):
+        """On the patched tree, HERMES_YOLO_MODE (which Hermes loads from
+        $HERMES_HOME/.env, the agent's) set as tools.approval loads leaves
+        the gate on: the flagged command goes to the reviewer."""
+        self.patched_tree()
+        self.env("HERMES_YOLO_MODE", "1")
+        patched = PATCH_SUITE.load_module(os.path.join(TREE, "tools", "approval.py"), "hermes_patched_approval")
+        self.assertFalse(patched._YOLO_MODE_FROZEN)
+        reviewed = []
+        patched._smart_approve = lambda command, description: reviewed.append(command) or "deny"
+        self.assertFalse(patched.check_all_command_guards("rm -r ./build", "local")["approved"])
+        self.assertEqual(reviewed, ["rm -r ./build"])
+
+    def test_headless_run_denies_flagged_commands(self):
+        """On the patched tree, a run that is neither the CLI, the gateway
+        nor ask mode (as `hermes -z` starts one) denies a flagged command and
+        an execute_code script without a review; other commands still run."""
+        self.patched_tree()
+        reviewed = []
+        self.approval._smart_approve = lambda command, description: reviewed.append(command) or "approve"
+        PATCH_SUITE.assert_headless_denies(self, self.approval)
+        self.assertEqual(reviewed, [])
+        self.assertEqual(self.asked, [])
+
+    def test_unpatched_hermes_skips_the_gate(self):
         """The control: Hermes 0.19.0's own tools/approval.py
         (HERMES_GATE_ORIGINAL, the tree before patching) approves those
-        calls outright, and not the same calls on the local backend."""
+        calls outright, and a flagged command on the local backend when
+        loaded with HERMES_YOLO_MODE, and asks for it without."""
         original = os.environ.get("HERMES_GATE_ORIGINAL", "")
         if not original:
             self.need("HERMES_GATE_ORIGINAL names no unpatched Hermes 0.19.0 tree")
-        spec = importlib.util.spec_from_file_location("hermes_unpatched_approval", os.path.join(original, "tools", "approval.py"))
-        unpatched = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(unpatched)
+        self.env("HERMES_YOLO_MODE", "1")
+        unpatched = PATCH_SUITE.load_module(os.path.join(original, "tools", "approval.py"), "hermes_unpatched_approval")
         unpatched._smart_approve = lambda *a, **k: "escalate"
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
-        skipped = {"approved": True, "message": None}
-        for backend in CONTAINER_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
-                self.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
-        self.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
-        self.env("HERMES_INTERACTIVE", "")
-        self.env("HERMES_EXEC_ASK", "1")
-        for backend in SANDBOX_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
-        self.assertNotEqual(unpatched.check_execute_code_guard("print(1)", "local"), skipped)
+        PATCH_SUITE.assert_unpatched_skips(self, unpatched)
+
+    def patched_tree(self):
+        if not os.path.exists(os.path.join(TREE, ".hermes-box-gated-approval")):
+            self.need("HERMES_GATE_TREE_0190 is not patched (scripts/python-tests.sh runs this suite on a patched copy)")
 
     def need(self, why):
         """Skip for a missing prerequisite, or fail in CI."""

@@ -202,7 +202,7 @@ func TestRerunVerifiesThePatchedTree(t *testing.T) {
 		{"marker from another module", "marker is", func(t *testing.T, dir string) {
 			writeFile(t, dir, MarkerFile, "commit="+v16.Commit+"\nanchor_set=hermes-0.16.0\nmodule_sha256=00\n")
 		}},
-		{"hunk removed", "9 of 11 hunks present", func(t *testing.T, dir string) {
+		{"hunk removed", "12 of 14 hunks present", func(t *testing.T, dir string) {
 			src := string(readFile(t, dir, approvalFile))
 			a := v16Set(t).Anchors[0]
 			writeFile(t, dir, approvalFile, strings.Replace(strings.Replace(src, v16Set(t).Anchors[1].Hunk, "", 1), a.Hunk, "", 1))
@@ -328,12 +328,24 @@ func TestPatch019EditsApprovalAndServiceTier(t *testing.T) {
 	}
 }
 
-// TestContainerEditsRealTrees patches the files of the real 0.16.0, 0.17.0
-// and 0.19.0 trees (HERMES_BOX_HERMES_TREES): each container-backend edit
-// applies there, and the re-run that verifies a marked tree (as the gate's
-// health check does) refuses it once any one of them is reverted or keeps
-// its marker but loses its assignment.
-func TestContainerEditsRealTrees(t *testing.T) {
+// TestEnvSwitchEditsRealTrees patches the files of the real 0.16.0, 0.17.0
+// and 0.19.0 trees (HERMES_BOX_HERMES_TREES): the edits that keep the
+// agent's .env from lifting the gate (HERMES_YOLO_MODE, a container backend
+// in TERMINAL_ENV) and the ones that deny in a headless run (no
+// HERMES_INTERACTIVE, as `hermes -z` starts) apply there, and the re-run that
+// verifies a marked tree (as the gate's health check does) refuses it once
+// any one of them is reverted or keeps its marker but loses its assignment.
+func TestEnvSwitchEditsRealTrees(t *testing.T) {
+	assignments := map[string]string{
+		"hermes-box:gate-no-yolo":             "_YOLO_MODE_FROZEN = False",
+		"hermes-box:gate-container-guards":    `env_type = "local"`,
+		"hermes-box:gate-container-dangerous": `env_type = "local"`,
+		"hermes-box:gate-container-execute":   `env_type = "local"`,
+		"hermes-box:gate-headless-guards":     `"approved": False,`,
+		// One of the two per release: 0.19.0 tells the CLI by its context flag.
+		"hermes-box:gate-headless-execute-env": `"approved": False,`,
+		"hermes-box:gate-headless-execute-ctx": `"approved": False,`,
+	}
 	for _, rel := range []pins.HermesRelease{v16, v17, v19} {
 		t.Run(rel.Version, func(t *testing.T) {
 			real := hermestest.RealTree(t, rel.Version)
@@ -356,15 +368,16 @@ func TestContainerEditsRealTrees(t *testing.T) {
 			patched := string(readFile(t, dir, approvalFile))
 			edits := 0
 			for _, a := range set.For(approvalFile) {
-				if !strings.HasPrefix(a.Marker, "hermes-box:gate-container-") {
+				assignment, ok := assignments[a.Marker]
+				if !ok {
 					continue
 				}
 				edits++
 				if strings.Count(patched, a.PatchedText()) != 1 {
 					t.Fatalf("%s: not applied", a.Label)
 				}
-				dropped := strings.Replace(a.Hunk, `env_type = "local"`, "", 1)
-				for name, text := range map[string]string{"reverted": a.Text(), "assignment dropped": a.Before + dropped + a.After} {
+				dropped := a.Before + strings.Replace(a.Hunk, assignment, "", 1) + a.After
+				for name, text := range map[string]string{"reverted": a.Text(), "assignment dropped": dropped} {
 					writeFile(t, dir, approvalFile, strings.Replace(patched, a.PatchedText(), text, 1))
 					if _, err := p.Patch(t.Context(), dir, rel.Commit); err == nil || !strings.Contains(err.Error(), approvalFile) {
 						t.Errorf("%s %s: re-run gave %v, want a refusal naming %s", a.Label, name, err, approvalFile)
@@ -372,8 +385,8 @@ func TestContainerEditsRealTrees(t *testing.T) {
 				}
 				writeFile(t, dir, approvalFile, patched)
 			}
-			if edits != 3 {
-				t.Fatalf("%d container edits in %s, want 3 (terminal guard, dangerous check, execute_code)", edits, rel.AnchorSet)
+			if edits != len(assignments)-1 {
+				t.Fatalf("%d of the %d edits in %s", edits, len(assignments)-1, rel.AnchorSet)
 			}
 			if _, err := p.Patch(t.Context(), dir, rel.Commit); err != nil {
 				t.Fatalf("restored tree refused: %v", err)

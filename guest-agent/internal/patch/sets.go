@@ -118,9 +118,12 @@ func gatedAnchors() []Anchor {
 		anchor(approvalFile, "permanent allowlist from the managed file",
 			"        config = load_config()\n", "        patterns = set(config.get(\"command_allowlist\", []) or [])\n",
 			"gate-managed-allowlist"),
+		noYoloAnchor(),
 		containerGuards("    # Skip containers for both checks\n", "    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerDangerous("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\"}:\n"),
 		containerExecute("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\", \"vercel_sandbox\"}:\n"),
+		headlessGuards(),
+		headlessExecute("gate-headless-execute-env"),
 		anchor(auxClientFile, "Codex service tier forwarding",
 			"                    resp_kwargs[\"include\"] = [\"reasoning.encrypted_content\"]\n\n",
 			"        # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas\n", "gate-service-tier"),
@@ -156,17 +159,55 @@ func containerExecute(skip string) Anchor {
 	return anchor(approvalFile, "execute_code guard judges every backend as local", "", skip, "gate-container-execute")
 }
 
-// containerAnchors019 are the container-backend edits on 0.19.0
+// noYoloAnchor switches off Hermes' process-wide yolo, which approves every
+// flagged command (after the hardline floor) when HERMES_YOLO_MODE was set as
+// tools.approval loaded: Hermes loads that variable from $HERMES_HOME/.env
+// too. The line is the same on 0.16.0, 0.17.0 and 0.19.0; every other reader
+// (the CLI, the TUI gateway, codex's bypass check) takes the frozen value.
+func noYoloAnchor() Anchor {
+	return anchor(approvalFile, "HERMES_YOLO_MODE ignored",
+		"_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv(\"HERMES_YOLO_MODE\", \"\"))\n", "", "gate-no-yolo")
+}
+
+// envSwitchAnchors019 are the yolo and container-backend edits on 0.19.0
 // (verified on 3ef6bbd2), where _should_skip_container_guards decides
 // (docker only without host bind mounts) and execute_code also skips
 // vercel_sandbox on a line of its own.
-func containerAnchors019() []Anchor {
+func envSwitchAnchors019() []Anchor {
 	const skip = "    if _should_skip_container_guards(env_type, has_host_access=has_host_access):\n"
 	return []Anchor{
+		noYoloAnchor(),
 		containerGuards("    # once host paths are bind-mounted into the sandbox.\n", skip),
 		containerDangerous(skip),
 		containerExecute("    if env_type == \"vercel_sandbox\":\n        return {\"approved\": True, \"message\": None}\n"),
 	}
+}
+
+// The headless edits. Outside the interactive CLI, the gateway and ask mode
+// (`hermes -z`, which never sets HERMES_INTERACTIVE, or a script), Hermes
+// approves every flagged command and every execute_code script outright:
+// only the hardline floor applies. The agent can start such a run with a
+// command no list flags, so each entry point denies there instead (fail
+// closed); the reviewer is not asked, as whatever it does not approve has no
+// human to go to. The anchors pin the branch that approves outright.
+
+// headlessGuards edits check_all_command_guards, the terminal's guard, at
+// the top of its branch for runs that are neither CLI, gateway nor ask mode
+// (the same text on 0.16.0, 0.17.0 and 0.19.0).
+func headlessGuards() Anchor {
+	return anchor(approvalFile, "terminal guard denies flagged commands in a headless run",
+		"    if not is_cli and not is_gateway and not is_ask:\n", "        # Cron sessions: respect cron_mode config\n",
+		"gate-headless-guards")
+}
+
+// headlessExecute edits check_execute_code_guard before the line that
+// approves every script outside the gateway and ask mode. The hunk (name)
+// tells the CLI as the release does: 0.19.0's _is_interactive_cli also reads
+// the ACP sessions' context flag, which 0.16.0 and 0.17.0 lack.
+func headlessExecute(name string) Anchor {
+	return anchor(approvalFile, "execute_code guard denies scripts in a headless run",
+		"    #   * Local non-interactive non-gateway: documented limitation above.\n",
+		"    if not is_gateway and not is_ask:\n        return {\"approved\": True, \"message\": None}\n", name)
 }
 
 // serviceTierAnchor is the source edit on Hermes 0.19.0 whose
@@ -184,7 +225,8 @@ func serviceTierAnchor() Anchor {
 var sets = map[string]Set{
 	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(containerAnchors019(), serviceTierAnchor())},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(),
+		headlessGuards(), headlessExecute("gate-headless-execute-ctx"), serviceTierAnchor())},
 }
 
 // SetByID returns the anchor set with the given id.

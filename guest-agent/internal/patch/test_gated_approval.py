@@ -24,8 +24,9 @@ MODULE_PATH = os.environ.get("HERMES_GATE_MODULE") or os.path.join(HERE, "gated_
 SOURCE = os.environ.get("HERMES_GATE_SOURCE", "")
 
 
-def load_module():
-    spec = importlib.util.spec_from_file_location("hermes_box_gate_under_test", MODULE_PATH)
+def load_module(path=MODULE_PATH, name="hermes_box_gate_under_test"):
+    """The Python file at path as a module of its own, loaded now."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -46,21 +47,30 @@ CONTAINER_BACKENDS = ("docker", "singularity", "modal", "daytona")
 SANDBOX_BACKENDS = CONTAINER_BACKENDS + ("vercel_sandbox",)
 
 
-class exec_ask:
-    """Hermes' ask mode (HERMES_EXEC_ASK) outside the CLI for one block."""
+class headless:
+    """A Hermes run that is neither the interactive CLI, the gateway nor ask
+    mode (as `hermes -z` starts one) for one block."""
 
     def __init__(self, test):
         self.test = test
 
     def __enter__(self):
-        self.saved = {name: os.environ.pop(name, None) for name in ("HERMES_INTERACTIVE", "HERMES_EXEC_ASK")}
-        os.environ["HERMES_EXEC_ASK"] = "1"
+        names = ("HERMES_INTERACTIVE", "HERMES_EXEC_ASK", "HERMES_GATEWAY_SESSION", "HERMES_CRON_SESSION")
+        self.saved = {name: os.environ.pop(name, None) for name in names}
 
     def __exit__(self, *exc):
         for name, value in self.saved.items():
             os.environ.pop(name, None)
             if value is not None:
                 os.environ[name] = value
+
+
+class exec_ask(headless):
+    """Hermes' ask mode (HERMES_EXEC_ASK) outside the CLI for one block."""
+
+    def __enter__(self):
+        super().__enter__()
+        os.environ["HERMES_EXEC_ASK"] = "1"
 
 
 def reply(decision="approve", scope="once", risk="low", confidence=0.9, reason="read-only listing", **extra):
@@ -578,33 +588,77 @@ class TestPatchedHermes(GateTestCase):
             with self.subTest(backend), exec_ask(self):
                 self.assertFalse(self.approval.check_execute_code_guard("print(1)", backend)["approved"])
 
-    def test_unpatched_hermes_skips_container_backends(self):
+    def test_yolo_env_is_ignored(self):
+        """HERMES_YOLO_MODE (which Hermes loads from $HERMES_HOME/.env, the
+        agent's) set as tools.approval loads leaves the gate on."""
+        set_env(self, "HERMES_YOLO_MODE", "1")
+        patched = load_module(os.path.join(SOURCE, "tools", "approval.py"), "hermes_patched_approval")
+        self.assertFalse(patched._YOLO_MODE_FROZEN)
+        stub = self.with_reply(reply())
+        result = patched.check_all_command_guards("rm -r ./build", "local")
+        self.assertTrue(result.get("gate_approved"), result)
+        self.assertEqual(len(stub.calls), 1)
+
+    def test_headless_run_denies_flagged_commands(self):
+        """In a run that is neither the CLI, the gateway nor ask mode (as
+        `hermes -z` starts one) a flagged command and an execute_code script
+        are denied without a review; other commands still run."""
+        stub = self.with_reply(reply())
+        assert_headless_denies(self, self.approval)
+        self.assertEqual(stub.calls, [])
+
+    def test_unpatched_hermes_skips_the_gate(self):
         """The control: Hermes' own tools/approval.py (HERMES_GATE_ORIGINAL,
-        the tree before patching) approves those calls outright, and asks
-        for the local backend."""
+        the tree before patching) approves those calls outright, and a
+        flagged command on the local backend when loaded with
+        HERMES_YOLO_MODE, and asks for it without."""
         original = os.environ.get("HERMES_GATE_ORIGINAL", "")
         if not original:
             if os.environ.get("CI") == "true":
                 self.fail("CI needs HERMES_GATE_ORIGINAL (the unpatched Hermes tree)")
             self.skipTest("HERMES_GATE_ORIGINAL names no unpatched Hermes tree")
-        spec = importlib.util.spec_from_file_location("hermes_unpatched_approval", os.path.join(original, "tools", "approval.py"))
-        unpatched = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(unpatched)
+        set_env(self, "HERMES_YOLO_MODE", "1")
+        unpatched = load_module(os.path.join(original, "tools", "approval.py"), "hermes_unpatched_approval")
         unpatched.prompt_dangerous_approval = lambda *a, **k: "deny"
         stub = self.with_reply(reply())
-        skipped = {"approved": True, "message": None}
-        for backend in CONTAINER_BACKENDS:
-            with self.subTest(backend):
-                self.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
-                self.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
-        for backend in SANDBOX_BACKENDS:
-            with self.subTest(backend), exec_ask(self):
-                self.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
-        self.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
-        with exec_ask(self):
-            self.assertFalse(unpatched.check_execute_code_guard("print(1)", "local")["approved"])
+        assert_unpatched_skips(self, unpatched)
         self.assertEqual(stub.calls, [])
 
+
+def assert_headless_denies(test, approval):
+    """Both gate suites: the patched tools.approval, in a headless run,
+    denies a flagged command and an execute_code script, saying why, and
+    approves a command no list flags."""
+    with headless(test):
+        for result in (approval.check_all_command_guards("rm -r ./build", "local"),
+                       approval.check_execute_code_guard("print(1)", "local")):
+            test.assertFalse(result["approved"], result)
+            test.assertIn("BLOCKED by hermes-box", result["message"])
+            test.assertIn("headless Hermes run", result["message"])
+        test.assertEqual(approval.check_all_command_guards("ls -la ./build", "local"), {"approved": True, "message": None})
+
+
+def assert_unpatched_skips(test, unpatched):
+    """The control of both gate suites: Hermes' own tools/approval.py, loaded
+    with HERMES_YOLO_MODE set, approves a flagged local command outright;
+    without yolo it approves the same calls outright on a container or cloud
+    backend and in a headless run, and asks for them on the local one."""
+    skipped = {"approved": True, "message": None}
+    test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+    unpatched._YOLO_MODE_FROZEN = False
+    with headless(test):
+        test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+        test.assertEqual(unpatched.check_execute_code_guard("print(1)", "local"), skipped)
+    for backend in CONTAINER_BACKENDS:
+        with test.subTest(backend):
+            test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", backend), skipped)
+            test.assertEqual(unpatched.check_dangerous_command("rm -r ./build", backend), skipped)
+    for backend in SANDBOX_BACKENDS:
+        with test.subTest(backend), exec_ask(test):
+            test.assertEqual(unpatched.check_execute_code_guard("print(1)", backend), skipped)
+    test.assertFalse(unpatched.check_all_command_guards("rm -r ./build", "local")["approved"])
+    with exec_ask(test):
+        test.assertFalse(unpatched.check_execute_code_guard("print(1)", "local")["approved"])
 
 if __name__ == "__main__":
     unittest.main()

@@ -16,6 +16,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
 // HermesStages are the installer stages the box runs, in order; the
@@ -92,6 +93,10 @@ type GatePatcher interface {
 	// Pending lists what Apply would change; empty when patched.
 	Pending(ctx context.Context, t GateTarget) ([]string, error)
 	Apply(ctx context.Context, t GateTarget) error
+	// Check runs the gate's health check as the box's health verb runs it
+	// (t.User is the hermes account), failing unless the gate is active;
+	// the verdict it keeps answers the box's first health check.
+	Check(ctx context.Context, t GateTarget) error
 }
 
 func (p *Provisioner) gateTarget() GateTarget {
@@ -109,12 +114,32 @@ func checkGate(ctx context.Context, p *Provisioner) (Status, error) {
 	if p.cfg.Gate == nil {
 		return Status{Skip: GateMissing}, nil
 	}
+	defer protocol.Heartbeat(p.emit, "gated-approval")()
 	s, err := p.cfg.Gate.Pending(ctx, p.gateTarget())
 	return Status{Pending: s}, err
 }
 
+// applyGate reports a heartbeat while it works: Hermes' own code runs
+// several times (its bytecode, the patch suite, the probe), minutes under
+// emulation, saying nothing.
 func applyGate(ctx context.Context, p *Provisioner) error {
+	defer protocol.Heartbeat(p.emit, "gated-approval")()
 	return p.cfg.Gate.Apply(ctx, p.gateTarget())
+}
+
+// smokeGate runs the gate check as hermes once cleanup has handed Hermes'
+// home to that account, as every health check of the box will.
+func (p *Provisioner) smokeGate(ctx context.Context) error {
+	if p.cfg.Gate == nil {
+		return nil
+	}
+	defer protocol.Heartbeat(p.emit, "smoke")()
+	t := p.gateTarget()
+	t.User = boxlayout.ServiceUser
+	if err := p.cfg.Gate.Check(ctx, t); err != nil {
+		return fmt.Errorf("smoke check: the approval gate as %s: %w", t.User, err)
+	}
+	return nil
 }
 
 // --- uv sync ---------------------------------------------------------------
@@ -347,6 +372,9 @@ func applySmoke(ctx context.Context, p *Provisioner) error {
 	}
 	if err := p.runAll(ctx, "smoke", p.smokeCommands()); err != nil {
 		return fmt.Errorf("smoke check: %w", err)
+	}
+	if err := p.smokeGate(ctx); err != nil {
+		return err
 	}
 	if err := p.ensureDir(seedDir); err != nil {
 		return err

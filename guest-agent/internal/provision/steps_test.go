@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -489,9 +490,10 @@ func TestGateStepIsAHook(t *testing.T) {
 }
 
 type fakeGate struct {
-	pending []string
-	applied int
-	target  GateTarget
+	pending   []string
+	applied   int
+	target    GateTarget
+	checkedAs []string
 }
 
 func (g *fakeGate) Pending(_ context.Context, t GateTarget) ([]string, error) {
@@ -504,6 +506,11 @@ func (g *fakeGate) Pending(_ context.Context, t GateTarget) ([]string, error) {
 
 func (g *fakeGate) Apply(_ context.Context, t GateTarget) error {
 	g.applied++
+	return nil
+}
+
+func (g *fakeGate) Check(_ context.Context, t GateTarget) error {
+	g.checkedAs = append(g.checkedAs, t.User)
 	return nil
 }
 
@@ -567,5 +574,19 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSmokeChecksTheGateAsHermes: the smoke step runs the gate check as
+// the box's health verb will (as hermes, once cleanup handed it its home),
+// so that check's verdict is kept for the box's first health check.
+func TestSmokeChecksTheGateAsHermes(t *testing.T) {
+	f := newFixture(t)
+	gate := &fakeGate{}
+	cfg := f.config()
+	cfg.Gate = gate
+	f.runTwice(f.provisioner(cfg, "smoke"))
+	if !slices.Equal(gate.checkedAs, []string{boxlayout.ServiceUser}) {
+		t.Fatalf("smoke checked the gate as %q, want once as %s", gate.checkedAs, boxlayout.ServiceUser)
 	}
 }

@@ -42,6 +42,16 @@ type Meta struct {
 	Limits Limits
 }
 
+// CheckAnchor refuses an audit anchor that is not one line: a backup
+// records it as it is (the manifest's audit_anchor line, an incremental
+// record's audit_anchor field).
+func (m Meta) CheckAnchor() error {
+	if strings.ContainsAny(m.AuditAnchor, "\r\n") {
+		return errors.New("snapshot: the audit anchor must be one line")
+	}
+	return nil
+}
+
 // tempPrefix names the directory a backup is written in before it is
 // published under its final name; Reap removes stale ones.
 const tempPrefix = ".hermes-box-snapshot-"
@@ -58,8 +68,8 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	if meta.Signer == nil {
 		return "", errors.New("snapshot: no project key to sign the backup with")
 	}
-	if strings.ContainsAny(meta.AuditAnchor, "\r\n") {
-		return "", errors.New("snapshot: the audit anchor must be one line")
+	if err := meta.CheckAnchor(); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
 		return "", fmt.Errorf("creating %s: %w", backupsDir, err)

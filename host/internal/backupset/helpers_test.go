@@ -20,6 +20,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
+	"github.com/hermes-box/hermes-box/host/internal/chunktest"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
@@ -103,7 +104,7 @@ func makeBackup(t testing.TB, dir, machine, when string, incremental bool) strin
 	m := backup.Meta{Machine: machine, Label: label, Smolvm: "1.9.3", GOOS: "linux", Signer: projectKey, Now: now, Limits: testLimits}
 	var path string
 	if incremental {
-		path, _, err = chunkstore.Snapshot(t.Context(), dir, m, source(parts(label)))
+		path, _, err = chunkstore.Ingest(t.Context(), dir, m, chunktest.Agent(parts(label), chunktest.Mutation{}, nil), nil)
 	} else {
 		path, err = backup.Write(t.Context(), dir, m, source(parts(label)))
 	}

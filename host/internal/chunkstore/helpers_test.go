@@ -121,6 +121,23 @@ func only(t testing.TB, dir, sub string) string {
 	return found[0]
 }
 
+// largest is the largest file in sub of dir (a snapshot writes a pack
+// per part: the rootfs's is the largest).
+func largest(t testing.TB, dir, sub string) string {
+	t.Helper()
+	var path string
+	var size int64 = -1
+	for _, f := range files(t, dir) {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil && strings.HasPrefix(f, sub+"/") && fi.Size() > size {
+			path, size = filepath.Join(dir, f), fi.Size()
+		}
+	}
+	if path == "" {
+		t.Fatalf("no file in %s", sub)
+	}
+	return path
+}
+
 func wantErr(t testing.TB, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {

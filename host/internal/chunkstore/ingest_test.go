@@ -16,58 +16,22 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/hermes-box/hermes-box/host/internal/chunktest"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
 
-// agentMutation changes what the test agent sends: it may rewrite a
-// chunk frame (return it changed, or nil to leave it out) and the end.
-type agentMutation struct {
-	chunk func(c *chunkwire.Chunk) *chunkwire.Chunk
-	end   func(e *chunkwire.End)
-}
+// agentMutation changes what the test agent sends.
+type agentMutation = chunktest.Mutation
 
-// chunkAgent is the agent's side of `snapshot chunks` for the test parts:
-// it cuts each part's tar as the agent does and sends what the host's
-// Held lacks, changed by mut. sent counts the chunk frames it wrote.
+// chunkAgent is the agent's side of `snapshot chunks` for the test parts
+// (chunktest.Agent of their gzip tars).
 func chunkAgent(parts map[string][]tfile, mut agentMutation, sent *int) ChunkSource {
-	zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	return func(ctx context.Context, part string, in io.Reader, w io.Writer) error {
-		held, err := chunkwire.ReadHeld(in)
-		if err != nil {
-			return err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(gzipTar(parts[part])))
-		if err != nil {
-			return err
-		}
-		fw := chunkwire.NewWriter(w)
-		seen := map[chunkwire.ID]bool{}
-		tree, st, err := snaptree.Encode(zr, func(id snaptree.ID, data []byte) error {
-			if held.Has(id) || seen[id] {
-				return nil
-			}
-			seen[id] = true
-			c := &chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Zstd, Stored: zw.EncodeAll(data, nil)}
-			if mut.chunk != nil {
-				if c = mut.chunk(c); c == nil {
-					return nil
-				}
-			}
-			if sent != nil {
-				*sent++
-			}
-			return fw.Chunk(*c)
-		})
-		if err != nil {
-			return err
-		}
-		end := chunkwire.End{Entries: uint64(st.Entries), Bytes: uint64(st.Bytes), Read: uint64(st.Read), Tree: tree}
-		if mut.end != nil {
-			mut.end(&end)
-		}
-		return fw.End(end)
+	gz := map[string][]byte{}
+	for name, files := range parts {
+		gz[name] = gzipTar(files)
 	}
+	return chunktest.Agent(gz, mut, sent)
 }
 
 func ingestGen(t testing.TB, backups string, gen int, mut agentMutation) (string, *Record, int, error) {
@@ -119,24 +83,24 @@ func TestIngestRefusesHostileAgent(t *testing.T) {
 		mut  agentMutation
 		want string
 	}{
-		{"a chunk whose hash does not match", agentMutation{chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
+		{"a chunk whose hash does not match", agentMutation{Chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
 			c.ID[0] ^= 1
 			return c
 		})}, "hashes to"},
-		{"an oversized chunk", agentMutation{chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
+		{"an oversized chunk", agentMutation{Chunk: first(func(c *chunkwire.Chunk) *chunkwire.Chunk {
 			big := make([]byte, MaxChunk+1)
 			c.ID, c.Plain, c.Compression, c.Stored = sha256.Sum256(big), uint32(len(big)), chunkwire.Plain, big
 			return c
 		})}, "over the limit"},
-		{"a decompression bomb", agentMutation{chunk: first(bomb)}, "does not decompress"},
-		{"a chunk neither held nor sent", agentMutation{chunk: first(func(*chunkwire.Chunk) *chunkwire.Chunk { return nil })}, "neither held nor sent"},
-		{"a tree chunk neither held nor sent", agentMutation{end: func(e *chunkwire.End) {
+		{"a decompression bomb", agentMutation{Chunk: first(bomb)}, "does not decompress"},
+		{"a chunk neither held nor sent", agentMutation{Chunk: first(func(*chunkwire.Chunk) *chunkwire.Chunk { return nil })}, "neither held nor sent"},
+		{"a tree chunk neither held nor sent", agentMutation{End: func(e *chunkwire.End) {
 			e.Tree = append(e.Tree, sha256.Sum256([]byte("missing")))
 		}}, "neither held nor sent"},
-		{"a tree entry breaking the content rules", agentMutation{end: func(e *chunkwire.End) {
+		{"a tree entry breaking the content rules", agentMutation{End: func(e *chunkwire.End) {
 			e.Tree = evilTree
 		}}, "unsafe path"},
-		{"an empty tree", agentMutation{end: func(e *chunkwire.End) { e.Tree = nil }}, "workspace"},
+		{"an empty tree", agentMutation{End: func(e *chunkwire.End) { e.Tree = nil }}, "workspace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -180,6 +181,12 @@ func (r *Record) check() error {
 	}
 	if _, err := r.Meta(); err != nil {
 		return err
+	}
+	// The anchor a restore installs, checked as a v2 manifest's is.
+	if r.AuditAnchor != "" {
+		if _, err := auditanchor.ParseLine(r.AuditAnchor); err != nil {
+			return err
+		}
 	}
 	names := make([]string, 0, len(r.Parts))
 	for name, p := range r.Parts {

@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -72,13 +73,6 @@ func gzipTar(files []tfile) []byte {
 	return b.Bytes()
 }
 
-func source(parts map[string][]tfile) backup.PartSource {
-	return func(ctx context.Context, part string, w io.Writer) error {
-		_, err := w.Write(gzipTar(parts[part]))
-		return err
-	}
-}
-
 var testLimits = backup.Limits{FreeSpace: func(string) (int64, error) { return 1 << 50, nil }}
 
 // signerFrom is an Ed25519 project key made from seed.
@@ -102,7 +96,7 @@ func meta(n int) backup.Meta {
 
 func snapshot(t testing.TB, backups string, gen int) (string, *Record) {
 	t.Helper()
-	dir, rec, err := Snapshot(context.Background(), backups, meta(gen), source(boxParts(gen)))
+	dir, rec, err := Ingest(context.Background(), backups, meta(gen), chunkAgent(boxParts(gen), agentMutation{}, nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +195,7 @@ func TestSnapshotRefusesAndLeavesNothing(t *testing.T) {
 			storeFiles := files(t, StoreDir(backups, "box"))
 			mt := meta(1)
 			mt.Limits = tt.lim
-			_, _, err := Snapshot(context.Background(), backups, mt, source(tt.parts))
+			_, _, err := Ingest(context.Background(), backups, mt, chunkAgent(tt.parts, agentMutation{}, nil), nil)
 			wantErr(t, err, tt.want)
 			if got := strings.Join(files(t, StoreDir(backups, "box")), " "); got != strings.Join(storeFiles, " ") {
 				t.Fatalf("store after a refused snapshot: %s, before: %s", got, strings.Join(storeFiles, " "))
@@ -212,6 +206,42 @@ func TestSnapshotRefusesAndLeavesNothing(t *testing.T) {
 			}
 			restored(t, backups, dir, 0)
 		})
+	}
+}
+
+// TestRecordCarriesAuditAnchor: an incremental record carries the host's
+// audit anchor as a v2 manifest does (restore installs the one of the
+// v2 backup the record materializes into); an anchor that is not one
+// line is refused before anything is written.
+func TestRecordCarriesAuditAnchor(t *testing.T) {
+	backups := t.TempDir()
+	line := auditanchor.Anchor{Count: 3, Bytes: 300, Prefix: strings.Repeat("a", 64), Head: strings.Repeat("b", 64),
+		Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}.Line()
+	m := meta(0)
+	m.AuditAnchor = line
+	dir, _, err := Ingest(context.Background(), backups, m, chunkAgent(boxParts(0), agentMutation{}, nil), nil)
+	must(t, err)
+	rec, err := Load(dir, trust)
+	must(t, err)
+	if rec.AuditAnchor != line {
+		t.Fatalf("the record's anchor %q, want %q", rec.AuditAnchor, line)
+	}
+	v2, err := openStore(t, StoreDir(backups, "box")).Materialize(context.Background(), rec, t.TempDir(), testLimits, projectKey)
+	must(t, err)
+	v, err := backup.Verify(context.Background(), v2, trust)
+	must(t, err)
+	if v.Manifest.AuditAnchor != line {
+		t.Fatalf("the materialized manifest's anchor %q, want %q", v.Manifest.AuditAnchor, line)
+	}
+
+	m = meta(1)
+	m.AuditAnchor = line + "\naudit_anchor=forged"
+	if _, _, err := Ingest(context.Background(), backups, m, chunkAgent(boxParts(1), agentMutation{}, nil), nil); err == nil ||
+		!strings.Contains(err.Error(), "audit anchor must be one line") {
+		t.Fatalf("a two-line anchor: %v", err)
+	}
+	if dirs, _, err := Backups(backups, "box", trust); err != nil || len(dirs) != 1 {
+		t.Fatalf("backups after the refused one: %v %v", dirs, err)
 	}
 }
 
@@ -244,6 +274,7 @@ func TestRecordHostile(t *testing.T) {
 		{"a bad tree id", edit(func(m map[string]any) {
 			m["parts"].(map[string]any)["rootfs"].(map[string]any)["tree"] = []string{"ABC"}
 		}), nil, backup.ErrInvalid},
+		{"an audit anchor that does not parse", edit(func(m map[string]any) { m["audit_anchor"] = `{"count":3}` }), nil, backup.ErrInvalid},
 		{"another signer recorded", edit(func(m map[string]any) {
 			m["ssh_key_fingerprint"] = keys.Fingerprint(signerFrom(2).PublicKey())
 		}), nil, backup.ErrInvalid},
@@ -282,10 +313,10 @@ func TestMissingAndCorruptChunks(t *testing.T) {
 		quick, read, mat error
 	}{
 		{"pack deleted", func(t *testing.T, store string) {
-			must(t, os.Remove(only(t, store, packsDir)))
+			must(t, os.Remove(largest(t, store, packsDir)))
 		}, ErrMissing, ErrMissing, ErrMissing},
 		{"chunk corrupt", func(t *testing.T, store string) {
-			flip(t, only(t, store, packsDir), 5000)
+			flip(t, largest(t, store, packsDir), 5000)
 		}, nil, ErrCorrupt, ErrCorrupt},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

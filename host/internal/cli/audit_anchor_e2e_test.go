@@ -1,12 +1,14 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -28,6 +30,7 @@ func auditStatus(t *testing.T, h *harness) health.Check {
 // sends it and then exits 1, and when it pads it far past 16 MiB; the
 // anchor stays where it was.
 func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
@@ -59,12 +62,17 @@ func TestAuditAnchorHoldsHoweverTheStreamEnds(t *testing.T) {
 // says so), so neither leaves a false alarm; `audit --reset-anchor` is
 // explicit and logged.
 func TestAuditAnchorTravelsWithBackups(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve"), "/usr/bin/tee", gateLog)
 	older := strings.TrimSpace(mustRun(t, h, "snapshot", "older").stdout)
-	if !strings.Contains(string(boxtest.ReadFile(t, filepath.Join(older, "manifest.txt"))), `audit_anchor={"count":3,`) {
-		t.Errorf("the backup's manifest carries no anchor of 3 lines:\n%s", boxtest.ReadFile(t, filepath.Join(older, "manifest.txt")))
+	// An incremental backup (the default): its signed record carries the
+	// anchor, as a v2 manifest does.
+	var rec chunkstore.Record
+	boxtest.Must(t, json.Unmarshal(boxtest.ReadFile(t, filepath.Join(older, chunkstore.RecordFile)), &rec))
+	if !strings.HasPrefix(rec.AuditAnchor, `{"count":3,`) {
+		t.Errorf("the backup's record carries no anchor of 3 lines: %q", rec.AuditAnchor)
 	}
 	h.GuestExec(boxtest.Machine, auditChain("deny", "deny", "approve", "deny", "deny"), "/usr/bin/tee", gateLog)
 	mustRun(t, h, "audit") // anchored at 5 lines

@@ -11,6 +11,7 @@ import (
 // real agent's verb answers over the SSH relay, and a tampered log fails
 // --verify with the line number.
 func TestAuditThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	r := mustRun(t, h, "audit", "--json")

@@ -79,6 +79,7 @@ func chainOf(decisions ...string) string {
 // TestAuditCommand: the host reads the raw log (audit raw), verifies it and
 // checks it against its anchor, whatever the agent would have said.
 func TestAuditCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -115,6 +116,7 @@ func TestAuditCommand(t *testing.T) {
 // TestAuditAnchored: a log the box rewrote whole (every hash recomputed)
 // verifies in itself but not against what the host saw.
 func TestAuditAnchored(t *testing.T) {
+	t.Parallel()
 	anchor := filepath.Join(t.TempDir(), "anchor.json")
 	if code, _, errs := runAudit(t, &fakeBox{stdout: chainOf("deny", "deny")}, anchor); code != 0 {
 		t.Fatalf("first audit: %d %s", code, errs)

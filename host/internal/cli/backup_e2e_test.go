@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -37,13 +38,15 @@ func mustRun(t *testing.T, h *harness, args ...string) result {
 // onto the existing box (safety snapshot, candidate, cut-over), restore
 // onto no box, and both forms of package.
 func TestSnapshotRestorePackage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.WriteNote("before\n")
 
 	r := mustRun(t, h, "snapshot", "first")
 	backupDir := strings.TrimSpace(r.stdout)
-	for _, f := range []string{"manifest.txt", "SHA256SUMS"} {
+	// Incremental, the default: a signed record naming chunks in the store.
+	for _, f := range []string{chunkstore.RecordFile, chunkstore.RecordSignature} {
 		if _, err := os.Stat(filepath.Join(backupDir, f)); err != nil {
 			t.Fatalf("backup %q lacks %s: %v", backupDir, f, err)
 		}
@@ -109,6 +112,7 @@ func TestSnapshotRestorePackage(t *testing.T) {
 // TestRestoreCandidateFailure fails the candidate's boot: the candidate is
 // deleted, the original keeps its data and runs again.
 func TestRestoreCandidateFailure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.WriteNote("before\n")
@@ -155,6 +159,7 @@ func TestRestoreCandidateFailure(t *testing.T) {
 // the machines refuses, naming that backup, until `restore` of it brings
 // the original back and clears the journal.
 func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.WriteNote("original\n")
@@ -202,6 +207,7 @@ func TestInterruptedRestoreBlocksOtherCommands(t *testing.T) {
 // says so and offers --discard-current, which deletes the box once the
 // backup is verified and staged and restores it as onto no box.
 func TestRestoreDiscardCurrent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.WriteNote("clean\n")

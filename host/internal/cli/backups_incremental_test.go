@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,10 +12,12 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
+	"github.com/hermes-box/hermes-box/host/internal/chunktest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 )
 
-// incrementalBackups makes a box, takes a v2 snapshot of it, and writes n
+// incrementalBackups makes a box, takes a v2 snapshot of it (h is made
+// with v2Snapshots), and writes n
 // incremental backups of the box's machine from that snapshot's parts,
 // signed by the project key, a day apart (the newest a day before the v2
 // one); it returns the v2 backup and the incremental ones, oldest first.
@@ -28,20 +28,16 @@ func incrementalBackups(t *testing.T, h *harness, n int) (string, []string) {
 	v2 := strings.TrimSpace(mustRun(t, h, "snapshot", "base").stdout)
 	signer, err := keys.LoadProjectKey(filepath.Join(h.Root, "state", "hermes-box-ed25519"))
 	boxtest.Must(t, err)
-	src := func(_ context.Context, part string, w io.Writer) error {
-		f, err := os.Open(filepath.Join(v2, part+".tar.gz"))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return err
+	parts := map[string][]byte{}
+	for _, part := range chunkstore.Parts {
+		parts[part] = boxtest.ReadFile(t, filepath.Join(v2, part+".tar.gz"))
 	}
+	src := chunktest.Agent(parts, chunktest.Mutation{}, nil)
 	var dirs []string
 	for i := n; i >= 1; i-- {
 		m := backup.Meta{Machine: boxtest.Machine, Label: fmt.Sprintf("inc%d", i), Smolvm: "test", GOOS: "linux", Signer: signer,
 			Now: time.Now().AddDate(0, 0, -i)}
-		dir, _, err := chunkstore.Snapshot(t.Context(), filepath.Join(h.Root, "backups"), m, src)
+		dir, _, err := chunkstore.Ingest(t.Context(), filepath.Join(h.Root, "backups"), m, src, nil)
 		boxtest.Must(t, err)
 		dirs = append(dirs, dir)
 	}
@@ -65,7 +61,8 @@ func listBackups(t *testing.T, h *harness, args ...string) ([]backup.Entry, resu
 // re-hashes (--read-data); prune keeps what its policy keeps, v2 and
 // incremental alike, and collects the chunks.
 func TestBackupsRepairAndPruneIncremental(t *testing.T) {
-	h := newHarness(t)
+	t.Parallel()
+	h := newHarness(t, v2Snapshots)
 	v2, inc := incrementalBackups(t, h, 3)
 
 	entries, _ := listBackups(t, h)
@@ -142,7 +139,8 @@ func TestBackupsRepairAndPruneIncremental(t *testing.T) {
 // and base image, restores it from that file into a clean data
 // directory.
 func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
-	h := newHarness(t)
+	t.Parallel()
+	h := newHarness(t, v2Snapshots)
 	_, inc := incrementalBackups(t, h, 1)
 	h.WriteNote("changed after the backup\n")
 	archive := strings.TrimSpace(mustRun(t, h, "backups", "export", filepath.Base(inc[0])).stdout)
@@ -176,6 +174,7 @@ func TestIncrementalExportRestoresInACleanDataDir(t *testing.T) {
 // TestSnapshotPrunesByTheConfiguration: with HERMES_BOX_PRUNE_KEEP_LAST=1,
 // each snapshot leaves only itself, and says so.
 func TestSnapshotPrunesByTheConfiguration(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "HERMES_BOX_PRUNE_KEEP_LAST=1")
 	initBox(t, h)
 	mustRun(t, h, "snapshot", "first")

@@ -18,6 +18,7 @@ import (
 // HERMES_BOX_VMM_CONFINEMENT=off nothing is asked, the broken VMM runs,
 // and every command warns.
 func TestVMMConfinement(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	r := mustRun(t, h, "status")

@@ -18,6 +18,7 @@ import (
 // input reaches a shell in the machine, its output and exit status come
 // back, and a stopped box is refused by smolvm with its own message.
 func TestShell(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
@@ -42,6 +43,7 @@ func TestShell(t *testing.T) {
 // while it follows; Ctrl-C ends it, and the agent that followed the log in
 // the box ends too although the log stays quiet.
 func TestFollowLogs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")

@@ -142,6 +142,7 @@ func runHostBinary(t *testing.T, dir, exe, goarch string, args ...string) (strin
 // another kind (copy bin/hermes-box-<os>-<arch> over bin/hermes-box) gives
 // a hermes-box that runs there.
 func TestDistBinariesInPortablePackage(t *testing.T) {
+	t.Parallel()
 	bin := makeHosts(t)
 	h := newHarness(t)
 	for _, p := range distPlatforms {

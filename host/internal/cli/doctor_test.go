@@ -21,6 +21,7 @@ var doctorRows = []string{"flags", "boot", "vmm-confined", "loopback-ports", "eg
 // and init then refuses the binary naming that row before any machine
 // exists.
 func TestDoctorAcrossProfiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, version, broken string
 		failRow, detail       string
@@ -100,6 +101,7 @@ func TestDoctorAcrossProfiles(t *testing.T) {
 // TestDoctorTable is the human table: one line per row with its verdict
 // and time, and the verdict on the binary.
 func TestDoctorTable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.25.4")
 	r := mustRun(t, h, "doctor")

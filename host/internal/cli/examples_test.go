@@ -9,6 +9,7 @@ import (
 // Every command has Examples, and every entry of the table names a
 // command.
 func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -156,6 +156,7 @@ func (p *executorProject) status() executorStatus {
 // check on the published port, Executor's health and the agent's metadata
 // over the SSH relay with the pinned host key.
 func TestExecutorThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	p := newExecutorProject(t)
 	if st := p.status(); st.State != "missing" || st.Healthy || st.MetadataError != "" {
 		t.Fatalf("status without a box: %+v", st)
@@ -175,6 +176,7 @@ func TestExecutorThroughTheRelay(t *testing.T) {
 // TestExecutorRefusesAnUnpublishedPort: a box whose Executor port has no
 // listener is reported, and open refuses, without a request to the port.
 func TestExecutorRefusesAnUnpublishedPort(t *testing.T) {
+	t.Parallel()
 	p := newExecutorProject(t)
 	p.boot(false)
 	st := p.status()
@@ -191,6 +193,7 @@ func TestExecutorRefusesAnUnpublishedPort(t *testing.T) {
 // test) is not the box's VMM: status reports it, and open refuses,
 // without a request to the port (the MCP commands run the same check).
 func TestExecutorRefusesAForeignListener(t *testing.T) {
+	t.Parallel()
 	p := newExecutorProject(t)
 	p.boot(false)
 	var asked atomic.Int32
@@ -219,6 +222,7 @@ func TestExecutorRefusesAForeignListener(t *testing.T) {
 // settings to the box, the start's listener check covers the port, and
 // `executor status --json` then reaches it and the box's agent.
 func TestInitWithExecutor(t *testing.T) {
+	t.Parallel()
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/health" {
 			http.NotFound(w, r)

@@ -30,6 +30,7 @@ func (p *executorProject) interruptWhen(ready func(stdout string) bool, args ...
 // abandoned, not left open), and `executor logs -f` following the log over
 // the relay.
 func TestExecutorCtrlC(t *testing.T) {
+	t.Parallel()
 	t.Run("status on a silent Executor", func(t *testing.T) {
 		arrived, abandoned := make(chan struct{}, 1), make(chan struct{}, 1)
 		release := make(chan struct{})
@@ -78,6 +79,7 @@ func TestExecutorCtrlC(t *testing.T) {
 // box (before, it printed "agent unreachable: context canceled" and exited
 // 1, unhealthy).
 func TestStatusCtrlC(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"status"}, {"status", "--json"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			h := newHarness(t)

@@ -159,6 +159,7 @@ func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (
 }
 
 func TestExecutorAuthSetReadsStdinNeverArgv(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	box := &executorBox{Machine: "m1", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, out, errs := runExecutor(t, box, "Bearer exk_from-stdin\n", "auth", "set"); code != 0 || strings.Contains(out+errs, "exk_from-stdin") {
@@ -189,6 +190,7 @@ func TestExecutorAuthSetReadsStdinNeverArgv(t *testing.T) {
 }
 
 func TestExecutorMCPCommands(t *testing.T) {
+	t.Parallel()
 	for _, sse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
 			keyring.MockInit()
@@ -221,6 +223,7 @@ func TestExecutorMCPCommands(t *testing.T) {
 }
 
 func TestExecutorRefusals(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	off := &executorBox{Machine: "m", Enabled: false, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, _, errs := runExecutor(t, off, "", "tools"); code == 0 || !strings.Contains(errs, "not enabled") {
@@ -236,6 +239,7 @@ func TestExecutorRefusals(t *testing.T) {
 }
 
 func TestExecutorStatus(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/health" {
@@ -260,6 +264,7 @@ func TestExecutorStatus(t *testing.T) {
 }
 
 func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	srv := mcptest.New("exk_connect-1", true)
 	defer srv.Close()
@@ -303,6 +308,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 // comes from stdin (no keyring needed), normalised, and goes to the agent
 // on its stdin only; the host does not touch Executor's port.
 func TestExecutorConnectHermesKeyFromStdin(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	agent := &fakeAgent{}
 	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: door(agent),
@@ -351,6 +357,7 @@ func hermesStandin(t *testing.T, root string) {
 // loopback, no command talks to it. (connect-hermes never talks to it: the
 // agent checks Executor inside the box.)
 func TestExecutorChecksTheListenerFirst(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
@@ -381,6 +388,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 }
 
 func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
+	t.Parallel()
 	agent := &fakeAgent{out: map[string]string{"logs executor -n 100": "a\n", "logs executor -n 5 -f": "b\n"}}
 	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent)}
 	if code, out, errs := runExecutor(t, box, "", "logs"); code != 0 || out != "a\n" {
@@ -398,6 +406,7 @@ func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 // commands refuse before the port is checked or spoken to: whatever holds
 // it then is not the box's Executor, and must not get the API key.
 func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	var asked atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) }))
@@ -417,6 +426,7 @@ func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
 }
 
 func TestExecutorStatusOfAStoppedBox(t *testing.T) {
+	t.Parallel()
 	keyring.MockInit()
 	agent := &fakeAgent{}
 	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent),

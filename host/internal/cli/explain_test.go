@@ -23,6 +23,7 @@ import (
 // class is left without a case here (the binary-level cases are in
 // findings_test.go).
 func TestExplainEveryClass(t *testing.T) {
+	t.Parallel()
 	wrap := func(err error) error { return fmt.Errorf("doing something: %w", err) }
 	cases := map[string]error{
 		"usage":              userr.Usage("bad"),

@@ -41,6 +41,7 @@ func expectFailure(t *testing.T, what string, r result, code int, want []string,
 // per class (cli/explain.go): each has a plain cause and a next step, and
 // no raw Go text (findings 4 and 10).
 func TestErrorClassesBeforeInit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	other := filepath.Join(t.TempDir(), "nowhere.conf")
 	tests := []struct {
@@ -106,6 +107,7 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 // TestBuilderRefusesCPUs: a CPU count smolvm refuses names the setting, not
 // a re-run that fails the same way (finding 4).
 func TestBuilderRefusesCPUs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Extra = []string{"HERMES_BOX_CPUS=64", "FAKESMOLVM_FAIL=machine start@" + boxtest.Builder,
 		"FAKESMOLVM_FAIL_MESSAGE=failed to start the VM: 64 vCPUs requested, the host has 2"}
@@ -120,7 +122,8 @@ func TestBuilderRefusesCPUs(t *testing.T) {
 // status --json answering the help's own example for a stopped box
 // (findings 4, 8, 9).
 func TestErrorClassesOfABox(t *testing.T) {
-	h := newHarness(t)
+	t.Parallel()
+	h := newHarness(t, v2Snapshots) // a v2 part's progress lines; a corrupt part
 	initBox(t, h)
 
 	// The published port stops answering while the machine runs.
@@ -209,6 +212,7 @@ func waitGone(t *testing.T, pid int) {
 // backups prints, completion offers it; destroy says what is lost and the
 // last good backup, and asks on a terminal (findings 6 and 7).
 func TestBackupNamesAndDestroy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	r := h.run("destroy", "--force")
@@ -257,6 +261,7 @@ func TestBackupNamesAndDestroy(t *testing.T) {
 // the re-pin verb (not OpenSSH's advice), and hostkey repin reads the key
 // out of band and pins it (finding 4).
 func TestHostKeyRepin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	pin := filepath.Join(h.Root, "state", "hostkeys", boxtest.Machine+".pub")
@@ -302,6 +307,7 @@ func slicesContain(ls []string, prefix string) bool {
 // tail of its console at once instead of the rest of the startup deadline
 // (finding 1).
 func TestStartWaitShowsLifeAndStopsWithTheConsole(t *testing.T) {
+	t.Parallel()
 	needScript(t)
 	h := newHarness(t)
 	initBox(t, h)
@@ -368,6 +374,7 @@ func readIfAny(p string) []byte {
 // differs is named, with what applies it, before start waits on anything;
 // re-creating the box from a backup of itself applies it (finding 2).
 func TestSettingsRecordedAndDrift(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	created := "127.0.0.1:" + strconv.Itoa(h.Port)
@@ -432,6 +439,7 @@ func TestSettingsRecordedAndDrift(t *testing.T) {
 // the safety snapshots restores left are named with their size and how to
 // delete them (finding 3).
 func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	name := strings.TrimSuffix(filepath.Base(strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)), ".hermesbox")
@@ -451,7 +459,7 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	mustRun(t, h, "backups", "delete", m[1])
 
 	// A snapshot interrupted in its stream.
-	f := h.Hostile("snapshot.write", "hang")
+	f := h.Hostile("snapshot.chunks", "hang")
 	r = h.runInterrupted(f+".reached", "snapshot", "x")
 	boxtest.Must(t, os.Remove(f))
 	if r.code != 130 || !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "\nthe box now: hermes-box is running, as it was") ||

@@ -43,6 +43,12 @@ func TestMain(m *testing.M) { os.Exit(boxtest.Main(m)) }
 // harness is a boxtest project that hermes-box runs in.
 type harness struct{ *boxtest.Project }
 
+// v2Snapshots is the configuration line of the tests that pin the
+// hermes-box-v2 writer (HERMES_BOX_SNAPSHOT_INCREMENTAL=false, the opt-out):
+// its parts, sums and signature, its per-part progress and its agent verb,
+// `snapshot write`. Every other test snapshots incrementally, the default.
+const v2Snapshots = "HERMES_BOX_SNAPSHOT_INCREMENTAL=false"
+
 func newHarness(t testing.TB, conf ...string) *harness {
 	t.Helper()
 	buildBinaries(t)

@@ -3,7 +3,9 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -81,6 +83,7 @@ func logRSS(t *testing.T, what string, r result) {
 // health, logs, audit) reach the terminal only made visible; --json output
 // keeps the exact text, escaped by JSON.
 func TestHostileEscapes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	for _, tc := range []struct {
@@ -143,6 +146,7 @@ func auditChainOf(command string) string {
 // TestHostileFloods: endless output, endless stderr lines and floods of
 // events fail the command with the limit named, within the memory goal.
 func TestHostileFloods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	for _, tc := range []struct {
@@ -178,7 +182,8 @@ func TestHostileFloods(t *testing.T) {
 // snapshot with the limit named, leave no backup, and stay in the memory
 // goal; the box is back to normal afterwards.
 func TestHostileSnapshotParts(t *testing.T) {
-	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64")
+	t.Parallel()
+	h := newHarness(t, "HERMES_BOX_SNAPSHOT_MAX_MIB=64", v2Snapshots) // snapshot write's parts; chunks: chunkstore TestIngestRefusesHostileAgent
 	initBox(t, h)
 	logRSS(t, "a snapshot of the peaceful box (the baseline)", mustRun(t, h, "snapshot", "baseline"))
 	boxtest.Must(t, os.RemoveAll(filepath.Join(h.Root, "backups")))
@@ -208,6 +213,7 @@ func TestHostileSnapshotParts(t *testing.T) {
 // installed (the gate step skipped), even as a mere "info" check, is
 // refused by start and by init's verification.
 func TestHostileGateSkipped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	mustRun(t, h, "stop")
@@ -238,6 +244,7 @@ func auditChain(decisions ...string) string {
 // the box verifies there, but `audit --verify` on the host names the first
 // bad line.
 func TestHostileAuditRewrite(t *testing.T) {
+	t.Parallel()
 	const log = "/workspace/hermes-home/logs/gate-audit.jsonl"
 	for _, tc := range []struct {
 		name, log string
@@ -333,6 +340,7 @@ func expectEndedWithin(t *testing.T, what string, r result, bound time.Duration)
 // seconds at each step where the box hangs, and the next command recovers,
 // saying what it does.
 func TestHostileCtrlC(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		restore  bool   // snapshot first, then restore that backup
@@ -341,8 +349,10 @@ func TestHostileCtrlC(t *testing.T) {
 		what     string
 		recovers func(t *testing.T, h *harness, r result)
 	}{
-		{"snapshot stream", false, "snapshot.write", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
-			if left, _ := os.ReadDir(filepath.Join(h.Root, "backups")); len(left) != 0 {
+		{"snapshot stream", false, "snapshot.chunks", "hang", "snapshot hanging in its stream", func(t *testing.T, h *harness, r result) {
+			// No backup, and the machine's chunk store holds no file:
+			// the chunks the interrupted snapshot added were dropped.
+			if left := backupFiles(t, filepath.Join(h.Root, "backups")); len(left) != 0 {
 				t.Errorf("left in backups/: %v", left)
 			}
 			expectHealthy(t, h, "after the interrupted snapshot")
@@ -399,6 +409,7 @@ func expectSafetySnapshotRecovers(t *testing.T, h *harness, r result) {
 // another server; hermes-box follows none, so nothing (the API key least of
 // all) reaches the other server, and the redirect is reported.
 func TestHostileRedirects(t *testing.T) {
+	t.Parallel()
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
 	defer other.Close()
@@ -423,6 +434,7 @@ func TestHostileRedirects(t *testing.T) {
 // connection); status still shows the agent's report beside the audit
 // check's verdict.
 func TestHostileAuditFloodInStatus(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.hostile("audit", "flood-stdout")
@@ -444,4 +456,24 @@ func TestHostileAuditFloodInStatus(t *testing.T) {
 	if c, ok := rep.Checks["agent"]; ok {
 		t.Errorf("agent check %+v: the agent's report did not come", c)
 	}
+}
+
+// backupFiles are the files below dir (the backups directory), and its
+// entries other than the chunk stores' directory.
+func backupFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var left []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		if rel, _ := filepath.Rel(dir, p); !d.IsDir() || !strings.HasPrefix(rel, ".chunks") {
+			left = append(left, rel)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return left
 }

@@ -56,14 +56,15 @@ func noise(seed string, n int) string {
 	return b.String()[:n]
 }
 
-// TestIncrementalSnapshotRestore runs HERMES_BOX_SNAPSHOT_INCREMENTAL end
-// to end through the real binary, Debian's sshd, the fake smolvm and the
+// TestIncrementalSnapshotRestore runs incremental snapshots (the default)
+// end to end through the real binary, Debian's sshd, the fake smolvm and the
 // real agent: snapshot, change a note and a stretch of a large file,
 // snapshot again (which sends only the changed chunks over the relay),
 // restore the first (its safety snapshot incremental too), then the
 // second.
 func TestIncrementalSnapshotRestore(t *testing.T) {
-	h := newHarness(t, "HERMES_BOX_SNAPSHOT_INCREMENTAL=true")
+	t.Parallel()
+	h := newHarness(t)
 	initBox(t, h)
 	root := filepath.Join(h.State, "machines", boxtest.Machine, "root")
 	bigPath := filepath.Join(root, "workspace/work/big.bin")

@@ -56,6 +56,7 @@ func expectInterrupted(t *testing.T, what string, r result, left, next string) {
 // cleanup smolvm call hangs too, says what it left and what to run next,
 // and that next command recovers.
 func TestHostileCtrlCInit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		hang  []string // the fake's hang rules; the first is the step's
@@ -100,6 +101,7 @@ func TestHostileCtrlCInit(t *testing.T) {
 // (the services' stop) and of restart ends the command within seconds,
 // says what it left and what to run next, and that next command recovers.
 func TestHostileCtrlCStart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, cmd string
 		hang      []string // the fake's hang rules
@@ -190,6 +192,7 @@ func probePlan(t *testing.T, open net.Listener, directIP string) string {
 // logs every relayed call of every machine with whether the journal
 // existed at that moment, and keeps every stdin.
 func TestHostileSecretsAfterCutOver(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-restored-secret-value"
 	h := newHarness(t)
 	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")

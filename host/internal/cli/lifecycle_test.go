@@ -34,6 +34,7 @@ func initBox(t testing.TB, h *harness) result {
 }
 
 func TestInit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := initBox(t, h)
 
@@ -73,6 +74,7 @@ func TestInit(t *testing.T) {
 }
 
 func TestInitJSONProgress(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.run("--log-format", "json", "init")
 	if r.code != 0 {
@@ -98,6 +100,7 @@ func TestInitJSONProgress(t *testing.T) {
 // naming the file, line and setting, before any smolvm call at all; the
 // fake refuses the same names as smolvm does.
 func TestInitRefusesSmolvmNames(t *testing.T) {
+	t.Parallel()
 	for _, conf := range []string{"HERMES_BOX_MACHINE_NAME=box.v2", "HERMES_BOX_MACHINE_NAME=box--2",
 		"HERMES_BOX_MACHINE_NAME=box-", "HERMES_BOX_BUILDER_NAME=builder.tmp"} {
 		t.Run(conf, func(t *testing.T) {
@@ -121,6 +124,7 @@ func TestInitRefusesSmolvmNames(t *testing.T) {
 // TestLifecycle runs stop, status, start, restart, logs, ssh and destroy on
 // an initialised box.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	status := []string{"machine status --name hermes-box --json"}
@@ -231,6 +235,7 @@ func statusJSON(t *testing.T, h *harness) statusResult {
 // SMOLVM_PUBLISH_ADDR=0.0.0.0 makes smolvm 1.0.4 do): start must fail and
 // stop the box; on loopback the same start passes.
 func TestStartRefusesWideListener(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	if r := h.run("stop"); r.code != 0 {
@@ -255,6 +260,7 @@ func TestStartRefusesWideListener(t *testing.T) {
 // TestOperationLock holds the lock: mutating commands refuse and leave stale
 // artifacts alone; once it is free, the next command reaps them.
 func TestHelpAndCompletion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.run("--help")
 	for _, c := range []string{"init", "start", "stop", "restart", "status", "ssh", "shell", "logs", "destroy", "version", "completion", "snapshot", "restore", "package", "audit"} {
@@ -271,6 +277,7 @@ func TestHelpAndCompletion(t *testing.T) {
 // TestInitSecretsAndDocuments maps a secret by name only and copies the
 // user's documents into the box.
 func TestInitSecretsAndDocuments(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_SECRET\n")
 	h.Write("docs/SOUL.md", "be kind\n")

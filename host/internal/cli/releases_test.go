@@ -164,6 +164,7 @@ func expectCallsLike(t testing.TB, got []boxtest.Call, want []string) {
 // release but for the restore's `relay --hold-output` on 1.0.4. The
 // restore carries 6 MiB of workspace.
 func TestLifecycleAcrossReleases(t *testing.T) {
+	t.Parallel()
 	runs := map[string][]string{}
 	for _, release := range []string{"1.0.4", "1.9.3", "1.25.4"} {
 		t.Run(release, func(t *testing.T) {
@@ -249,6 +250,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 // (against loopback targets here); status shows the last proof. A probe
 // that gets through stops the box and names the probe.
 func TestNetworkModesProven(t *testing.T) {
+	t.Parallel()
 	open := closingListener(t)
 	closed, openAddr := "127.0.0.1:1", open.Addr().String()
 	plan := func(directIP string) string { return probePlan(t, open, directIP) }
@@ -300,6 +302,7 @@ func atoi(t *testing.T, s string) int {
 // capability table); the setting that used to admit it blind is refused,
 // naming what replaced it.
 func TestUnlistedSmolvm(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.16.2")
 	r := h.run("init")
@@ -322,6 +325,7 @@ func TestUnlistedSmolvm(t *testing.T) {
 // TestPausedBox: on the 1.25 profile a paused box shows as paused, and
 // start changes nothing and says how to resume it.
 func TestPausedBox(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.25.4")
 	initQualified(t, h)
@@ -349,6 +353,7 @@ func TestPausedBox(t *testing.T) {
 // and the release, before any machine exists; nothing is remembered, so
 // the next run checks again.
 func TestSmolvmHelpLacksFlag(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Extra = []string{"FAKESMOLVM_BROKEN=help-lacks-flag"}
 	want := "smolvm 1.0.4 does not list --net-backend in `smolvm machine create --help`, and hermes-box passes --net-backend to machine create"
@@ -370,6 +375,7 @@ func TestSmolvmHelpLacksFlag(t *testing.T) {
 // the box's word, not confirmed; probes that smolvm's VMM saw denied (the
 // test agent plays the VMM) are confirmed.
 func TestNetworkProofEvidence(t *testing.T) {
+	t.Parallel()
 	open := closingListener(t)
 	h := newHarness(t, "HERMES_BOX_NETWORK_MODE=strict")
 	h.Write("network-hosts.txt", "allowed.example.com\n")

@@ -15,6 +15,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runCLI(t, "--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -30,6 +31,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		code, out, errs := runCLI(t, "completion", shell)
 		if code != 0 || !strings.Contains(out, "hermes-box") {
@@ -42,6 +44,7 @@ func TestCompletion(t *testing.T) {
 }
 
 func TestGlobalFlagsAndErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string

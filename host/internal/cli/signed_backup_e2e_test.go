@@ -30,7 +30,8 @@ import (
 // saying why; a pre-signing (unsigned) v2 backup restores with
 // --legacy-backup, which says what it skips.
 func TestRestoreChecksSignature(t *testing.T) {
-	h := newHarness(t)
+	t.Parallel()
+	h := newHarness(t, v2Snapshots)
 	initBox(t, h)
 	h.WriteNote("mine\n")
 	good := strings.TrimSpace(mustRun(t, h, "snapshot", "mine").stdout)

@@ -106,6 +106,7 @@ func checkStepNumbers(t testing.TB, what string, steps []numberedStep, wantM int
 // the optional ones (a document, mapped secrets, which add a second health
 // wait) counted: in JSON events (fields n and of) and in plain text.
 func TestInitStepNumbers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Write("docs/SOUL.md", "be kind\n")
 	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_STEP_SECRET\n")

@@ -60,8 +60,9 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // ("[3/15] builder-create") with their times and its total, snapshot its
 // transfers with bytes, rate and ETA and the size.
 func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
+	t.Parallel()
 	needScript(t)
-	h := newHarness(t)
+	h := newHarness(t, v2Snapshots) // the bar of a v2 part, sized by the last backup
 	code, out := h.runTTY("init.typescript", "init")
 	if code != 0 {
 		t.Fatalf("init on a terminal: %d\n%s", code, out)
@@ -101,6 +102,7 @@ func TestTTYRecordingOfInitAndSnapshot(t *testing.T) {
 // sequences in every field of its answers and events: the terminal gets
 // the box's text only made visible, never a byte of the box's sequences.
 func TestTTYRecordingOfTheEscapeAgent(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("script"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("script(1) (bsdutils) is required")

@@ -61,6 +61,7 @@ func sh(t *testing.T, dir string, argv ...string) string {
 // there with only the README's steps; the restoring host's checks run
 // before anything is created.
 func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Write("bin/hermes-box", boxtest.ReadFile(t, bins.hermesBox))
 	boxtest.Must(t, os.Chmod(filepath.Join(h.Root, "bin", "hermes-box"), 0o755))
@@ -158,6 +159,7 @@ func mustRunIn(t *testing.T, h *harness, dir string, args ...string) result {
 // Item 2: with the Executor enabled after init, start and restart refuse
 // before anything stops, and say exactly what to run.
 func TestExecutorEnabledOnExistingBox(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	h.Extra = []string{"HERMES_BOX_EXECUTOR_ENABLED=true"}
@@ -182,6 +184,7 @@ func TestExecutorEnabledOnExistingBox(t *testing.T) {
 // Item 3: smolvm missing says which version is supported and how to
 // install it.
 func TestSmolvmMissing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Extra = []string{"PATH=" + t.TempDir()}
 	r := h.run("init")
@@ -206,7 +209,8 @@ func TestSmolvmMissing(t *testing.T) {
 // Items 4, 6: snapshot reports its transfers and the backup's size;
 // backups lists and deletes; reserved labels are refused.
 func TestSnapshotProgressAndBackups(t *testing.T) {
-	h := newHarness(t)
+	t.Parallel()
+	h := newHarness(t, v2Snapshots) // a v2 part's transfer events and size
 	initBox(t, h)
 	if r := h.run("snapshot", "list"); r.code != 2 || !strings.Contains(r.stderr, `"list" is a reserved word`) || len(r.calls) != 0 {
 		t.Fatalf("snapshot list: %d %v\n%s", r.code, boxtest.Lines(r.calls), r.stderr)
@@ -270,6 +274,7 @@ func TestSnapshotProgressAndBackups(t *testing.T) {
 // Item 5: steps carry their time, init its step count and total; a failed
 // builder step says re-running init is safe; --keep-builder keeps it.
 func TestInitTimesAndBuilderFailure(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.Extra = []string{"FAKESMOLVM_FAIL=machine cp@hermes-builder"}
 	r := h.run("init", "--keep-builder")
@@ -303,6 +308,7 @@ func TestInitTimesAndBuilderFailure(t *testing.T) {
 
 // Item 7: status states, exit statuses and the one-line view.
 func TestStatusStatesAndExitCodes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	r := h.run("status")
 	if r.code != 4 || !strings.Contains(r.stdout, "missing") || !strings.Contains(r.stdout, "hermes-box init") {
@@ -329,6 +335,7 @@ func TestStatusStatesAndExitCodes(t *testing.T) {
 // Items 8, 11: errors once, one prefix, a next step; JSON error events;
 // "destroyed" only when something was; "run hermes-box init first".
 func TestErrorsAndBeforeInit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	for _, args := range [][]string{{"start"}, {"stop"}, {"restart"}, {"ssh", "true"}, {"logs"}, {"snapshot"}, {"package"}, {"audit"}, {"shell"}} {
 		r := h.run(args...)
@@ -381,6 +388,7 @@ func TestErrorsAndBeforeInit(t *testing.T) {
 // Item 9: Examples in every help, --version, version --json, help
 // exit-codes, executor auth status --json.
 func TestHelpVersionAndExitCodes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	var walk func(path []string)
 	walk = func(path []string) {
@@ -438,6 +446,7 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 // Item 9 (agent): every verb's --help exits 0 without an error event,
 // through the real agent binary.
 func TestAgentVerbHelp(t *testing.T) {
+	t.Parallel()
 	buildBinaries(t)
 	for _, verb := range []string{"health", "provision", "services", "snapshot", "logs", "relay", "version", "executor", "audit"} {
 		cmd := exec.CommandContext(t.Context(), bins.Agent, verb, "--help")
@@ -451,6 +460,7 @@ func TestAgentVerbHelp(t *testing.T) {
 // Item 10: logs lists the services when given an unknown one; completion
 // offers the services and the --log-format values.
 func TestLogsServicesAndCompletion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	r := h.run("logs", "nosuch")
@@ -479,6 +489,7 @@ func regexpMatch(re, s string) bool { return regexp.MustCompile(re).MatchString(
 // the host's final error with one prefix, not also as a relayed line; under
 // --log-format json it is the one error event, the last line.
 func TestAgentErrorPrintedOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	initBox(t, h)
 	gatewayLog := filepath.Join(h.State, "machines", boxtest.Machine, "root", "workspace", "hermes-home", "logs", "hermes-gateway.log")

@@ -353,13 +353,31 @@ func ModuleRoot(tb testing.TB) string {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	// The port is free when it is read, not when its user binds it: a
+	// parallel test's next call must not be handed the same one.
+	for range 64 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	tb.Fatal("no free port that this test binary has not handed out already in 64 tries")
+	return 0
 }
+
+// handedOut are the ports FreePort returned in this process.
+var handedOut = struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // ShellQuote quotes s for the remote login shell that runs a command.
 func ShellQuote(s string) string {

@@ -1,5 +1,13 @@
 """Fixture for the gate tests: the lines of Hermes 0.19.0's approval flow
 that the smart-plugin mechanism relies on, in a shape of their own."""
+import os
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 def _fire_approval_hook(hook_name: str, **kwargs) -> None:
@@ -115,3 +123,17 @@ def check_execute_code_guard(code, env_type, has_host_access=False):
     if _should_skip_container_guards(env_type, has_host_access=has_host_access):
         return {"approved": True, "message": None}
     return {"approved": False, "message": code}
+
+
+def _is_interactive_cli():
+    return os.getenv("HERMES_INTERACTIVE", "") == "1"
+
+
+def check_headless(command, is_cli, is_gateway, is_ask, pattern_key="execute_code", description="script"):
+    if not is_cli and not is_gateway and not is_ask:
+        # Cron sessions: respect cron_mode config
+        return {"approved": True, "message": None}
+    #   * Local non-interactive non-gateway: documented limitation above.
+    if not is_gateway and not is_ask:
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": command}

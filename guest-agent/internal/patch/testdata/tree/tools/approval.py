@@ -1,7 +1,15 @@
 """Fixture for the patch tests: a few lines shaped like Hermes' approval flow."""
 import logging
+import os
 
 logger = logging.getLogger(__name__)
+
+
+def is_truthy_value(value):
+    return value in ("1", "true")
+
+
+_YOLO_MODE_FROZEN: bool = is_truthy_value(os.getenv("HERMES_YOLO_MODE", ""))
 
 
 import re
@@ -120,5 +128,23 @@ def check_container_skip(command, env_type):
 
 def check_execute_code_guard(code, env_type):
     if env_type in {"docker", "singularity", "modal", "daytona", "vercel_sandbox"}:
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": code}
+
+
+def env_var_enabled(name):
+    return os.getenv(name, "") in ("1", "true")
+
+
+def check_headless(command, is_cli, is_gateway, is_ask):
+    if not is_cli and not is_gateway and not is_ask:
+        # Cron sessions: respect cron_mode config
+        return {"approved": True, "message": None}
+    return {"approved": False, "message": command}
+
+
+def check_headless_execute(code, is_gateway, is_ask, pattern_key="execute_code", description="script"):
+    #   * Local non-interactive non-gateway: documented limitation above.
+    if not is_gateway and not is_ask:
         return {"approved": True, "message": None}
     return {"approved": False, "message": code}
