@@ -140,7 +140,7 @@ func compileImports(ctx context.Context, t Target, rel pins.HermesRelease) error
 	defer os.RemoveAll(home)
 	root := t
 	root.Home, root.User = home, ""
-	if _, err := runProbe(ctx, root, rel, "hermes-box-gate-compile-*.py", "HOME="+home); err != nil {
+	if _, err := runProbe(ctx, root, rel, "hermes-box-gate-compile-*.py", compileTimeout, "HOME="+home); err != nil {
 		return fmt.Errorf("compiling Hermes' bytecode: %w", err)
 	}
 	return nil

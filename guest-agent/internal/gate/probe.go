@@ -25,6 +25,11 @@ var probeScript []byte
 // ProbeTimeout bounds one run of the probe (Hermes imports take seconds).
 const ProbeTimeout = 2 * time.Minute
 
+// compileTimeout bounds the install's run of the probe that also writes
+// the bytecode of everything it imports: compiling them from source takes
+// several times a probe's CPU, and minutes under emulation (TCG).
+const compileTimeout = 10 * time.Minute
+
 // Target is an installed Hermes: host paths of its source tree, its
 // interpreter and its HERMES_HOME, the commit it holds, and how to run it.
 type Target struct {
@@ -87,7 +92,7 @@ type PluginState struct {
 // Probe runs Hermes' own code, with its own interpreter, to read how it
 // resolves the approval settings of rel's mechanism. It changes nothing.
 func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, error) {
-	out, err := runProbe(ctx, t, rel, "hermes-box-gate-probe-*.py", "PYTHONDONTWRITEBYTECODE=1")
+	out, err := runProbe(ctx, t, rel, "hermes-box-gate-probe-*.py", ProbeTimeout, "PYTHONDONTWRITEBYTECODE=1")
 	if err != nil {
 		return Effective{}, fmt.Errorf("asking the installed Hermes for its approval settings: %w", err)
 	}
@@ -103,8 +108,8 @@ func Probe(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, er
 }
 
 // runProbe runs probe.py, saved under pattern, with t's interpreter, home
-// and account, and env added.
-func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern string, env ...string) (command.Output, error) {
+// and account, and env added, for at most timeout.
+func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern string, timeout time.Duration, env ...string) (command.Output, error) {
 	f, err := os.CreateTemp("", pattern)
 	if err != nil {
 		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
@@ -117,7 +122,7 @@ func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern str
 	if err := f.Close(); err != nil {
 		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
 	}
-	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: ProbeTimeout,
+	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: timeout,
 		Env: append([]string{"HERMES_HOME=" + t.Home, "PYTHONNOUSERSITE=1"}, env...)}
 	if t.Managed != "" {
 		c.Env = append(c.Env, "HERMES_MANAGED_DIR="+t.Managed)
