@@ -296,30 +296,43 @@ func TestHostileMatrixRelease(t *testing.T) {
 	)
 	start := time.Now()
 	lanes := releaseLanes(t)
+	// The lanes run at once from goroutines, not as t.Parallel subtests:
+	// go test's -parallel (GOMAXPROCS by default, 2 on CI's machine) would
+	// let two lanes run at a time, and a lane is mostly waits (a box that
+	// never answers, a drip), so the matrix took the sum of its lanes.
 	t.Run("lanes", func(t *testing.T) {
+		var wg sync.WaitGroup
 		for _, l := range lanes {
-			t.Run(l.name, func(t *testing.T) {
-				t.Parallel()
-				// The slot is given back even when the setup fails.
-				h := func() *boxtest.Project {
-					setups <- struct{}{}
-					defer func() { <-setups }()
-					return releaseBox(t, l.conf)
-				}()
-				for _, c := range l.cells {
-					m := releaseModes[c.mode]
-					t.Run(verbKey(c.v)+"/"+m.name, func(t *testing.T) {
-						h.T = t
-						cell := runReleaseCell(t, h, release, c.v, c.d, m.name, m.c(c.v))
-						mu.Lock()
-						cells = append(cells, cell)
-						mu.Unlock()
-					})
-				}
-			})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(l.name, func(t *testing.T) { runReleaseLane(t, l, release, setups, &mu, &cells) })
+			}()
 		}
+		wg.Wait()
 	})
 	t.Logf("release matrix: %d cells on %d boxes in %v%s", len(cells), len(lanes), time.Since(start).Round(time.Second), releaseTable(cells))
+}
+
+// runReleaseLane sets up the lane's box (holding one of setups) and runs
+// its cells in turn, adding each cell's figures to cells.
+func runReleaseLane(t *testing.T, l *releaseLane, release string, setups chan struct{}, mu *sync.Mutex, cells *[]releaseCell) {
+	// The slot is given back even when the setup fails.
+	h := func() *boxtest.Project {
+		setups <- struct{}{}
+		defer func() { <-setups }()
+		return releaseBox(t, l.conf)
+	}()
+	for _, c := range l.cells {
+		m := releaseModes[c.mode]
+		t.Run(verbKey(c.v)+"/"+m.name, func(t *testing.T) {
+			h.T = t
+			cell := runReleaseCell(t, h, release, c.v, c.d, m.name, m.c(c.v))
+			mu.Lock()
+			*cells = append(*cells, cell)
+			mu.Unlock()
+		})
+	}
 }
 
 func verbKey(v *agent.Verb) string {
