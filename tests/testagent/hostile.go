@@ -1,11 +1,13 @@
 package main
 
 // The hostile agent: what an attacker who owns the box (root, the agent
-// replaced) can send the host over the relay. A relayed verb turns hostile
+// replaced) can send the host over the relay, or through smolvm exec (a
+// verb run directly turns hostile the same way). A relayed verb turns hostile
 // when a file names its case: <root>/.testagent/hostile/VERB.SUB or
 // .../VERB in the machine, or the same names in the fake smolvm's state
 // directory (<root>/../../../hostile), which every machine, candidates too,
-// sees. "hang" records that it was reached (NAME.reached beside the file);
+// sees. Each call that meets a case adds a byte to NAME.hits beside the
+// file; "hang" also records that it was reached (NAME.reached);
 // "hang-from:N" lets the first N-1 calls through.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
@@ -47,6 +49,11 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return 0, false
 	}
 	t.record([]string{"hostile:", c})
+	// NAME.hits beside the file counts the calls that met the case.
+	if f, err := os.OpenFile(file+".hits", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		f.WriteString("x")
+		f.Close()
+	}
 	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
 		calls := strings.Count(readFile(file+".calls"), "x") + 1
 		os.WriteFile(file+".calls", []byte(strings.Repeat("x", calls)), 0o644)
@@ -166,16 +173,29 @@ func (t *agent) realThen(req protocol.Request, tail func(io.Writer) int) int {
 	return tail(os.Stdout)
 }
 
-// relayReal runs req through the real agent's relay, with the rest of
-// stdin, its output to stdout, and returns its exit status; the error is
-// for an agent that could not run.
+// relayReal runs req through the real agent's relay (a direct verb: this
+// program again, without the case), with the rest of stdin, its output to
+// stdout, and returns its exit status; the error is for an agent that
+// could not run.
 func (t *agent) relayReal(req protocol.Request, stdout io.Writer) (int, error) {
-	var line bytes.Buffer
-	if err := protocol.WriteRequest(&line, req); err != nil {
-		return 2, err
+	var cmd *exec.Cmd
+	if t.direct {
+		self, err := os.Executable()
+		if err != nil {
+			return 2, err
+		}
+		cmd = exec.Command(self, append([]string{"--root", t.root}, req.Argv...)...)
+		cmd.Env = append(os.Environ(), plainEnv+"=1")
+		cmd.Stdin = t.in
+	} else {
+		var line bytes.Buffer
+		if err := protocol.WriteRequest(&line, req); err != nil {
+			return 2, err
+		}
+		cmd = exec.Command(realAgent, "--root", t.root, "relay")
+		cmd.Stdin = io.MultiReader(&line, t.in)
 	}
-	cmd := exec.Command(realAgent, "--root", t.root, "relay")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = io.MultiReader(&line, t.in), stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return 2, err
 	}
@@ -269,14 +289,16 @@ func oversize(w io.Writer) int {
 }
 
 // drip answers as the real agent does, but slowly: the answer in
-// dripParts parts, one every d/dripParts, so that the last comes a little
-// before d (a verb's deadline, or its idle deadline repeated).
+// dripParts parts, one every d/dripParts from the call, so that the last
+// comes a little before d (a verb's deadline, or its idle deadline
+// repeated).
 func (t *agent) drip(req protocol.Request, d string) int {
 	total, err := time.ParseDuration(d)
 	if err != nil {
 		t.fail("drip: %v", err)
 		return 2
 	}
+	start := time.Now()
 	var out bytes.Buffer
 	code, err := t.relayReal(req, &out)
 	if err != nil {
@@ -286,7 +308,9 @@ func (t *agent) drip(req protocol.Request, d string) int {
 	answer := out.Bytes()
 	part := max(1, (len(answer)+dripParts-1)/dripParts)
 	for i := range dripParts {
-		time.Sleep(total / dripParts)
+		// Counted from the call: the time the real answer took (long on
+		// a loaded machine) is part of the drip.
+		time.Sleep(time.Until(start.Add(total * time.Duration(i+1) / dripParts)))
 		if lo := i * part; lo < len(answer) {
 			os.Stdout.Write(answer[lo:min(len(answer), lo+part)])
 		}

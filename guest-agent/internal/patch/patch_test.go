@@ -202,7 +202,7 @@ func TestRerunVerifiesThePatchedTree(t *testing.T) {
 		{"marker from another module", "marker is", func(t *testing.T, dir string) {
 			writeFile(t, dir, MarkerFile, "commit="+v16.Commit+"\nanchor_set=hermes-0.16.0\nmodule_sha256=00\n")
 		}},
-		{"hunk removed", "12 of 14 hunks present", func(t *testing.T, dir string) {
+		{"hunk removed", "13 of 15 hunks present", func(t *testing.T, dir string) {
 			src := string(readFile(t, dir, approvalFile))
 			a := v16Set(t).Anchors[0]
 			writeFile(t, dir, approvalFile, strings.Replace(strings.Replace(src, v16Set(t).Anchors[1].Hunk, "", 1), a.Hunk, "", 1))
@@ -342,9 +342,12 @@ func TestEnvSwitchEditsRealTrees(t *testing.T) {
 		"hermes-box:gate-container-dangerous": `env_type = "local"`,
 		"hermes-box:gate-container-execute":   `env_type = "local"`,
 		"hermes-box:gate-headless-guards":     `"approved": False,`,
-		// One of the two per release: 0.19.0 tells the CLI by its context flag.
-		"hermes-box:gate-headless-execute-env": `"approved": False,`,
-		"hermes-box:gate-headless-execute-ctx": `"approved": False,`,
+		// One of each pair per release (0.19.0 tells the CLI by its context
+		// flag and has the dangerous-command check's own fail-closed flag).
+		"hermes-box:gate-headless-execute-env":   `"approved": False,`,
+		"hermes-box:gate-headless-execute-ctx":   `"approved": False,`,
+		"hermes-box:gate-headless-dangerous-env": `"approved": False,`,
+		"hermes-box:gate-headless-dangerous-ctx": "fail_closed_when_no_human=True,",
 	}
 	for _, rel := range []pins.HermesRelease{v16, v17, v19} {
 		t.Run(rel.Version, func(t *testing.T) {
@@ -385,8 +388,8 @@ func TestEnvSwitchEditsRealTrees(t *testing.T) {
 				}
 				writeFile(t, dir, approvalFile, patched)
 			}
-			if edits != len(assignments)-1 {
-				t.Fatalf("%d of the %d edits in %s", edits, len(assignments)-1, rel.AnchorSet)
+			if edits != len(assignments)-2 {
+				t.Fatalf("%d of the %d edits in %s", edits, len(assignments)-2, rel.AnchorSet)
 			}
 			if _, err := p.Patch(t.Context(), dir, rel.Commit); err != nil {
 				t.Fatalf("restored tree refused: %v", err)

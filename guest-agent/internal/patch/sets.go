@@ -124,6 +124,8 @@ func gatedAnchors() []Anchor {
 		containerExecute("    if env_type in {\"docker\", \"singularity\", \"modal\", \"daytona\", \"vercel_sandbox\"}:\n"),
 		headlessGuards(),
 		headlessExecute("gate-headless-execute-env"),
+		headlessDangerous("        logger.warning(\n"+
+			"            \"AUTO-APPROVED dangerous command in non-interactive non-gateway context \"\n", "gate-headless-dangerous-env"),
 		anchor(auxClientFile, "Codex service tier forwarding",
 			"                    resp_kwargs[\"include\"] = [\"reasoning.encrypted_content\"]\n\n",
 			"        # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas\n", "gate-service-tier"),
@@ -210,6 +212,15 @@ func headlessExecute(name string) Anchor {
 		"    if not is_gateway and not is_ask:\n        return {\"approved\": True, \"message\": None}\n", name)
 }
 
+// headlessDangerous edits check_dangerous_command before the line that
+// approves outright where no one can approve: on 0.16.0 and 0.17.0 the hunk
+// returns a denial before its warning; on 0.19.0, which hands the decision to
+// _run_approval_gate, it turns on the gate's own fail-closed flag for that
+// case (after its cron branch, which the managed cron_mode: deny pins).
+func headlessDangerous(after, name string) Anchor {
+	return anchor(approvalFile, "dangerous-command check denies in a headless run", "", after, name)
+}
+
 // serviceTierAnchor is the source edit on Hermes 0.19.0 whose
 // auxiliary Codex adapter still drops extra_body.service_tier: the anchor
 // text is unchanged from 0.16.0 (verified on 3ef6bbd2).
@@ -226,7 +237,10 @@ var sets = map[string]Set{
 	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
 	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(),
-		headlessGuards(), headlessExecute("gate-headless-execute-ctx"), serviceTierAnchor())},
+		headlessGuards(), headlessExecute("gate-headless-execute-ctx"),
+		headlessDangerous("        autoapprove_log_prefix=(\n"+
+			"            \"AUTO-APPROVED dangerous command in non-interactive non-gateway context\"\n", "gate-headless-dangerous-ctx"),
+		serviceTierAnchor())},
 }
 
 // SetByID returns the anchor set with the given id.

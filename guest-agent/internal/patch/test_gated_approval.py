@@ -627,7 +627,8 @@ class TestPatchedHermes(GateTestCase):
 
 def assert_headless_denies(test, approval):
     """Both gate suites: the patched tools.approval, in a headless run,
-    denies a flagged command and an execute_code script, saying why, and
+    denies a flagged command (through the terminal's guard and
+    check_dangerous_command) and an execute_code script, saying why, and
     approves a command no list flags."""
     with headless(test):
         for result in (approval.check_all_command_guards("rm -r ./build", "local"),
@@ -635,6 +636,9 @@ def assert_headless_denies(test, approval):
             test.assertFalse(result["approved"], result)
             test.assertIn("BLOCKED by hermes-box", result["message"])
             test.assertIn("headless Hermes run", result["message"])
+        result = approval.check_dangerous_command("rm -r ./build", "local")
+        test.assertFalse(result["approved"], result)
+        test.assertIn("BLOCKED", result["message"])
         test.assertEqual(approval.check_all_command_guards("ls -la ./build", "local"), {"approved": True, "message": None})
 
 
@@ -648,6 +652,7 @@ def assert_unpatched_skips(test, unpatched):
     unpatched._YOLO_MODE_FROZEN = False
     with headless(test):
         test.assertEqual(unpatched.check_all_command_guards("rm -r ./build", "local"), skipped)
+        test.assertEqual(unpatched.check_dangerous_command("rm -r ./build", "local"), skipped)
         test.assertEqual(unpatched.check_execute_code_guard("print(1)", "local"), skipped)
     for backend in CONTAINER_BACKENDS:
         with test.subTest(backend):

@@ -36,9 +36,9 @@ const (
 // matrixDeadline caps every verb's deadline in this matrix (its idle
 // deadline at half: agent.Shortened, which only this package's test binary
 // has): long enough for a session on a loaded machine, short enough for
-// 100 cells. host/internal/releasematrix's TestHostileMatrixRelease runs the verbs
-// that commands call over the relay with the release binary and the real
-// deadlines.
+// 100 cells. host/internal/releasematrix's TestHostileMatrixRelease runs the
+// verbs that commands call (but those it lists in releaseElsewhere) with the
+// release binary and the real deadlines.
 const matrixDeadline = 4 * time.Second
 
 // matrixRSSKiB is the most a cell's host process may hold resident.

@@ -137,3 +137,16 @@ def check_headless(command, is_cli, is_gateway, is_ask, pattern_key="execute_cod
     if not is_gateway and not is_ask:
         return {"approved": True, "message": None}
     return {"approved": False, "message": command}
+
+
+def _run_approval_gate(**kwargs):
+    return kwargs
+
+
+def check_dangerous_via_gate(description="flagged"):
+    return _run_approval_gate(
+        description=description,
+        autoapprove_log_prefix=(
+            "AUTO-APPROVED dangerous command in non-interactive non-gateway context"
+        ),
+    )

@@ -148,3 +148,12 @@ def check_headless_execute(code, is_gateway, is_ask, pattern_key="execute_code",
     if not is_gateway and not is_ask:
         return {"approved": True, "message": None}
     return {"approved": False, "message": code}
+
+
+def check_headless_dangerous(command, pattern_key="k", description="flagged"):
+    if not command:
+        logger.warning(
+            "AUTO-APPROVED dangerous command in non-interactive non-gateway context "
+            "(pattern: %s)", description,
+        )
+    return {"approved": True, "message": None}
