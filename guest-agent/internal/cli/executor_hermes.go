@@ -14,6 +14,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/executor/hermeslink"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -56,6 +57,14 @@ func executorConnectHermes(ctx context.Context, e *env, args []string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("executor connect-hermes: %w", err)
+	}
+	// Hermes' config.yaml and .env changed: ask Hermes for the gate's
+	// verdict now, within this verb's deadline, so that the next health
+	// check finds it kept instead of asking within health's 30 s (minutes
+	// on a slow or emulated machine). A gate found changed is said here,
+	// and health says it again.
+	if c, _ := gateHealth(ctx, e); c.Status != health.StatusHealthy && c.Severity == health.SeverityCritical {
+		_ = e.events.Emit(protocol.Event{Type: protocol.EventWarning, Level: protocol.LevelWarn, Message: c.Message})
 	}
 	return writeJSON(e.Out, res)
 }

@@ -60,6 +60,14 @@ func printHealth(e *env, r *health.Report) error {
 // addGateHealth adds the "gate" check: the approval gate of the installed
 // Hermes, with the effective mode read from Hermes itself.
 func addGateHealth(ctx context.Context, e *env, r *health.Report) {
+	c, g := gateHealth(ctx, e)
+	r.Checks[health.CheckGate], r.Gate = c, g
+	r.Summarize()
+}
+
+// gateHealth is the gate check of the box's Hermes; the verdict it asks
+// Hermes for is kept for the next check of the same inputs.
+func gateHealth(ctx context.Context, e *env) (health.Check, *health.Gate) {
 	src := filepath.Join(e.root, boxlayout.HermesTree)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
 		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir),
@@ -67,7 +75,5 @@ func addGateHealth(ctx context.Context, e *env, r *health.Report) {
 	if e.root == "/" {
 		t.User = "hermes"
 	}
-	c, g := gate.Health(ctx, t, time.Now().UTC())
-	r.Checks[health.CheckGate], r.Gate = c, g
-	r.Summarize()
+	return gate.Health(ctx, t, time.Now().UTC())
 }

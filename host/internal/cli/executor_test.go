@@ -18,13 +18,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zalando/go-keyring"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/box"
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/listener"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
@@ -269,6 +272,8 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	srv := mcptest.New("exk_connect-1", true)
 	defer srv.Close()
 	root := t.TempDir()
+	// Hermes with its approval gate, as provisioning leaves it.
+	boxtest.Must(t, os.CopyFS(root, os.DirFS(boxtest.GatedHermes(t))))
 	home := filepath.Join(root, "workspace/hermes-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
@@ -284,9 +289,15 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	if code, _, errs := runExecutor(t, box, "exk_connect-1\n", "auth", "set"); code != 0 {
 		t.Fatal(errs)
 	}
+	started := time.Now().Add(-time.Second)
 	code, out, errs := runExecutor(t, box, "", "connect-hermes")
 	if code != 0 || !strings.Contains(out, "connected to Executor") {
 		t.Fatalf("exit %d %q %s", code, out, errs)
+	}
+	// The agent asked Hermes for the gate's verdict on the files it
+	// changed, so the next health check finds it kept.
+	if fi, err := os.Stat(filepath.Join(root, boxlayout.GateVerdictCache)); err != nil || fi.ModTime().Before(started) {
+		t.Fatalf("connect-hermes kept no gate verdict for the changed config (%v)", err)
 	}
 	for _, argv := range agent.argvs {
 		if strings.Contains(strings.Join(argv, " "), "exk_connect-1") {
