@@ -69,6 +69,12 @@ func walkOwned(root string, uid, gid uint32, fn func(string, *syscall.Stat_t) er
 	}
 	n := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		// A path gone since its directory was read was renamed or removed
+		// by a process that runs beside boot (the host's hostkeys writes
+		// its keys through temporary names): there is nothing to repair.
+		if vanished(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -77,6 +83,9 @@ func walkOwned(root string, uid, gid uint32, fn func(string, *syscall.Stat_t) er
 			return filepath.SkipDir
 		}
 		st, err := lstat(p)
+		if vanished(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -87,7 +96,13 @@ func walkOwned(root string, uid, gid uint32, fn func(string, *syscall.Stat_t) er
 			return nil
 		}
 		n++
-		return fn(p, st)
+		if err := fn(p, st); !vanished(err) {
+			return err
+		}
+		return nil
 	})
 	return n, err
 }
+
+// vanished reports an error that says the path no longer exists.
+func vanished(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -250,3 +250,38 @@ func mustOwnerMode(t *testing.T, root string, ws ...ownerMode) {
 		}
 	}
 }
+
+// TestWalkOwnedSkipsVanishedPaths: a path renamed or removed between its
+// directory's read and its visit (the host's hostkeys writing its keys
+// through temporary names while boot repairs ownership) is skipped, not
+// an error that fails the boot.
+func TestWalkOwnedSkipsVanishedPaths(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc", "ssh")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "key.pub.tmp-1", "key.tmp-2", "z"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	n, err := walkOwned(root, uid, gid, func(p string, _ *syscall.Stat_t) error {
+		if filepath.Base(p) == "a" {
+			for _, gone := range []string{"key.pub.tmp-1", "key.tmp-2"} {
+				if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walkOwned failed on paths that went away during the walk: %v", err)
+	}
+	// root, etc, etc/ssh, a, z (the two temporary files were gone).
+	if n != 5 {
+		t.Fatalf("visited %d owned paths, want 5", n)
+	}
+}
