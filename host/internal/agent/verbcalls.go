@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/netproof"
@@ -30,7 +32,7 @@ func (c *Client) decode(ctx context.Context, v *Verb, stdin io.Reader, into any)
 		return err
 	}
 	if err := json.Unmarshal(b, into); err != nil {
-		return fmt.Errorf("decoding the answer of agent %s: %w", v.Name(), err)
+		return &NoAnswerError{Verb: v.Name(), Err: fmt.Errorf("decoding the answer of agent %s: %w", v.Name(), err)}
 	}
 	return nil
 }
@@ -47,7 +49,7 @@ func (c *Client) Health(ctx context.Context, deep bool) (*health.Report, error) 
 	}
 	r, err := health.Decode(b)
 	if err != nil {
-		return nil, err
+		return nil, &NoAnswerError{Verb: v.Name(), Err: err}
 	}
 	// Shown by status one per line: names and states stay one line.
 	for i, s := range r.Services {
@@ -221,13 +223,19 @@ func (c *Client) Answers(ctx context.Context) error {
 
 // Netcheck asks a builder whether it has an IPv4 default route and DNS for
 // the package host (host, when not empty, instead); the agent exits 1, an
-// *ExitError saying why, when not.
+// *ExitError saying why, when not. A netcheck that smolvm ended after
+// NetcheckKill is one the box did not answer.
 func (c *Client) Netcheck(ctx context.Context, host string) error {
 	var args []string
 	if host != "" {
 		args = []string{"--host", host}
 	}
-	return c.Call(ctx, Netcheck, args, nil, nil)
+	err := c.Call(ctx, Netcheck, args, nil, nil)
+	if errors.Is(err, smolvm.ErrTimeout) {
+		return &NoAnswerError{Verb: Netcheck.Name(), Late: true,
+			Err: userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v (smolvm ended it): %w", Netcheck.Name(), NetcheckKill, err), NextStep)}
+	}
+	return err
 }
 
 // HostKeys is the guest's SSH host keys, each field one line.
