@@ -216,26 +216,57 @@ func (c *Client) SnapshotApply(ctx context.Context, r io.Reader) error {
 }
 
 // Answers calls the agent's version verb: it returns nil once the agent
-// answers (its answer is not used).
+// answers (its answer is not used). version cannot fail: a failure that
+// came with an answer on stdout is the agent's, and breaks the protocol
+// (a NoAnswerError); one without (smolvm could not reach the agent yet)
+// is an *ExitError.
 func (c *Client) Answers(ctx context.Context) error {
-	return c.Call(ctx, Version, nil, nil, nil)
+	out, err := c.read(ctx, Version, nil, nil)
+	if exit := (*ExitError)(nil); errors.As(err, &exit) && len(out) > 0 {
+		return &NoAnswerError{Verb: Version.Name(), Err: fmt.Errorf("agent version answered and exited with status %d: %w", exit.Code, err)}
+	}
+	return err
 }
 
 // Netcheck asks a builder whether it has an IPv4 default route and DNS for
 // the package host (host, when not empty, instead); the agent exits 1, an
-// *ExitError saying why, when not. A netcheck that smolvm ended after
-// NetcheckKill is one the box did not answer.
+// *ExitError saying why, when not (a failure without a result is smolvm's:
+// the builder is not reachable yet). A netcheck that smolvm ended after
+// NetcheckKill, or whose result is missing or disagrees with its exit
+// status, is one the box did not answer (a NoAnswerError).
 func (c *Client) Netcheck(ctx context.Context, host string) error {
 	var args []string
 	if host != "" {
 		args = []string{"--host", host}
 	}
-	err := c.Call(ctx, Netcheck, args, nil, nil)
+	out, err := c.read(ctx, Netcheck, args, nil)
 	if errors.Is(err, smolvm.ErrTimeout) {
 		return &NoAnswerError{Verb: Netcheck.Name(), Late: true,
 			Err: userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v (smolvm ended it): %w", Netcheck.Name(), NetcheckKill, err), NextStep)}
 	}
+	var exit *ExitError
+	if err != nil && !errors.As(err, &exit) || len(out) == 0 && exit != nil {
+		return err
+	}
+	var r struct {
+		Ready *bool `json:"ready"`
+	}
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		return &NoAnswerError{Verb: Netcheck.Name(), Err: fmt.Errorf("decoding the answer of agent %s: %w", Netcheck.Name(), jerr)}
+	}
+	if code := exitCode(err); r.Ready == nil || *r.Ready != (code == 0) || code > 1 {
+		return &NoAnswerError{Verb: Netcheck.Name(), Err: fmt.Errorf("agent %s exited with status %d and no result that says so", Netcheck.Name(), code)}
+	}
 	return err
+}
+
+// exitCode is the status of an agent verb that ended with err (nil or an
+// *ExitError).
+func exitCode(err error) int {
+	if exit := (*ExitError)(nil); errors.As(err, &exit) {
+		return exit.Code
+	}
+	return 0
 }
 
 // HostKeys is the guest's SSH host keys, each field one line.

@@ -23,11 +23,11 @@ import (
 const (
 	answerOK       = "ok"        // the verb's answer, as a ready box gives it
 	answerStarting = "starting"  // a health report whose Hermes is STARTING
-	answerNotReady = "not-ready" // netcheck's exit 1
+	answerNotReady = "not-ready" // netcheck's exit 1, or smolvm's while the machine boots
 	answerRefused  = "refused"   // the relay refused: a box still booting
 	answerHang     = "hang"      // nothing, until the verb's deadline
 	answerFlood    = "flood"     // stdout past every readiness verb's cap
-	answerGarbage  = "garbage"   // an answer that does not decode
+	answerGarbage  = "garbage"   // an answer that does not decode (with status 1 but for health)
 	answerKilled   = "killed"    // smolvm's --timeout ended the verb in the box
 )
 
@@ -48,8 +48,13 @@ func (s *scriptedBox) Run(ctx context.Context, req protocol.Request, _ io.Reader
 	s.calls = append(s.calls, strings.Join(req.Argv, " "))
 	switch a {
 	case answerOK, answerStarting:
-		if req.Argv[0] != "health" {
-			return 0, nil
+		switch req.Argv[0] {
+		case "netcheck":
+			_, err := io.WriteString(stdout, `{"ready":true}`)
+			return 0, err
+		case "version":
+			_, err := io.WriteString(stdout, "hermes-box-agent 1.0.0\n")
+			return 0, err
 		}
 		hermes := health.ServiceRunning
 		if a == answerStarting {
@@ -59,7 +64,11 @@ func (s *scriptedBox) Run(ctx context.Context, req protocol.Request, _ io.Reader
 			Checks:   map[health.Code]health.Check{health.CheckGate: gateActive},
 			Services: []health.Service{{Name: "hermes", State: hermes}}})
 	case answerNotReady:
-		return 1, nil
+		if req.Argv[0] != "netcheck" {
+			return 1, nil // smolvm's own failure: status 1, no answer on stdout
+		}
+		_, err := io.WriteString(stdout, `{"ready":false}`)
+		return 1, err
 	case answerRefused:
 		return -1, fmt.Errorf("dialing 127.0.0.1:2222: %w", syscall.ECONNREFUSED)
 	case answerHang:
@@ -73,8 +82,11 @@ func (s *scriptedBox) Run(ctx context.Context, req protocol.Request, _ io.Reader
 			}
 		}
 	case answerGarbage:
-		_, err := io.WriteString(stdout, "\x1b[2J not a report")
-		return 0, err
+		_, err := io.WriteString(stdout, "\x1b[2J not an answer")
+		if req.Argv[0] == "health" {
+			return 0, err
+		}
+		return 1, err
 	case answerKilled:
 		return -1, fmt.Errorf("relaying %s through smolvm exec on builder: smolvm machine exec builder: %w after %v", req.Argv[0], smolvm.ErrTimeout, agent.NetcheckKill)
 	}
@@ -171,6 +183,7 @@ func TestWaitAnswersEndsOnAnAgentThatDoesNotAnswer(t *testing.T) {
 	runReadiness(t, []readinessCase{
 		{name: "never answers", script: []string{answerHang}, verb: "version", calls: 3},
 		{name: "1 GiB on stdout", script: []string{answerFlood}, verb: "version", calls: 3},
+		{name: "fails with an answer", script: []string{answerGarbage}, verb: "version", calls: 3},
 		{name: "booting, then ready", script: append(times(40, answerNotReady), answerOK)},
 		{name: "two misses, then ready", script: []string{answerNotReady, answerHang, answerHang, answerOK}},
 	}, func(ctx context.Context, b *Box, tr *scriptedBox) error {
@@ -188,6 +201,7 @@ func TestWaitNetworkEndsOnABuilderThatDoesNotAnswer(t *testing.T) {
 		{name: "never answers", script: []string{answerHang}, verb: "netcheck", calls: 3},
 		{name: "smolvm ends it", script: []string{answerKilled}, verb: "netcheck", calls: 3},
 		{name: "1 GiB on stdout", script: []string{answerFlood}, verb: "netcheck", calls: 3},
+		{name: "no result", script: []string{answerGarbage}, verb: "netcheck", calls: 3},
 		{name: "not ready for a boot, then ready", script: append(times(20, answerNotReady), answerOK)},
 		{name: "two misses, then ready", script: []string{answerNotReady, answerKilled, answerHang, answerOK}},
 	}, func(ctx context.Context, b *Box, tr *scriptedBox) error {
