@@ -81,15 +81,23 @@ func Stage(ctx context.Context, src, stateDir string, t Trust, lim Limits) (s *S
 	if err := t.checkOrigin(m, ss.signer); err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	for _, name := range append(meta, Files...) {
+	if err := seal(dir, append(meta, Files...)); err != nil {
+		return nil, err
+	}
+	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: ss.signer}, Source: src}, nil
+}
+
+// seal makes the staged copy in dir read-only: its files names, then dir.
+func seal(dir string, names []string) error {
+	for _, name := range names {
 		if err := os.Chmod(filepath.Join(dir, name), 0o400); err != nil {
-			return nil, fmt.Errorf("staging backup: %w", err)
+			return fmt.Errorf("staging backup: %w", err)
 		}
 	}
 	if err := os.Chmod(dir, 0o500); err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
+		return fmt.Errorf("staging backup: %w", err)
 	}
-	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: ss.signer}, Source: src}, nil
+	return nil
 }
 
 // copyHashed copies src to a new file dst and checks the SHA-256 of the
