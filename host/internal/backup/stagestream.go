@@ -1,14 +1,9 @@
 package backup
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/klauspost/pgzip"
@@ -34,22 +29,20 @@ func StageStream(ctx context.Context, stateDir string, meta Meta, src TarSource)
 		return nil, err
 	}
 	lim := meta.Limits.withDefaults()
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
-	}
-	if err := lim.checkFree(stateDir); err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
-	}
-	dir, err := os.MkdirTemp(stateDir, stagePrefix)
+	dir, err := newStageDir(stateDir, func() error {
+		if err := lim.checkFree(stateDir); err != nil {
+			return fmt.Errorf("staging backup: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = removeStaged(dir)
 		}
 	}()
-	crashPoint("stage-created")
 	sums, sizes, listings := Sums{}, map[string]int64{}, map[string][]string{}
 	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
 		fill := func(w io.Writer) error { return src(ctx, p.part, w) }
@@ -72,53 +65,22 @@ func StageStream(ctx context.Context, stateDir string, meta Meta, src TarSource)
 }
 
 // compressPart creates path (0600, never an existing file) and fills it
-// with the gzip of the tar fill writes, listing the tar on the way (the
-// names of every entry, checked and bounded as listArchive checks them)
-// and hashing the compressed bytes, which go through pw (pw.w is set
-// here).
+// with the gzip of the tar fill writes (parallel gzip, fastest level),
+// listing the tar on the way (every entry's name checked and bounded as
+// listArchive checks them) and hashing the compressed bytes, which go
+// through pw (pw.w is set here).
 func compressPart(ctx context.Context, path string, lim Limits, pw *partWriter, fill func(io.Writer) error) (sum string, names []string, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", nil, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	pw.w = io.MultiWriter(bw, h)
-	zw, err := pgzip.NewWriterLevel(pw, pgzip.BestSpeed)
-	if err != nil {
-		return "", nil, err
-	}
-	pr, tw := io.Pipe()
-	listed := make(chan error, 1)
-	go func() {
-		var lerr error
-		names, lerr = listTar(ctxReader{ctx, pr}, lim)
-		if lerr == nil {
-			// What follows the archive's end is compressed and hashed,
-			// as the guest reads it.
-			_, _ = io.Copy(io.Discard, pr)
+	list := func(r io.Reader) ([]string, error) { return listTar(ctxReader{ctx, r}, lim) }
+	return writeListed(path, list, func(out, listed io.Writer) error {
+		pw.w = out
+		zw, err := pgzip.NewWriterLevel(pw, pgzip.BestSpeed)
+		if err != nil {
+			return err
 		}
-		pr.CloseWithError(lerr)
-		listed <- lerr
-	}()
-	werr := fill(io.MultiWriter(tw, zw))
-	tw.CloseWithError(werr)
-	lerr := <-listed
-	if cerr := zw.Close(); werr == nil {
-		werr = cerr
-	}
-	if lerr != nil && (werr == nil || !errors.Is(lerr, werr)) {
-		return "", nil, fmt.Errorf("listing %s: %w", filepath.Base(path), lerr)
-	}
-	if werr != nil {
-		return "", nil, werr
-	}
-	if err := bw.Flush(); err != nil {
-		return "", nil, err
-	}
-	if err := f.Sync(); err != nil {
-		return "", nil, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), names, f.Close()
+		err = fill(io.MultiWriter(listed, zw))
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 }

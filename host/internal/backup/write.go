@@ -205,6 +205,15 @@ func PublishDir(tmp, parent, base string) (string, error) {
 // writePart creates path (0600, never an existing file) and fills it with
 // what fill writes, hashing and listing the archive on the way.
 func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer) error) (sum string, names []string, err error) {
+	list := func(r io.Reader) ([]string, error) { return listArchive(ctx, r, lim) }
+	return writeListed(path, list, func(out, listed io.Writer) error { return fill(io.MultiWriter(out, listed)) })
+}
+
+// writeListed creates path (0600, never an existing file) and runs fill
+// with the file's writer (hashed) and the writer list reads from, at
+// once: a failed listing fails fill's writes to listed, so the rest of
+// a stream that breaks a limit is not stored.
+func writeListed(path string, list func(io.Reader) ([]string, error), fill func(out, listed io.Writer) error) (sum string, names []string, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", nil, err
@@ -216,18 +225,16 @@ func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer
 	listed := make(chan error, 1)
 	go func() {
 		var lerr error
-		names, lerr = listArchive(ctx, pr, lim)
+		names, lerr = list(pr)
 		if lerr == nil {
 			// The archive has ended; what follows it is still hashed
 			// and stored, as the verifier will read it.
 			_, _ = io.Copy(io.Discard, pr)
 		}
-		// A failed listing fails the writer at once: the rest of a
-		// stream that breaks a limit is not stored.
 		pr.CloseWithError(lerr)
 		listed <- lerr
 	}()
-	werr := fill(io.MultiWriter(bw, h, pw))
+	werr := fill(io.MultiWriter(bw, h), pw)
 	pw.CloseWithError(werr)
 	lerr := <-listed
 	if lerr != nil && (werr == nil || !errors.Is(lerr, werr)) {
