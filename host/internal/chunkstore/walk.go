@@ -114,7 +114,9 @@ func (s *Store) Stage(ctx context.Context, rec *Record, stateDir string, lim bac
 		return b, err
 	}
 	src := func(ctx context.Context, part string, w io.Writer) error {
-		tw, done := progress.TrackEstimate(ctx, "stage "+part, rec.Parts[part].Bytes, w)
+		// The bytes of the decoded tree; the compressed size is not
+		// known before the end.
+		tw, done := progress.TrackEstimate(ctx, "stage "+part+".tar.gz", 0, w)
 		err := s.walk(ctx, rec, []string{part}, fetch, func(string) (io.Writer, func() error) { return tw, func() error { return nil } })
 		done(err)
 		return err
