@@ -6,9 +6,9 @@ package main
 // when a file names its case: <root>/.testagent/hostile/VERB.SUB or
 // .../VERB in the machine, or the same names in the fake smolvm's state
 // directory (<root>/../../../hostile), which every machine, candidates too,
-// sees. Each call that meets a case adds a byte to NAME.hits beside the
-// file; "hang" also records that it was reached (NAME.reached);
-// "hang-from:N" lets the first N-1 calls through.
+// sees. Each call that meets a case adds a line to NAME.hits beside the
+// file, its argv as a JSON array; "hang" also records that it was reached
+// (NAME.reached); "hang-from:N" lets the first N-1 calls through.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -50,9 +50,11 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return 0, false
 	}
 	t.record([]string{"hostile:", c})
-	// NAME.hits beside the file counts the calls that met the case.
+	// NAME.hits beside the file lists the calls that met the case: a case
+	// file serves verbs that share a name (health and health --deep).
 	if f, err := os.OpenFile(file+".hits", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.WriteString("x")
+		line, _ := json.Marshal(req.Argv)
+		f.Write(append(line, '\n'))
 		f.Close()
 	}
 	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
