@@ -6,9 +6,9 @@ package main
 // when a file names its case: <root>/.testagent/hostile/VERB.SUB or
 // .../VERB in the machine, or the same names in the fake smolvm's state
 // directory (<root>/../../../hostile), which every machine, candidates too,
-// sees. Each call that meets a case adds a byte to NAME.hits beside the
-// file; "hang" also records that it was reached (NAME.reached);
-// "hang-from:N" lets the first N-1 calls through.
+// sees. Each call that meets a case adds a line to NAME.hits beside the
+// file, its argv as a JSON array; "hang" also records that it was reached
+// (NAME.reached); "hang-from:N" lets the first N-1 calls through.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -16,6 +16,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,9 +29,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/hangup"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
-	"golang.org/x/sys/unix"
 )
 
 // Payload is what the escape case writes wherever text goes: an OSC 52
@@ -49,9 +50,11 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return 0, false
 	}
 	t.record([]string{"hostile:", c})
-	// NAME.hits beside the file counts the calls that met the case.
+	// NAME.hits beside the file lists the calls that met the case: a case
+	// file serves verbs that share a name (health and health --deep).
 	if f, err := os.OpenFile(file+".hits", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		f.WriteString("x")
+		line, _ := json.Marshal(req.Argv)
+		f.Write(append(line, '\n'))
 		f.Close()
 	}
 	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
@@ -178,13 +181,23 @@ func (t *agent) realThen(req protocol.Request, tail func(io.Writer) int) int {
 // stdout, and returns its exit status; the error is for an agent that
 // could not run.
 func (t *agent) relayReal(req protocol.Request, stdout io.Writer) (int, error) {
+	// Captured output is a pipe the real agent's own watch sees open for
+	// as long as this process lives: when the host hangs up (Ctrl-C on
+	// logs -f while a drip collects the answer), the real agent must end
+	// with this stand-in, not stay behind following a quiet log.
+	ctx := context.Background()
+	if stdout != io.Writer(os.Stdout) {
+		var stop func()
+		ctx, stop = hangup.Watch(ctx, os.Stdout)
+		defer stop()
+	}
 	var cmd *exec.Cmd
 	if t.direct {
 		self, err := os.Executable()
 		if err != nil {
 			return 2, err
 		}
-		cmd = exec.Command(self, append([]string{"--root", t.root}, req.Argv...)...)
+		cmd = exec.CommandContext(ctx, self, append([]string{"--root", t.root}, req.Argv...)...)
 		cmd.Env = append(os.Environ(), plainEnv+"=1")
 		cmd.Stdin = t.in
 	} else {
@@ -192,25 +205,12 @@ func (t *agent) relayReal(req protocol.Request, stdout io.Writer) (int, error) {
 		if err := protocol.WriteRequest(&line, req); err != nil {
 			return 2, err
 		}
-		cmd = exec.Command(realAgent, "--root", t.root, "relay")
+		cmd = exec.CommandContext(ctx, realAgent, "--root", t.root, "relay")
 		cmd.Stdin = io.MultiReader(&line, t.in)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return 2, err
-	}
-	// Captured output is a pipe the real agent's own watch sees open for
-	// as long as this process lives: when the host hangs up (Ctrl-C on
-	// logs -f while a drip collects the answer), the real agent must end
-	// with this stand-in, not stay behind following a quiet log.
-	if stdout != io.Writer(os.Stdout) {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			if stdoutClosed(stop) {
-				cmd.Process.Kill()
-			}
-		}()
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
@@ -344,42 +344,16 @@ func hang() {
 	parent := os.Getppid()
 	// Under sshd the parent is the login shell of the forced command,
 	// which outlives the session: the session's end shows on stdout.
-	stop, gone := make(chan struct{}), make(chan struct{})
-	defer close(stop)
-	go func() {
-		if stdoutClosed(stop) {
-			close(gone)
-		}
-	}()
+	gone, stop := hangup.Watch(context.Background(), os.Stdout)
+	defer stop()
 	for deadline := time.Now().Add(time.Hour); time.Now().Before(deadline); {
 		if os.Getppid() != parent {
 			return
 		}
 		select {
-		case <-gone:
+		case <-gone.Done():
 			return
 		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// stdoutClosed polls this process's stdout until its reader hangs up
-// (true) or stop closes (false).
-func stdoutClosed(stop <-chan struct{}) bool {
-	for {
-		select {
-		case <-stop:
-			return false
-		default:
-		}
-		// No events asked for: poll reports only POLLERR and POLLHUP (and
-		// POLLNVAL), so an open pipe just times out.
-		fds := []unix.PollFd{{Fd: int32(os.Stdout.Fd())}}
-		if _, err := unix.Poll(fds, 500); err != nil && err != unix.EINTR {
-			return false
-		}
-		if fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
-			return true
 		}
 	}
 }

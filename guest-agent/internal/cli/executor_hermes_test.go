@@ -9,8 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/mcp/mcptest"
+	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -91,6 +94,42 @@ func TestExecutorConnectHermesThroughRelay(t *testing.T) {
 	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
 	if !strings.HasPrefix(string(cfg), "model: x # mine\nmcp_servers:\n  executor:\n") || !strings.Contains(string(cfg), "Bearer ${MCP_EXECUTOR_API_KEY}") {
 		t.Fatalf("config.yaml = %s", cfg)
+	}
+}
+
+// TestExecutorConnectHermesWarnsOfTheGate: the gate check connect-hermes
+// runs on the files it changed finds a gate that is not as provisioned
+// (here a tree whose source edits are gone): connect-hermes succeeds, and
+// says so in a warning.
+func TestExecutorConnectHermesWarnsOfTheGate(t *testing.T) {
+	root := accountsRoot(t)
+	srv := executorStandins(t, root, "exk_secret-4")
+	home := filepath.Join(root, "workspace/hermes-home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: x # mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(root, boxlayout.HermesTree)
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := patch.WriteSourceMarker(tree, pins.DefaultHermesCommit); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "exk_secret-4\n", "--root", root, "executor", "connect-hermes", "--mcp-url", srv.MCPURL())
+	if code != 0 || !strings.Contains(out, `"mcpServer": "executor"`) {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	var gateWarning bool
+	for line := range strings.Lines(errs) {
+		ev, err := protocol.DecodeEvent([]byte(line))
+		gateWarning = gateWarning || err == nil && ev.Type == protocol.EventWarning &&
+			strings.Contains(ev.Message, "approval gate of Hermes") && strings.Contains(ev.Message, "source edits are not in place")
+	}
+	if !gateWarning {
+		t.Fatalf("no warning that the gate is not as provisioned:\n%s", errs)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/hermes-box/hermes-box/shared/hangup"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -39,7 +40,9 @@ func runRelay(ctx context.Context, e *env, args []string) error {
 	if !req.Options.Stdin {
 		sub.In = emptyReader{}
 	}
-	ctx, stop := watchOutput(ctx, e.Out)
+	// A verb that only waits, such as logs -f on a quiet log, learns at
+	// once that the host's session ended, not at its next write.
+	ctx, stop := hangup.Watch(ctx, e.Out)
 	defer stop()
 	return dispatch(ctx, sub, req.Argv, true)
 }

@@ -5,6 +5,7 @@ package releasematrix_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -376,10 +377,10 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 	// From the (last) call that met the case to the command's end: what
 	// the verb's deadline bounds, after whatever the command did first.
 	fromCall := r.elapsed
-	fi, hit := os.Stat(file + ".hits")
-	if hit == nil {
+	if fi, err := os.Stat(file + ".hits"); err == nil {
 		fromCall = min(r.elapsed, r.end.Sub(fi.ModTime()))
 	}
+	calls := casesMet(t, file+".hits")
 	removeAll(t, file, file+".hits", file+".reached")
 	if kept := releaseConfigs[d.conf].keep[d.file]; kept != "" {
 		h.Hostile(d.file, kept)
@@ -401,8 +402,8 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 	cell := releaseCell{verb: verbKey(v), mode: mode, rssKiB: r.maxRSSKiB, wall: r.elapsed, fromCall: fromCall}
 	t.Logf("hermes-box %s: exit %d, peak RSS %.1f MiB, %v (%v from the call); %.300q", strings.Join(d.args, " "), r.code,
 		float64(r.maxRSSKiB)/1024, r.elapsed.Round(time.Millisecond), fromCall.Round(time.Millisecond), errorLine(r.err.Head()))
-	if hit != nil {
-		t.Errorf("the command never called agent %s (no case met):\nstdout: %.2000q\nstderr: %.2000q", v.Name(), r.out.Head(), r.err.Head())
+	if !slices.ContainsFunc(calls, func(argv []string) bool { return verbOf(argv) == v }) {
+		t.Errorf("the command never called agent %s (the case met %q):\nstdout: %.2000q\nstderr: %.2000q", v.Name(), calls, r.out.Head(), r.err.Head())
 	}
 	limit := v.Deadline
 	if v.Idle > 0 && mode == "never-answers" {
@@ -439,6 +440,53 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 		t.Errorf("a drip under the deadline was cut:\nstdout: %.2000s\nstderr: %.2000s", r.out.Head(), r.err.Head())
 	}
 	return cell
+}
+
+// casesMet is the argv of each call that met a case, from the test
+// agent's NAME.hits (a JSON array a line); none when it is missing.
+func casesMet(t *testing.T, hits string) [][]string {
+	data, err := os.ReadFile(hits)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	boxtest.Must(t, err)
+	var calls [][]string
+	for line := range strings.Lines(string(data)) {
+		var argv []string
+		if err := json.Unmarshal([]byte(line), &argv); err != nil {
+			t.Fatalf("%s: %q: %v", hits, line, err)
+		}
+		calls = append(calls, argv)
+	}
+	return calls
+}
+
+// verbOf is the verb of the table that a call's argv is: of those whose
+// argv it starts with and whose literal flags it has, the most specific
+// (a case file serves every verb of its name: health --json --deep is
+// HealthDeep's call, logs with -f LogsFollow's).
+func verbOf(argv []string) *agent.Verb {
+	var best *agent.Verb
+	bestScore := 0
+	for _, v := range agent.Verbs {
+		if len(argv) < len(v.Argv) || !slices.Equal(argv[:len(v.Argv)], v.Argv) {
+			continue
+		}
+		score := len(v.Argv)
+		for _, a := range v.Args {
+			if strings.HasPrefix(a, "-") {
+				if !slices.Contains(argv[len(v.Argv):], a) {
+					score = -1
+					break
+				}
+				score++
+			}
+		}
+		if score > bestScore {
+			best, bestScore = v, score
+		}
+	}
+	return best
 }
 
 // errorLine is the command's error in its stderr, the line hermes-box
@@ -535,4 +583,36 @@ func releaseTable(cells []releaseCell) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// TestVerbOf checks that a call met by a case file is told apart from the
+// other verbs of the file's name, so that a cell whose command calls
+// another verb of that name fails.
+func TestVerbOf(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want *agent.Verb
+	}{
+		{[]string{"health", "--json"}, agent.Health},
+		{[]string{"health", "--json", "--deep"}, agent.HealthDeep},
+		{[]string{"executor", "status"}, agent.ExecutorStatus},
+		{[]string{"executor", "status", "--sizes"}, agent.ExecutorStatusSizes},
+		{[]string{"logs", "hermes", "-n", "200"}, agent.Logs},
+		{[]string{"logs", "hermes", "-n", "200", "-f"}, agent.LogsFollow},
+		{[]string{"provision", "--authorized-keys", "k", "--hermes-commit", "c"}, agent.Provision},
+		{[]string{"services", "stop", "hermes"}, agent.ServicesStop},
+		{[]string{"executor"}, nil},
+		{[]string{"shell"}, nil},
+	} {
+		if got := verbOf(tt.argv); got != tt.want {
+			t.Errorf("verbOf(%q) = %s, want %s", tt.argv, nameOf(got), nameOf(tt.want))
+		}
+	}
+}
+
+func nameOf(v *agent.Verb) string {
+	if v == nil {
+		return "none"
+	}
+	return verbKey(v)
 }
