@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
@@ -88,7 +89,8 @@ type ingester struct {
 	lim    backup.Limits
 	dir    string
 	report func(PartProgress)
-	prog   PartProgress
+	prog   PartProgress // the committer's (verifier) while the stream runs
+	sent   atomic.Int64 // bytes read from the stream
 }
 
 // run streams the part from src and checks its tree; it returns the
@@ -110,7 +112,7 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 		pw.CloseWithError(err)
 		srcErr <- err
 	}()
-	end, err := in.receive(&countingReader{r: pr, n: &in.prog.Sent})
+	end, err := in.receive(&countingReader{r: pr, n: &in.sent})
 	pr.CloseWithError(errors.Join(err, errors.New("the snapshot stopped reading")))
 	if err != nil {
 		cancel()
@@ -132,60 +134,60 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 	if err != nil {
 		return PartRecord{}, nil, err
 	}
-	in.prog.Done = true
+	in.prog.Done, in.prog.Sent = true, in.sent.Load()
 	in.report(in.prog)
 	return p, names, nil
 }
 
-// receive reads the frames up to the end frame, adding each chunk.
+// receive reads the frames up to the end frame, adding each chunk once
+// it is verified (verifier).
 func (in *ingester) receive(r io.Reader) (*chunkwire.End, error) {
-	fr := chunkwire.NewReader(r)
-	buf := make([]byte, 0, MaxChunk)
+	v, err := newVerifier(in)
+	if err != nil {
+		return nil, err
+	}
+	end, err := in.frames(chunkwire.NewReader(r), v)
+	if cerr := v.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	in.prog.Read = int64(end.Read)
+	return end, nil
+}
+
+// frames hands the stream's frames to v up to the end frame.
+func (in *ingester) frames(fr *chunkwire.Reader, v *verifier) (*chunkwire.End, error) {
 	for {
 		c, read, end, err := fr.Next()
 		switch {
 		case err != nil:
 			return nil, err
 		case end != nil:
-			in.prog.Read = int64(end.Read)
 			return end, nil
 		case c == nil:
-			in.prog.Read = int64(read)
-			in.report(in.prog)
-			continue
+			err = v.progress(int64(read))
+		default:
+			err = v.chunk(c)
 		}
-		data, err := in.plain(c, buf)
 		if err != nil {
 			return nil, err
-		}
-		var packed []byte // the agent's zstd frame is stored as it came
-		if c.Compression == chunkwire.Zstd {
-			packed = c.Stored
-		}
-		added, err := in.w.PutStored(c.ID, data, packed)
-		if err != nil {
-			return nil, err
-		}
-		if added {
-			in.prog.New += int64(len(data))
 		}
 	}
 }
 
-// plain is a chunk frame's plaintext, decompressed within its stated
-// length (which Put checks against the hash).
-func (in *ingester) plain(c *chunkwire.Chunk, buf []byte) ([]byte, error) {
-	if c.Compression == chunkwire.Plain {
-		return c.Stored, nil
+// add puts a verified chunk into the store, as it came.
+func (in *ingester) add(s *slot) error {
+	var packed []byte
+	if s.zstd {
+		packed = s.stored
 	}
-	data, err := in.s.dec.DecodeAll(c.Stored, buf[:0:c.Plain])
-	if err != nil {
-		return nil, fmt.Errorf("%w: chunk %s does not decompress within its %d bytes: %w", ErrCorrupt, ID(c.ID), c.Plain, err)
+	added, err := in.w.addVerified(s.id, s.data, packed)
+	if added {
+		in.prog.New += int64(len(s.data))
 	}
-	if len(data) != int(c.Plain) {
-		return nil, fmt.Errorf("%w: chunk %s decompresses to %d bytes, not its %d", ErrCorrupt, ID(c.ID), len(data), c.Plain)
-	}
-	return data, nil
+	return err
 }
 
 // checkTree decodes a part's tree (its chunks read and re-hashed), checks
@@ -256,11 +258,11 @@ func (s *Store) prefixes() []uint64 {
 // countingReader counts the bytes read through it into n.
 type countingReader struct {
 	r io.Reader
-	n *int64
+	n *atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	*c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }

@@ -116,8 +116,7 @@ func OpenReader(dir string) (*Store, error) {
 }
 
 func newStore(dir string) (*Store, error) {
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(4*MaxChunk), zstd.WithDecodeAllCapLimit(true))
+	dec, err := newDecoder(1)
 	if err != nil {
 		return nil, fmt.Errorf("opening chunk store: %w", err)
 	}

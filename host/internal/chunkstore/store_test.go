@@ -35,10 +35,10 @@ func TestRoundTripAndDedup(t *testing.T) {
 	}
 }
 
-// TestPutStoredKeepsTheFrame: a chunk that came compressed is stored as
+// TestAddVerifiedKeepsTheFrame: a chunk that came compressed is stored as
 // the frame it came in (not compressed again) when that is smaller, one
 // that came plain stays plain, and each reads back.
-func TestPutStoredKeepsTheFrame(t *testing.T) {
+func TestAddVerifiedKeepsTheFrame(t *testing.T) {
 	zw, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	must(t, err)
 	text := chunk("t", 0, 64<<10, false)
@@ -57,8 +57,8 @@ func TestPutStoredKeepsTheFrame(t *testing.T) {
 			s := openStore(t, t.TempDir())
 			w, err := s.NewWriter()
 			must(t, err)
-			if added, err := w.PutStored(Sum(tt.data), tt.data, tt.packed); err != nil || !added {
-				t.Fatalf("PutStored: added %v, %v", added, err)
+			if added, err := w.addVerified(Sum(tt.data), tt.data, tt.packed); err != nil || !added {
+				t.Fatalf("addVerified: added %v, %v", added, err)
 			}
 			must(t, w.Commit())
 			if got := w.Stats().Stored; got != int64(tt.stored) {

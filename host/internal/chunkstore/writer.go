@@ -57,27 +57,28 @@ func (w *Writer) Stats() Stats { return w.stats }
 // a chunk over MaxChunk. A chunk the store holds is not written again;
 // added says whether this one was new.
 func (w *Writer) Put(id ID, data []byte) (added bool, err error) {
-	return w.put(id, data, nil, false)
-}
-
-// PutStored is Put of a chunk that arrived compressed: packed is the zstd
-// frame the caller decoded data from, written as the chunk's blob instead
-// of compressing data again. A nil packed means data arrived plain and is
-// stored plain (its sender found it does not compress).
-func (w *Writer) PutStored(id ID, data, packed []byte) (added bool, err error) {
-	if len(packed) > 0 && len(packed) < len(data) {
-		return w.put(id, data, packed, true)
+	if len(data) <= MaxChunk && Sum(data) != id {
+		return false, fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, id, Sum(data))
 	}
-	return w.put(id, data, data, false)
+	return w.add(id, data, nil, false)
 }
 
-// put checks and adds a chunk whose blob is given (write's blob and z).
-func (w *Writer) put(id ID, data, blob []byte, z bool) (added bool, err error) {
+// addVerified is Put of a chunk the caller has hashed to id, as it came:
+// packed is the zstd frame data was decoded from, written as the chunk's
+// blob when it is smaller (not compressed again); a nil packed means data
+// came plain and is stored plain (its sender found it does not compress).
+func (w *Writer) addVerified(id ID, data, packed []byte) (added bool, err error) {
+	if len(packed) > 0 && len(packed) < len(data) {
+		return w.add(id, data, packed, true)
+	}
+	return w.add(id, data, data, false)
+}
+
+// add adds a chunk, bounded, unless the store holds it; blob and z are
+// write's.
+func (w *Writer) add(id ID, data, blob []byte, z bool) (added bool, err error) {
 	if len(data) > MaxChunk || len(blob) > MaxChunk {
 		return false, fmt.Errorf("%w: chunk %s has %d bytes (%d stored), over the limit of %d", ErrCorrupt, id, len(data), len(blob), MaxChunk)
-	}
-	if Sum(data) != id {
-		return false, fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, id, Sum(data))
 	}
 	w.stats.Chunks++
 	w.stats.Bytes += int64(len(data))

@@ -1,0 +1,166 @@
+package chunkstore
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-box/hermes-box/shared/chunkwire"
+)
+
+// maxVerifiers bounds the goroutines decompressing and re-hashing the
+// chunks a stream brings.
+const maxVerifiers = 4
+
+// newDecoder is a zstd decoder for n goroutines at once, bounded for
+// chunks: its DecodeAll never grows past the capacity it is given.
+func newDecoder(n int) (*zstd.Decoder, error) {
+	return zstd.NewReader(nil, zstd.WithDecoderConcurrency(n),
+		zstd.WithDecoderMaxMemory(4*MaxChunk), zstd.WithDecodeAllCapLimit(true))
+}
+
+// verifier checks the chunks of one stream on several goroutines and
+// adds them to the store in the order they came: the stream's reader
+// hands each frame over (chunk, progress), verifiers decompress and
+// re-hash it, and one committer puts it into the pack. A fixed set of
+// slots (2 MiB each at most) bounds the memory.
+type verifier struct {
+	in      *ingester
+	dec     *zstd.Decoder
+	free    chan *slot
+	work    chan *slot
+	order   chan *slot
+	workers sync.WaitGroup
+	done    chan error
+	failed  atomic.Pointer[error] // the committer's first error
+}
+
+// slot is one frame on its way to the store.
+type slot struct {
+	progress bool
+	read     int64 // a progress frame's bytes read
+	id       ID
+	plain    uint32
+	zstd     bool
+	stored   []byte // the frame's bytes (a copy)
+	buf      []byte // room for the plaintext of a compressed chunk
+	data     []byte // the plaintext, once verified (stored or buf)
+	err      error
+	ready    chan struct{}
+}
+
+func newVerifier(in *ingester) (*verifier, error) {
+	n := min(runtime.GOMAXPROCS(0), maxVerifiers)
+	dec, err := newDecoder(n)
+	if err != nil {
+		return nil, fmt.Errorf("starting zstd: %w", err)
+	}
+	slots := 2*n + 2
+	v := &verifier{in: in, dec: dec, free: make(chan *slot, slots), work: make(chan *slot, slots),
+		order: make(chan *slot, slots), done: make(chan error, 1)}
+	for range slots {
+		v.free <- &slot{ready: make(chan struct{}, 1)}
+	}
+	v.workers.Add(n)
+	for range n {
+		go v.verify()
+	}
+	go v.commit()
+	return v, nil
+}
+
+// chunk hands a chunk frame over; it fails once the committer has.
+func (v *verifier) chunk(c *chunkwire.Chunk) error {
+	if err := v.failed.Load(); err != nil {
+		return *err
+	}
+	s := <-v.free
+	s.progress, s.id, s.plain, s.zstd = false, ID(c.ID), c.Plain, c.Compression == chunkwire.Zstd
+	s.stored = append(s.stored[:0], c.Stored...)
+	v.order <- s
+	v.work <- s
+	return nil
+}
+
+// progress hands a progress frame over, in order with the chunks.
+func (v *verifier) progress(read int64) error {
+	if err := v.failed.Load(); err != nil {
+		return *err
+	}
+	s := <-v.free
+	s.progress, s.read = true, read
+	s.ready <- struct{}{}
+	v.order <- s
+	return nil
+}
+
+// verify decompresses each chunk within its stated length and re-hashes
+// it; the committer refuses one that fails.
+func (v *verifier) verify() {
+	defer v.workers.Done()
+	for s := range v.work {
+		s.data, s.err = s.stored, nil
+		if s.zstd {
+			s.data, s.err = v.plain(s)
+		}
+		if s.err == nil && Sum(s.data) != s.id {
+			s.err = fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, s.id, Sum(s.data))
+		}
+		s.ready <- struct{}{}
+	}
+}
+
+// plain is a compressed chunk's plaintext, decompressed within its stated
+// length.
+func (v *verifier) plain(s *slot) ([]byte, error) {
+	if cap(s.buf) < int(s.plain) {
+		s.buf = make([]byte, 0, MaxChunk)
+	}
+	data, err := v.dec.DecodeAll(s.stored, s.buf[:0:s.plain])
+	if err != nil {
+		return nil, fmt.Errorf("%w: chunk %s does not decompress within its %d bytes: %w", ErrCorrupt, s.id, s.plain, err)
+	}
+	if len(data) != int(s.plain) {
+		return nil, fmt.Errorf("%w: chunk %s decompresses to %d bytes, not its %d", ErrCorrupt, s.id, len(data), s.plain)
+	}
+	return data, nil
+}
+
+// commit adds the verified chunks to the store in order and reports the
+// progress frames; after an error it only frees the slots.
+func (v *verifier) commit() {
+	in := v.in
+	var err error
+	for s := range v.order {
+		<-s.ready
+		switch {
+		case err != nil:
+		case s.progress:
+			in.prog.Read, in.prog.Sent = s.read, in.sent.Load()
+			in.report(in.prog)
+		case s.err != nil:
+			err = s.err
+		default:
+			err = in.add(s)
+		}
+		if err != nil && v.failed.Load() == nil {
+			v.failed.Store(&err)
+		}
+		v.free <- s
+	}
+	v.done <- err
+}
+
+// close waits for every frame handed over to be committed and returns
+// the first error.
+func (v *verifier) close() error {
+	close(v.work)
+	v.workers.Wait()
+	close(v.order)
+	err := <-v.done
+	v.dec.Close()
+	return err
+}
