@@ -143,8 +143,8 @@ func TestCompressible(t *testing.T) {
 // no cache.
 func TestChunksFailsOnAClosedStream(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
-	for i := range 16 {
-		data := bytes.Repeat(fmt.Appendf(nil, "file %d ", i), 100<<10)
+	for i := range 4 {
+		data := bytes.Repeat(fmt.Appendf(nil, "file %d ", i), 40<<10)
 		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), data, 0o644))
 	}
 	var in bytes.Buffer
