@@ -33,7 +33,7 @@ func cachedTarget(t *testing.T) (Target, *fakeRunner) {
 	t.Helper()
 	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
 	tgt := fixtureTarget(t, "0.19.0", run)
-	tgt.Verdicts = NewVerdictCache(filepath.Join(t.TempDir(), "state", "gate-verdict.json"))
+	tgt.Verdicts = verdictsIn(filepath.Join(t.TempDir(), "state"))
 	write(t, tgt.Home, "config.yaml", "approvals:\n  mode: smart\n")
 	write(t, tgt.Home, ".env", "OPENAI_API_KEY=x\n")
 	write(t, tgt.Home, "plugins/mine/plugin.yaml", "name: mine\n")
@@ -44,7 +44,7 @@ func cachedTarget(t *testing.T) (Target, *fakeRunner) {
 
 func mustProbe(t *testing.T, tgt Target) Effective {
 	t.Helper()
-	eff, err := probeCached(context.Background(), tgt, release(t, "0.19.0"))
+	eff, err := probeCached(context.Background(), tgt, release(t, "0.19.0"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
