@@ -83,7 +83,7 @@ func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Read
 		stdout = io.Discard
 	}
 	out := &capped{w: stdout, max: v.Stdout, what: "the answer of agent " + v.Name(), watch: watch}
-	ctx = relay.WithStderrLimit(ctx, "the events (stderr) of agent "+v.Name(), v.Stderr)
+	ctx = relay.WithStderrLimit(ctx, stderrWhat(v), v.Stderr)
 	cause := &agentCause{emit: (&eventBudget{emit: c.onEvent, steps: map[string]bool{}}).event}
 	req := protocol.Request{ProtocolVersion: protocol.Version, Argv: argv, Options: protocol.Options{Stdin: stdin != nil}}
 	code, err := tr.Run(ctx, req, stdin, out, func(ev protocol.Event) {
@@ -92,14 +92,44 @@ func (c *Client) Call(ctx context.Context, v *Verb, args []string, stdin io.Read
 			cause.event(ev)
 		}
 	})
-	if err := callError(ctx, v, total, idle, out.err); err != nil {
-		return err
+	if cerr := callError(ctx, v, total, idle, out.err); cerr != nil {
+		return &NoAnswerError{Verb: v.Name(), Err: cerr, Late: out.err == nil}
+	}
+	if lim := (*bounded.LimitError)(nil); errors.As(err, &lim) && lim.What == stderrWhat(v) {
+		return &NoAnswerError{Verb: v.Name(), Err: err}
 	}
 	if err != nil || code == 0 {
 		cause.release()
 		return err
 	}
 	return &ExitError{Argv: argv, Code: code, Message: cause.message()}
+}
+
+// stderrWhat is what a cap error calls the stderr of v.
+func stderrWhat(v *Verb) string { return "the events (stderr) of agent " + v.Name() }
+
+// NoAnswerError is a call the box did not answer as its verb says: the
+// verb's deadline or idle deadline passed (Late), or its answer broke the
+// verb's cap on stdout or stderr, or the protocol (an answer that does not
+// decode). A box still booting refuses or drops the connection instead;
+// this is a box that took the call and then hung or turned hostile.
+type NoAnswerError struct {
+	Verb string
+	Err  error
+	Late bool
+}
+
+func (e *NoAnswerError) Error() string { return e.Err.Error() }
+func (e *NoAnswerError) Unwrap() error { return e.Err }
+
+// Unanswered is the error that ends a wait once the box did not answer n
+// calls in a row, last the last of them: it names the verb and what to
+// run next.
+func Unanswered(n int, last *NoAnswerError) error {
+	if last.Late {
+		return userr.WithHint(fmt.Errorf("%w, %d calls in a row", last, n), NextStep)
+	}
+	return userr.WithHint(fmt.Errorf("the box did not answer agent %s, %d calls in a row: %w", last.Verb, n, last), NextStep)
 }
 
 // callError is the error of a call that a deadline or its stdout cap ended.

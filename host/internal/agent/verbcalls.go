@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/bounded"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/netproof"
@@ -30,7 +32,7 @@ func (c *Client) decode(ctx context.Context, v *Verb, stdin io.Reader, into any)
 		return err
 	}
 	if err := json.Unmarshal(b, into); err != nil {
-		return fmt.Errorf("decoding the answer of agent %s: %w", v.Name(), err)
+		return &NoAnswerError{Verb: v.Name(), Err: fmt.Errorf("decoding the answer of agent %s: %w", v.Name(), err)}
 	}
 	return nil
 }
@@ -47,7 +49,7 @@ func (c *Client) Health(ctx context.Context, deep bool) (*health.Report, error) 
 	}
 	r, err := health.Decode(b)
 	if err != nil {
-		return nil, err
+		return nil, &NoAnswerError{Verb: v.Name(), Err: err}
 	}
 	// Shown by status one per line: names and states stay one line.
 	for i, s := range r.Services {
@@ -214,20 +216,57 @@ func (c *Client) SnapshotApply(ctx context.Context, r io.Reader) error {
 }
 
 // Answers calls the agent's version verb: it returns nil once the agent
-// answers (its answer is not used).
+// answers (its answer is not used). version cannot fail: a failure that
+// came with an answer on stdout is the agent's, and breaks the protocol
+// (a NoAnswerError); one without (smolvm could not reach the agent yet)
+// is an *ExitError.
 func (c *Client) Answers(ctx context.Context) error {
-	return c.Call(ctx, Version, nil, nil, nil)
+	out, err := c.read(ctx, Version, nil, nil)
+	if exit := (*ExitError)(nil); errors.As(err, &exit) && len(out) > 0 {
+		return &NoAnswerError{Verb: Version.Name(), Err: fmt.Errorf("agent version answered and exited with status %d: %w", exit.Code, err)}
+	}
+	return err
 }
 
 // Netcheck asks a builder whether it has an IPv4 default route and DNS for
 // the package host (host, when not empty, instead); the agent exits 1, an
-// *ExitError saying why, when not.
+// *ExitError saying why, when not (a failure without a result is smolvm's:
+// the builder is not reachable yet). A netcheck that smolvm ended after
+// NetcheckKill, or whose result is missing or disagrees with its exit
+// status, is one the box did not answer (a NoAnswerError).
 func (c *Client) Netcheck(ctx context.Context, host string) error {
 	var args []string
 	if host != "" {
 		args = []string{"--host", host}
 	}
-	return c.Call(ctx, Netcheck, args, nil, nil)
+	out, err := c.read(ctx, Netcheck, args, nil)
+	if errors.Is(err, smolvm.ErrTimeout) {
+		return &NoAnswerError{Verb: Netcheck.Name(), Late: true,
+			Err: userr.WithHint(fmt.Errorf("the box did not answer agent %s within %v (smolvm ended it): %w", Netcheck.Name(), NetcheckKill, err), NextStep)}
+	}
+	var exit *ExitError
+	if err != nil && !errors.As(err, &exit) || len(out) == 0 && exit != nil {
+		return err
+	}
+	var r struct {
+		Ready *bool `json:"ready"`
+	}
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		return &NoAnswerError{Verb: Netcheck.Name(), Err: fmt.Errorf("decoding the answer of agent %s: %w", Netcheck.Name(), jerr)}
+	}
+	if code := exitCode(err); r.Ready == nil || *r.Ready != (code == 0) || code > 1 {
+		return &NoAnswerError{Verb: Netcheck.Name(), Err: fmt.Errorf("agent %s exited with status %d and no result that says so", Netcheck.Name(), code)}
+	}
+	return err
+}
+
+// exitCode is the status of an agent verb that ended with err (nil or an
+// *ExitError).
+func exitCode(err error) int {
+	if exit := (*ExitError)(nil); errors.As(err, &exit) {
+		return exit.Code
+	}
+	return 0
 }
 
 // HostKeys is the guest's SSH host keys, each field one line.

@@ -77,12 +77,14 @@ func TestTypedAnswersAreOneLine(t *testing.T) {
 	}
 }
 
-// argvTransport records the argv of the request it runs.
+// argvTransport records the argv of the request it runs, and answers as
+// a builder whose network is ready.
 type argvTransport struct{ argv *[]string }
 
-func (a argvTransport) Run(_ context.Context, req protocol.Request, _ io.Reader, _ io.Writer, _ func(protocol.Event)) (int, error) {
+func (a argvTransport) Run(_ context.Context, req protocol.Request, _ io.Reader, stdout io.Writer, _ func(protocol.Event)) (int, error) {
 	*a.argv = req.Argv
-	return 0, nil
+	_, err := io.WriteString(stdout, `{"ready":true,"route":{"ok":true},"dns":{"ok":true}}`)
+	return 0, err
 }
 
 // TestNetcheckArgv: the builder's netcheck resolves its default host, or

@@ -109,9 +109,12 @@ var (
 )
 
 // NetcheckKill is how long a netcheck may run in the builder: smolvm exec
-// ends it there after this (--timeout), well inside Netcheck's deadline,
-// so that a probe stuck in the box does not outlive the host's wait.
-const NetcheckKill = 5 * time.Second
+// ends it there after this (--timeout), inside Netcheck's deadline, so
+// that a probe stuck in the box does not outlive the host's wait. The
+// agent bounds its own DNS lookup at 5 s: a netcheck still running 3 s
+// later is an agent that does not answer (NoAnswerError), not a network
+// that is not ready.
+const NetcheckKill = 8 * time.Second
 
 // Verbs is every verb the host calls.
 var Verbs = []*Verb{Health, HealthDeep, ServicesStatus, ServicesStop, ServicesStart, Logs, LogsFollow, AuditRaw,

@@ -40,22 +40,20 @@ func Stage(ctx context.Context, src, stateDir string, t Trust, lim Limits) (s *S
 	}
 	sums := ss.sums
 	lim = lim.withDefaults()
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
-	}
-	if err := lim.checkStage(src, stateDir); err != nil {
-		return nil, fmt.Errorf("staging %s: %w", src, err)
-	}
-	dir, err := os.MkdirTemp(stateDir, stagePrefix)
+	dir, err := newStageDir(stateDir, func() error {
+		if err := lim.checkStage(src, stateDir); err != nil {
+			return fmt.Errorf("staging %s: %w", src, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = removeStaged(dir)
 		}
 	}()
-	crashPoint("stage-created")
 	meta := []string{FileSums}
 	if _, err := writeSmall(filepath.Join(dir, FileSums), ss.raw); err != nil {
 		return nil, fmt.Errorf("staging backup: %w", err)
@@ -81,15 +79,40 @@ func Stage(ctx context.Context, src, stateDir string, t Trust, lim Limits) (s *S
 	if err := t.checkOrigin(m, ss.signer); err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
-	for _, name := range append(meta, Files...) {
+	if err := seal(dir, append(meta, Files...)); err != nil {
+		return nil, err
+	}
+	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: ss.signer}, Source: src}, nil
+}
+
+// newStageDir creates stateDir if need be and, once check passes, a new
+// staging directory below it.
+func newStageDir(stateDir string, check func() error) (string, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return "", fmt.Errorf("staging backup: %w", err)
+	}
+	if err := check(); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(stateDir, stagePrefix)
+	if err != nil {
+		return "", fmt.Errorf("staging backup: %w", err)
+	}
+	crashPoint("stage-created")
+	return dir, nil
+}
+
+// seal makes the staged copy in dir read-only: its files names, then dir.
+func seal(dir string, names []string) error {
+	for _, name := range names {
 		if err := os.Chmod(filepath.Join(dir, name), 0o400); err != nil {
-			return nil, fmt.Errorf("staging backup: %w", err)
+			return fmt.Errorf("staging backup: %w", err)
 		}
 	}
 	if err := os.Chmod(dir, 0o500); err != nil {
-		return nil, fmt.Errorf("staging backup: %w", err)
+		return fmt.Errorf("staging backup: %w", err)
 	}
-	return &Staged{Verified: Verified{Dir: dir, Manifest: m, Sums: sums, Sizes: sizes, Signer: ss.signer}, Source: src}, nil
+	return nil
 }
 
 // copyHashed copies src to a new file dst and checks the SHA-256 of the

@@ -52,6 +52,15 @@ func (m Meta) CheckAnchor() error {
 	return nil
 }
 
+// checkSigned refuses a meta a backup cannot be written with: no key to
+// sign it, or an audit anchor that is not one line.
+func (m Meta) checkSigned() error {
+	if m.Signer == nil {
+		return errors.New("snapshot: no project key to sign the backup with")
+	}
+	return m.CheckAnchor()
+}
+
 // tempPrefix names the directory a backup is written in before it is
 // published under its final name; Reap removes stale ones.
 const tempPrefix = ".hermes-box-snapshot-"
@@ -65,10 +74,7 @@ var crashPoint = func(string) {}
 // never looks complete; its temp directory is removed on failure or, after
 // a crash, by Reap.
 func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (dir string, err error) {
-	if meta.Signer == nil {
-		return "", errors.New("snapshot: no project key to sign the backup with")
-	}
-	if err := meta.CheckAnchor(); err != nil {
+	if err := meta.checkSigned(); err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(backupsDir, 0o700); err != nil {
@@ -108,24 +114,7 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 		sums[p.file], listings[p.part] = sum, names
 		crashPoint(p.part + "-written")
 	}
-	if err := CheckWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
-		return "", err
-	}
-	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
-		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), AuditAnchor: meta.AuditAnchor}
-	small := []struct {
-		name string
-		data []byte
-	}{{FileListing, ListingBytes(listings[boxlayout.PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
-	for _, f := range small {
-		if sums[f.name], err = writeSmall(filepath.Join(tmp, f.name), f.data); err != nil {
-			return "", err
-		}
-	}
-	if err := writeSigned(tmp, sums.Bytes(), meta.Signer); err != nil {
-		return "", err
-	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
+	if _, err := writeMeta(tmp, meta, sums, nil, listings); err != nil {
 		return "", err
 	}
 	crashPoint("metadata-written")
@@ -134,6 +123,37 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	}
 	crashPoint("published")
 	return dir, nil
+}
+
+// writeMeta checks the workspace listing against the content rules, then
+// writes the small files of a backup whose parts are in dir (the rootfs
+// listing, the empty warnings, the manifest of meta), adding their sums
+// to sums and, when sizes is not nil, their sizes to it, and SHA256SUMS
+// signed by meta.Signer; it syncs dir and returns the manifest.
+func writeMeta(dir string, meta Meta, sums Sums, sizes map[string]int64, listings map[string][]string) (Manifest, error) {
+	if err := CheckWorkspace(listings[boxlayout.PartWorkspace], false); err != nil {
+		return Manifest{}, err
+	}
+	m := Manifest{Format: Format, Created: meta.Now.UTC().Format(time.RFC3339), Machine: meta.Machine,
+		Smolvm: meta.Smolvm, GOOS: meta.GOOS, Fingerprint: keys.Fingerprint(meta.Signer.PublicKey()), AuditAnchor: meta.AuditAnchor}
+	small := []struct {
+		name string
+		data []byte
+	}{{FileListing, ListingBytes(listings[boxlayout.PartRootfs])}, {FileWarnings, nil}, {FileManifest, m.Bytes()}}
+	for _, f := range small {
+		sum, err := writeSmall(filepath.Join(dir, f.name), f.data)
+		if err != nil {
+			return Manifest{}, err
+		}
+		sums[f.name] = sum
+		if sizes != nil {
+			sizes[f.name] = int64(len(f.data))
+		}
+	}
+	if err := writeSigned(dir, sums.Bytes(), meta.Signer); err != nil {
+		return Manifest{}, err
+	}
+	return m, atomicfile.SyncDir(dir)
 }
 
 // BaseName is the name a backup of meta is published under, before
@@ -185,6 +205,15 @@ func PublishDir(tmp, parent, base string) (string, error) {
 // writePart creates path (0600, never an existing file) and fills it with
 // what fill writes, hashing and listing the archive on the way.
 func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer) error) (sum string, names []string, err error) {
+	list := func(r io.Reader) ([]string, error) { return listArchive(ctx, r, lim) }
+	return writeListed(path, list, func(out, listed io.Writer) error { return fill(io.MultiWriter(out, listed)) })
+}
+
+// writeListed creates path (0600, never an existing file) and runs fill
+// with the file's writer (hashed) and the writer list reads from, at
+// once: a failed listing fails fill's writes to listed, so the rest of
+// a stream that breaks a limit is not stored.
+func writeListed(path string, list func(io.Reader) ([]string, error), fill func(out, listed io.Writer) error) (sum string, names []string, err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", nil, err
@@ -196,18 +225,16 @@ func writePart(ctx context.Context, path string, lim Limits, fill func(io.Writer
 	listed := make(chan error, 1)
 	go func() {
 		var lerr error
-		names, lerr = listArchive(ctx, pr, lim)
+		names, lerr = list(pr)
 		if lerr == nil {
 			// The archive has ended; what follows it is still hashed
 			// and stored, as the verifier will read it.
 			_, _ = io.Copy(io.Discard, pr)
 		}
-		// A failed listing fails the writer at once: the rest of a
-		// stream that breaks a limit is not stored.
 		pr.CloseWithError(lerr)
 		listed <- lerr
 	}()
-	werr := fill(io.MultiWriter(bw, h, pw))
+	werr := fill(io.MultiWriter(bw, h), pw)
 	pw.CloseWithError(werr)
 	lerr := <-listed
 	if lerr != nil && (werr == nil || !errors.Is(lerr, werr)) {

@@ -53,8 +53,8 @@ func RepairBackups(ctx context.Context, b *Box) ([]backupset.Repaired, error) {
 
 // ExportBackup writes the backup src (a path) as one file in the backups
 // directory (backup.Verified.WriteExport): an incremental backup is
-// materialized into a v2 one signed by the project key, every chunk
-// re-hashed; either is verified and staged first. It returns the file.
+// staged from its chunks (every one re-hashed) as a v2 one signed by the
+// project key; a v2 one is verified and staged. It returns the file.
 func ExportBackup(ctx context.Context, b *Box, src string) (string, error) {
 	env, err := loadBackupRun(b)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/filenames"
@@ -129,30 +130,43 @@ func execOK(ctx context.Context, b *Box, name string, argv ...string) error {
 // IPv4 default route and DNS: up to netProbes probes per boot and netBoots
 // boots, cycling the builder (stop, update --net, start) in between.
 func waitBuilderNetwork(ctx context.Context, b *Box, name string) error {
+	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
+	err := waitNetwork(ctx, b, waiting(b, name, "the builder's IPv4 route and DNS"), name, netcheckRelay(b, name),
+		func(ctx context.Context) error { return cycleBuilder(ctx, b, name) })
+	done(err)
+	return err
+}
+
+// waitNetwork is waitBuilderNetwork's loop: netcheck over tr, cycle
+// between two boots, w beating between the probes; the test hook names the
+// host netcheck resolves instead of its default (the Ubuntu archive for
+// the guest's architecture). A builder whose agent
+// does not answer maxNoAnswers probes in a row ends the wait; one that
+// answers "not ready" is probed again.
+func waitNetwork(ctx context.Context, b *Box, w *waiter, name string, tr relay.Transport, cycle func(context.Context) error) error {
 	t := b.timing
 	ctx, cancel := context.WithTimeout(ctx, t.netTotal)
 	defer cancel()
-	done := b.ui.Step("network", "waiting for the builder's IPv4 route and DNS")
-	w := waiting(b, name, "the builder's IPv4 route and DNS")
 	var last error
+	var unanswered noAnswers
 	for boot := 1; boot <= t.netBoots; boot++ {
 		if boot > 1 {
 			b.ui.Warn("builder network unavailable after boot %d/%d; restarting the builder", boot-1, t.netBoots)
-			if err := cycleBuilder(ctx, b, name); err != nil {
-				done(err)
+			if err := cycle(ctx); err != nil {
 				return err
 			}
 		}
 		for probe := 1; probe <= t.netProbes; probe++ {
-			if last = netcheck(ctx, b, name); last == nil {
-				done(nil)
+			if last = agent.New(tr, nil).Netcheck(ctx, hookValue(hooks.netcheckHost)); last == nil {
 				return nil
+			}
+			if err := unanswered.note(last); err != nil {
+				return err
 			}
 			if ctx.Err() != nil {
 				break
 			}
 			if err := w.beat(ctx, last); err != nil {
-				done(err)
 				return err
 			}
 			if probe < t.netProbes {
@@ -160,19 +174,15 @@ func waitBuilderNetwork(ctx context.Context, b *Box, name string) error {
 			}
 		}
 	}
-	err := fmt.Errorf("builder %s has no usable IPv4 route or DNS after %d boots: %w", name, t.netBoots, last)
-	done(err)
-	return err
+	return fmt.Errorf("builder %s has no usable IPv4 route or DNS after %d boots: %w", name, t.netBoots, last)
 }
 
-// netcheck runs the agent's netcheck on the builder through smolvm exec,
-// which ends it in the box after agent.NetcheckKill; the test hook names
-// the host it resolves instead of its default (the Ubuntu archive for the
-// guest's architecture).
-func netcheck(ctx context.Context, b *Box, name string) error {
+// netcheckRelay is the smolvm-exec transport of the builder's netcheck,
+// which smolvm ends in the box after agent.NetcheckKill.
+func netcheckRelay(b *Box, name string) *relay.Exec {
 	tr := directRelay(b, name)
 	tr.Timeout = agent.NetcheckKill
-	return agent.New(tr, nil).Netcheck(ctx, hookValue(hooks.netcheckHost))
+	return tr
 }
 
 func cycleBuilder(ctx context.Context, b *Box, name string) error {

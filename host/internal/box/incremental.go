@@ -2,15 +2,10 @@ package box
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
-	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
@@ -75,67 +70,4 @@ func (b *partBar) done(err error) {
 		b.t.Done(err)
 		b.t = nil
 	}
-}
-
-// materializePrefix names the directory below the state directory that a
-// restore writes an incremental backup out into.
-const materializePrefix = ".materialize-"
-
-// materialized is an incremental backup written out as a hermes-box-v2
-// backup (every chunk read and re-hashed) below the state directory, for
-// the restore to stage as any other; remove deletes it.
-func materialized(ctx context.Context, env *backupRun, src string) (dir string, remove func(), err error) {
-	cfg := env.box.cfg
-	rec, err := chunkstore.Load(src, env.trust(false))
-	if err != nil {
-		return "", nil, err
-	}
-	signer, err := keys.LoadProjectKey(cfg.SSHKeyPath())
-	if err != nil {
-		return "", nil, fmt.Errorf("restore: the project key signs the backup it reads from the chunk store: %w", err)
-	}
-	s, err := chunkstore.Open(chunkstore.StoreDir(cfg.BackupsDir(), rec.Machine))
-	if err != nil {
-		return "", nil, err
-	}
-	defer s.Close()
-	if err := os.MkdirAll(cfg.StateDir(), 0o700); err != nil {
-		return "", nil, err
-	}
-	// What an interrupted restore left (the caller holds the lock).
-	stale, _ := filepath.Glob(filepath.Join(cfg.StateDir(), materializePrefix+"*"))
-	for _, d := range stale {
-		if err := os.RemoveAll(d); err != nil {
-			return "", nil, fmt.Errorf("removing what an interrupted restore left: %w", err)
-		}
-	}
-	parent, err := os.MkdirTemp(cfg.StateDir(), materializePrefix)
-	if err != nil {
-		return "", nil, err
-	}
-	remove = func() { _ = os.RemoveAll(parent) }
-	if dir, err = s.Materialize(ctx, rec, parent, env.limits(), signer); err != nil {
-		remove()
-		return "", nil, errors.Join(fmt.Errorf("reading %s from the chunk store", src), err)
-	}
-	return dir, remove, nil
-}
-
-// stage stages the backup src for a restore: a hermes-box-v2 backup as it
-// is, an incremental one once materialized.
-func stage(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
-	if !chunkstore.IsIncremental(src) {
-		return backup.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits())
-	}
-	dir, remove, err := materialized(ctx, env, src)
-	if err != nil {
-		return nil, err
-	}
-	defer remove()
-	staged, err := backup.Stage(ctx, dir, env.box.cfg.StateDir(), env.trust(false), env.limits())
-	if err != nil {
-		return nil, err
-	}
-	staged.Source = src
-	return staged, nil
 }

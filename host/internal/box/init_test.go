@@ -22,7 +22,7 @@ func TestInitCyclesBuilderAfterFailedNetcheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("init: %v", err)
 	}
-	const netcheck = "machine exec --stream --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck"
+	const netcheck = "machine exec --stream --name hermes-builder --timeout 8s -- /usr/local/sbin/hermes-box-agent netcheck"
 	var want []string
 	for _, c := range p.InitCalls() {
 		if c != netcheck {

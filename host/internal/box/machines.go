@@ -113,19 +113,31 @@ func (d *smolDriver) Boot(ctx context.Context, name string) error {
 // waitExec polls the agent's version verb through smolvm exec until it
 // answers, within the startup deadline.
 func (d *smolDriver) waitExec(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, d.b.timing.startupDeadline)
+	w := waiting(d.b, name, "the agent of "+name+" to answer through smolvm exec")
+	return waitAnswers(ctx, d.b, w, name, directRelay(d.b, name))
+}
+
+// waitAnswers polls the agent's version verb over tr until it answers,
+// within the startup deadline; w beats between the polls. A machine still
+// booting (smolvm cannot reach its agent yet) is waited for; an agent that
+// does not answer maxNoAnswers calls in a row ends the wait.
+func waitAnswers(ctx context.Context, b *Box, w *waiter, name string, tr relay.Transport) error {
+	ctx, cancel := context.WithTimeout(ctx, b.timing.startupDeadline)
 	defer cancel()
 	var last error
-	w := waiting(d.b, name, "the agent of "+name+" to answer through smolvm exec")
+	var unanswered noAnswers
 	for {
-		last = agent.New(directRelay(d.b, name), nil).Answers(ctx)
+		last = agent.New(tr, nil).Answers(ctx)
 		if last == nil {
 			return nil
+		}
+		if err := unanswered.note(last); err != nil {
+			return err
 		}
 		if err := w.beat(ctx, last); err != nil {
 			return err
 		}
-		if serr := sleep(ctx, d.b.timing.pollInterval); serr != nil {
+		if serr := sleep(ctx, b.timing.pollInterval); serr != nil {
 			return fmt.Errorf("the agent of %s did not answer through smolvm exec: %w", name, last)
 		}
 	}

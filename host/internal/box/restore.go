@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/filenames"
@@ -98,7 +99,7 @@ func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK 
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
 	}
-	staged, err := stage(ctx, env, src, legacyOK)
+	staged, err := backupset.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits(), env.signer)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
@@ -138,12 +139,19 @@ func waitRunning(ctx context.Context, b *Box, w *waiter, tr relay.Transport) err
 }
 
 // waitFor is waitHealthy (wantDeep) or waitRunning; w beats between the
-// polls (a machine that stopped ends the wait at once).
+// polls (a machine that stopped ends the wait at once). A box that does not
+// answer maxNoAnswers calls in a row ends the wait (noAnswers); a box
+// still booting (the relay refused or dropped) or a report that says
+// starting is waited for.
 func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDeep bool) error {
 	var last error
+	var unanswered noAnswers
 	deep := false
 	for {
 		report, err := client(b, tr).Health(ctx, deep)
+		if err := unanswered.note(err); err != nil {
+			return err
+		}
 		if err == nil {
 			if err = deepCheck(report); err == nil && (deep || !wantDeep) {
 				return nil
@@ -166,6 +174,35 @@ func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDee
 			return fmt.Errorf("the box was not healthy within %v: %w", b.timing.startupDeadline, last)
 		}
 	}
+}
+
+// maxNoAnswers is how many calls in a row a readiness wait lets the box
+// not answer (agent.NoAnswerError: the verb's deadline passed, or its
+// answer broke its cap or the protocol) before it ends the command. One is
+// not enough: under TCG a box still booting may let a call pass its
+// deadline once (make e2e's boxes report healthy 5-10 s after their SSH
+// port accepts, and health's deadline is 30 s). Three in a row is at least
+// 90 s of silence from a box that took the calls (6 min for health --deep,
+// 24 s for the builder's netcheck), where the startup deadline held the
+// command 20 min (2 h with the Executor).
+const maxNoAnswers = 3
+
+// noAnswers counts a wait's calls in a row that the box did not answer.
+type noAnswers int
+
+// note counts the call that ended with err (nil: answered); at
+// maxNoAnswers in a row it returns the error that ends the wait, which
+// names the verb and what to run next.
+func (n *noAnswers) note(err error) error {
+	var na *agent.NoAnswerError
+	if !errors.As(err, &na) {
+		*n = 0
+		return nil
+	}
+	if *n++; *n < maxNoAnswers {
+		return nil
+	}
+	return agent.Unanswered(int(*n), na)
 }
 
 // gaveUp reports whether a supervised service stopped trying (FATAL).

@@ -412,7 +412,7 @@ func (p *Project) InitCalls() []string {
 		"machine cp $ROOT/bin/"+p.AgentFn+" hermes-builder:/usr/local/sbin/hermes-box-agent",
 		"machine exec --name hermes-builder -- /bin/chmod 0755 /usr/local/sbin/hermes-box-agent",
 		"machine cp $ROOT/state/hermes-box-ed25519.pub hermes-builder:/tmp/hermes-box-authorized-keys",
-		"machine exec --stream --name hermes-builder --timeout 5s -- /usr/local/sbin/hermes-box-agent netcheck",
+		"machine exec --stream --name hermes-builder --timeout 8s -- /usr/local/sbin/hermes-box-agent netcheck",
 		// provision is not a relay verb: it runs directly.
 		"machine exec --stream --name hermes-builder -- /usr/local/sbin/hermes-box-agent provision --authorized-keys /tmp/hermes-box-authorized-keys --hermes-commit "+pins.DefaultHermesCommit,
 		"machine stop --name hermes-builder",

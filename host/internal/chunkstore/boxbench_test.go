@@ -327,7 +327,7 @@ func timed(f func() error) (float64, error) {
 // backup.Write) and an incremental one (`snapshot chunks` with its cache
 // and the held-chunk exchange, into Ingest), the 1% change, again both,
 // and restic's two backups of the same tree; then a restore of each (the
-// v2 backup staged; the incremental one materialized, then staged). The
+// v2 backup staged; the incremental one staged from the store). The
 // incremental restore must give the v2 restore's root file system
 // listing.
 func BenchmarkIncrementalBox(b *testing.B) {
@@ -410,8 +410,8 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 }
 
 // restoreInc is the host's side of restoring an incremental backup: load
-// its record, materialize it (which re-hashes every chunk) and stage the
-// result, as today's restore then applies it. It returns the staged
+// its record and stage it in one pass from the store (every chunk
+// re-hashed), as the restore then applies it. It returns the staged
 // backup's sums.
 func restoreInc(ctx context.Context, backups, dir, stateDir string) (backup.Sums, error) {
 	rec, err := Load(dir, trust)
@@ -423,12 +423,7 @@ func restoreInc(ctx context.Context, backups, dir, stateDir string) (backup.Sums
 		return nil, err
 	}
 	defer s.Close()
-	v2, err := s.Materialize(ctx, rec, stateDir, testLimits, projectKey)
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(v2)
-	staged, err := backup.Stage(ctx, v2, stateDir, trust, testLimits)
+	staged, err := s.Stage(ctx, rec, stateDir, testLimits, projectKey)
 	if err != nil {
 		return nil, err
 	}

@@ -103,8 +103,8 @@ func snapshot(t testing.TB, backups string, gen int) (string, *Record) {
 	return dir, rec
 }
 
-// restored materializes the backup in dir and checks it is a valid v2
-// backup whose parts equal generation gen's.
+// restored stages the backup in dir from the store and checks the
+// staged copy is a valid v2 backup whose parts equal generation gen's.
 func restored(t testing.TB, backups, dir string, gen int) {
 	t.Helper()
 	rec, err := Load(dir, trust)
@@ -112,12 +112,14 @@ func restored(t testing.TB, backups, dir string, gen int) {
 		t.Fatal(err)
 	}
 	s := openStore(t, StoreDir(backups, "box"))
-	v2, err := s.Materialize(context.Background(), rec, t.TempDir(), testLimits, projectKey)
+	staged, err := s.Stage(context.Background(), rec, t.TempDir(), testLimits, projectKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer staged.Remove()
+	v2 := staged.Dir
 	if _, err := backup.Verify(context.Background(), v2, trust); err != nil {
-		t.Fatalf("materialized backup: %v", err)
+		t.Fatalf("staged backup: %v", err)
 	}
 	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, backup.FileRootfs}, {boxlayout.PartWorkspace, backup.FileWorkspace}} {
 		data, err := os.ReadFile(filepath.Join(v2, p.file))
@@ -211,7 +213,7 @@ func TestSnapshotRefusesAndLeavesNothing(t *testing.T) {
 
 // TestRecordCarriesAuditAnchor: an incremental record carries the host's
 // audit anchor as a v2 manifest does (restore installs the one of the
-// v2 backup the record materializes into); an anchor that is not one
+// v2 backup the record is staged as); an anchor that is not one
 // line is refused before anything is written.
 func TestRecordCarriesAuditAnchor(t *testing.T) {
 	backups := t.TempDir()
@@ -226,12 +228,13 @@ func TestRecordCarriesAuditAnchor(t *testing.T) {
 	if rec.AuditAnchor != line {
 		t.Fatalf("the record's anchor %q, want %q", rec.AuditAnchor, line)
 	}
-	v2, err := openStore(t, StoreDir(backups, "box")).Materialize(context.Background(), rec, t.TempDir(), testLimits, projectKey)
+	staged, err := openStore(t, StoreDir(backups, "box")).Stage(context.Background(), rec, t.TempDir(), testLimits, projectKey)
 	must(t, err)
-	v, err := backup.Verify(context.Background(), v2, trust)
+	defer staged.Remove()
+	v, err := backup.Verify(context.Background(), staged.Dir, trust)
 	must(t, err)
-	if v.Manifest.AuditAnchor != line {
-		t.Fatalf("the materialized manifest's anchor %q, want %q", v.Manifest.AuditAnchor, line)
+	if v.Manifest.AuditAnchor != line || staged.Manifest.AuditAnchor != line {
+		t.Fatalf("the staged manifest's anchor %q (%q returned), want %q", v.Manifest.AuditAnchor, staged.Manifest.AuditAnchor, line)
 	}
 
 	m = meta(1)
@@ -327,7 +330,7 @@ func TestMissingAndCorruptChunks(t *testing.T) {
 			wantErr(t, s.Verify(context.Background(), rec, false), tt.quick)
 			wantErr(t, s.Verify(context.Background(), rec, true), tt.read)
 			parent := t.TempDir()
-			_, err := s.Materialize(context.Background(), rec, parent, testLimits, projectKey)
+			_, err := s.Stage(context.Background(), rec, parent, testLimits, projectKey)
 			wantErr(t, err, tt.mat)
 			if entries, _ := os.ReadDir(parent); len(entries) != 0 {
 				t.Fatalf("a failed restore left %v", entries)

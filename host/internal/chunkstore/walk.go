@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
 
@@ -95,15 +95,16 @@ func (s *Store) Mark(ctx context.Context, rec *Record, m *Marks) error {
 	return s.walk(ctx, rec, Parts, mark, discard)
 }
 
-// Materialize writes the backup rec (loaded, so its signature checked)
-// as a hermes-box-v2 backup below parent, signed by signer (backup.Write:
-// hashed, listed, checked as every snapshot is), reading and re-hashing
-// every chunk, and returns its directory. A restore stages and applies
-// that directory as it does any v2 backup.
-func (s *Store) Materialize(ctx context.Context, rec *Record, parent string, lim backup.Limits, signer ssh.Signer) (string, error) {
+// Stage stages the backup rec (loaded, so its signature checked) below
+// stateDir for a restore, an export or a package in one pass from the
+// store (backup.StageStream): every chunk read and re-hashed, each part's
+// tree decoded into the staged archive, listed and checked as it is
+// written, the staged SHA256SUMS signed by signer. On failure nothing is
+// left.
+func (s *Store) Stage(ctx context.Context, rec *Record, stateDir string, lim backup.Limits, signer ssh.Signer) (*backup.Staged, error) {
 	meta, err := rec.Meta()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	meta.Limits, meta.Signer = lim, signer
 	buf := make([]byte, 0, MaxChunk)
@@ -113,11 +114,12 @@ func (s *Store) Materialize(ctx context.Context, rec *Record, parent string, lim
 		return b, err
 	}
 	src := func(ctx context.Context, part string, w io.Writer) error {
-		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-		if err != nil {
-			return err
-		}
-		return s.walk(ctx, rec, []string{part}, fetch, func(string) (io.Writer, func() error) { return zw, zw.Close })
+		// The bytes of the decoded tree; the compressed size is not
+		// known before the end.
+		tw, done := progress.TrackEstimate(ctx, "stage "+part+".tar.gz", 0, w)
+		err := s.walk(ctx, rec, []string{part}, fetch, func(string) (io.Writer, func() error) { return tw, func() error { return nil } })
+		done(err)
+		return err
 	}
-	return backup.Write(ctx, parent, meta, src)
+	return backup.StageStream(ctx, stateDir, meta, src)
 }
