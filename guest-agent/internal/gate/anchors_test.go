@@ -89,13 +89,7 @@ func TestAnchorsCacheDistrustsItsFile(t *testing.T) {
 	cases := map[string]func(t *testing.T, tgt *Target){
 		"world-writable": func(t *testing.T, tgt *Target) { chmod(t, tgt.Verdicts.AnchorsPath, 0o602) },
 		"another owner":  func(t *testing.T, tgt *Target) { tgt.Verdicts.Owner = os.Geteuid() + 1 },
-		"a symlink": func(t *testing.T, tgt *Target) {
-			moved := tgt.Verdicts.AnchorsPath + ".real"
-			if err := os.Rename(tgt.Verdicts.AnchorsPath, moved); err != nil {
-				t.Fatal(err)
-			}
-			symlink(t, moved, tgt.Verdicts.AnchorsPath)
-		},
+		"a symlink":      func(t *testing.T, tgt *Target) { linkInPlace(t, tgt.Verdicts.AnchorsPath) },
 	}
 	for name, tamper := range cases {
 		t.Run(name, func(t *testing.T) {
