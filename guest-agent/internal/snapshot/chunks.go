@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
@@ -42,7 +40,7 @@ func Chunks(ctx context.Context, in io.Reader, out io.Writer, spec Spec, opt Chu
 	if err != nil {
 		return err
 	}
-	defer s.zw.Close()
+	defer s.close()
 	next := cache{}
 	enc := snaptree.NewEncoder(s.send)
 	known := func(hdr *tar.Header, fi os.FileInfo) (bool, error) {
@@ -66,61 +64,10 @@ func Chunks(ctx context.Context, in io.Reader, out io.Writer, spec Spec, opt Chu
 	if err != nil {
 		return err
 	}
-	if err := s.fw.End(chunkwire.End{Entries: uint64(st.Entries), Bytes: uint64(st.Bytes), Read: uint64(st.Read), Tree: tree}); err != nil {
+	if err := s.end(chunkwire.End{Entries: uint64(st.Entries), Bytes: uint64(st.Bytes), Read: uint64(st.Read), Tree: tree}); err != nil {
 		return fmt.Errorf("sending the end of %s: %w", opt.Part, err)
 	}
 	return saveCache(opt.CacheDir, opt.Part, chunkwire.Token(tree), held.Committed, next)
-}
-
-// chunkSender sends each chunk the host lacks once, compressed when that
-// makes it smaller.
-type chunkSender struct {
-	fw      *chunkwire.Writer
-	held    *chunkwire.Held
-	sent    map[chunkwire.ID]bool
-	zw      *zstd.Encoder
-	buf     []byte
-	pending fileKey // the identity of the file being read
-	read    int64   // content bytes read
-	next    int64   // when the next progress frame is due
-}
-
-func newChunkSender(out io.Writer, held *chunkwire.Held) (*chunkSender, error) {
-	zw, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithLowerEncoderMem(true))
-	if err != nil {
-		return nil, fmt.Errorf("starting zstd: %w", err)
-	}
-	return &chunkSender{fw: chunkwire.NewWriter(out), held: held, sent: map[chunkwire.ID]bool{}, zw: zw, next: progressEvery}, nil
-}
-
-func (s *chunkSender) allHeld(ids []byte) bool {
-	var id chunkwire.ID
-	for len(ids) >= len(id) {
-		copy(id[:], ids)
-		if !s.held.Has(id) {
-			return false
-		}
-		ids = ids[len(id):]
-	}
-	return len(ids) == 0
-}
-
-// send is the encoder's sink: a chunk the host holds, or that this stream
-// sent already, is not sent again.
-func (s *chunkSender) send(id snaptree.ID, data []byte) error {
-	if s.held.Has(id) || s.sent[id] {
-		return nil
-	}
-	s.sent[id] = true
-	c := chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Plain, Stored: data}
-	if s.buf = s.zw.EncodeAll(data, s.buf[:0]); len(s.buf) < len(data) {
-		c.Compression, c.Stored = chunkwire.Zstd, s.buf
-	}
-	if err := s.fw.Chunk(c); err != nil {
-		return fmt.Errorf("sending chunk %x: %w", id, err)
-	}
-	return nil
 }
 
 // progressEntries counts the content read and sends a progress frame
@@ -134,7 +81,7 @@ func (p *progressEntries) Write(b []byte) (int, error) {
 	n, err := p.Encoder.Write(b)
 	if p.s.read += int64(n); p.s.read >= p.s.next {
 		p.s.next = p.s.read + progressEvery
-		if perr := p.s.fw.Progress(uint64(p.s.read)); err == nil {
+		if perr := p.s.progress(p.s.read); err == nil {
 			err = perr
 		}
 	}

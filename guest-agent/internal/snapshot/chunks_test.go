@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,4 +107,68 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCompressible: the probe skips only content that looks random in
+// every window.
+func TestCompressible(t *testing.T) {
+	random := make([]byte, 256<<10)
+	for i := 0; i < len(random); i += sha256.Size {
+		sum := sha256.Sum256(fmt.Append(nil, i))
+		copy(random[i:], sum[:])
+	}
+	text := bytes.Repeat([]byte("func main() { return value }\n"), len(random)/29+1)[:len(random)]
+	mixed := append(append([]byte(nil), random[:len(random)*3/4]...), text[:len(random)/4]...)
+	tests := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"random", random, false},
+		{"text", text, true},
+		{"three quarters random", mixed, true},
+		{"too short to probe", random[:8<<10], true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := compressible(tt.data); got != tt.want {
+				t.Fatalf("compressible = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestChunksFailsOnAClosedStream: when the host stops reading, Chunks
+// returns the write's error (its compressors and writer end) and writes
+// no cache.
+func TestChunksFailsOnAClosedStream(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	for i := range 16 {
+		data := bytes.Repeat(fmt.Appendf(nil, "file %d ", i), 100<<10)
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), data, 0o644))
+	}
+	var in bytes.Buffer
+	must(t, chunkwire.WriteHeld(&in, &chunkwire.Held{}))
+	err := Chunks(context.Background(), &in, &failingWriter{left: 1000}, Spec{Dir: dir}, ChunkOptions{Part: "workspace", CacheDir: cache})
+	if !errors.Is(err, errHostGone) {
+		t.Fatalf("err = %v, want the stream's error", err)
+	}
+	if names, _ := os.ReadDir(cache); len(names) != 0 {
+		t.Fatalf("a failed run wrote a cache: %v", names)
+	}
+}
+
+var errHostGone = errors.New("the host stopped reading")
+
+// failingWriter takes left bytes, then fails.
+type failingWriter struct{ left int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		n := w.left
+		w.left = 0
+		return n, errHostGone
+	}
+	w.left -= len(p)
+	return len(p), nil
 }

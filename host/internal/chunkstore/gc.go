@@ -124,7 +124,7 @@ func (w *Writer) copyLive(id ID) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.write(id, bytes.Clone(data)); err != nil {
+	if _, err := w.write(id, bytes.Clone(data), nil, false); err != nil {
 		return err
 	}
 	if w.pack.n >= packTarget {

@@ -158,7 +158,11 @@ func (in *ingester) receive(r io.Reader) (*chunkwire.End, error) {
 		if err != nil {
 			return nil, err
 		}
-		added, err := in.w.Put(c.ID, data)
+		var packed []byte // the agent's zstd frame is stored as it came
+		if c.Compression == chunkwire.Zstd {
+			packed = c.Stored
+		}
+		added, err := in.w.PutStored(c.ID, data, packed)
 		if err != nil {
 			return nil, err
 		}

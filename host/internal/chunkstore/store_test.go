@@ -1,9 +1,12 @@
 package chunkstore
 
 import (
+	"bytes"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestRoundTripAndDedup(t *testing.T) {
@@ -29,6 +32,44 @@ func TestRoundTripAndDedup(t *testing.T) {
 	mustRead(t, openStore(t, dir), append(a, b...))
 	if n := len(files(t, dir)); n != 4 {
 		t.Fatalf("store files %v: want two packs and two indexes", files(t, dir))
+	}
+}
+
+// TestPutStoredKeepsTheFrame: a chunk that came compressed is stored as
+// the frame it came in (not compressed again) when that is smaller, one
+// that came plain stays plain, and each reads back.
+func TestPutStoredKeepsTheFrame(t *testing.T) {
+	zw, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	must(t, err)
+	text := chunk("t", 0, 64<<10, false)
+	frame := zw.EncodeAll(text, nil)
+	tests := []struct {
+		name         string
+		data, packed []byte
+		stored       int
+	}{
+		{"a smaller frame", text, frame, len(frame)},
+		{"plain", text, nil, len(text)},
+		{"a frame no smaller", []byte("x"), zw.EncodeAll([]byte("x"), nil), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openStore(t, t.TempDir())
+			w, err := s.NewWriter()
+			must(t, err)
+			if added, err := w.PutStored(Sum(tt.data), tt.data, tt.packed); err != nil || !added {
+				t.Fatalf("PutStored: added %v, %v", added, err)
+			}
+			must(t, w.Commit())
+			if got := w.Stats().Stored; got != int64(tt.stored) {
+				t.Fatalf("stored %d bytes, want %d", got, tt.stored)
+			}
+			got, err := s.Read(Sum(tt.data), nil)
+			must(t, err)
+			if !bytes.Equal(got, tt.data) {
+				t.Fatal("the chunk reads back changed")
+			}
+		})
 	}
 }
 

@@ -52,30 +52,39 @@ func (s *Store) NewWriter() (*Writer, error) {
 // Stats reports what w was given so far.
 func (w *Writer) Stats() Stats { return w.stats }
 
-// Put adds the chunk data, which the caller names id. It re-hashes data
-// and refuses a mismatch or a chunk over MaxChunk. A chunk the store
-// holds is not written again; added says whether this one was new.
+// Put adds the chunk data, which the caller names id, compressed here
+// when that makes it smaller. It re-hashes data and refuses a mismatch or
+// a chunk over MaxChunk. A chunk the store holds is not written again;
+// added says whether this one was new.
 func (w *Writer) Put(id ID, data []byte) (added bool, err error) {
-	if len(data) > MaxChunk {
-		return false, fmt.Errorf("%w: chunk %s has %d bytes, over the limit of %d", ErrCorrupt, id, len(data), MaxChunk)
+	return w.put(id, data, nil, false)
+}
+
+// PutStored is Put of a chunk that arrived compressed: packed is the zstd
+// frame the caller decoded data from, written as the chunk's blob instead
+// of compressing data again. A nil packed means data arrived plain and is
+// stored plain (its sender found it does not compress).
+func (w *Writer) PutStored(id ID, data, packed []byte) (added bool, err error) {
+	if len(packed) > 0 && len(packed) < len(data) {
+		return w.put(id, data, packed, true)
+	}
+	return w.put(id, data, data, false)
+}
+
+// put checks and adds a chunk whose blob is given (write's blob and z).
+func (w *Writer) put(id ID, data, blob []byte, z bool) (added bool, err error) {
+	if len(data) > MaxChunk || len(blob) > MaxChunk {
+		return false, fmt.Errorf("%w: chunk %s has %d bytes (%d stored), over the limit of %d", ErrCorrupt, id, len(data), len(blob), MaxChunk)
 	}
 	if Sum(data) != id {
 		return false, fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, id, Sum(data))
-	}
-	return w.add(id, data)
-}
-
-// add is Put of a chunk whose id this process computed.
-func (w *Writer) add(id ID, data []byte) (added bool, err error) {
-	if len(data) > MaxChunk {
-		return false, fmt.Errorf("%w: chunk %s has %d bytes, over the limit of %d", ErrCorrupt, id, len(data), MaxChunk)
 	}
 	w.stats.Chunks++
 	w.stats.Bytes += int64(len(data))
 	if w.s.Has(id) {
 		return false, nil
 	}
-	e, err := w.write(id, data)
+	e, err := w.write(id, data, blob, z)
 	if err != nil {
 		return false, err
 	}
@@ -90,8 +99,9 @@ func (w *Writer) add(id ID, data []byte) (added bool, err error) {
 }
 
 // write appends chunk id to the open pack, opening one when needed, and
-// returns its header entry.
-func (w *Writer) write(id ID, data []byte) (packEntry, error) {
+// returns its header entry. The blob is data, or packed when z (its zstd
+// frame); a nil blob is data compressed here when that makes it smaller.
+func (w *Writer) write(id ID, data, blob []byte, z bool) (packEntry, error) {
 	if w.pack == nil {
 		var err error
 		if w.pack, err = createHashed(filepath.Join(w.s.dir, packsDir)); err != nil {
@@ -101,10 +111,12 @@ func (w *Writer) write(id ID, data []byte) (packEntry, error) {
 		w.s.idx.packs = append(w.s.idx.packs, ID{}) // named when published
 		w.hdr = w.hdr[:0]
 	}
-	e := packEntry{id: id, off: uint32(w.pack.n), rlen: uint32(len(data))}
-	blob := data
-	if w.buf = w.enc.EncodeAll(data, w.buf[:0]); len(w.buf) < len(data) {
-		blob, e.zstd = w.buf, true
+	e := packEntry{id: id, off: uint32(w.pack.n), rlen: uint32(len(data)), zstd: z}
+	if blob == nil {
+		blob = data
+		if w.buf = w.enc.EncodeAll(data, w.buf[:0]); len(w.buf) < len(data) {
+			blob, e.zstd = w.buf, true
+		}
 	}
 	e.slen = uint32(len(blob))
 	if _, err := w.pack.Write(blob); err != nil {
