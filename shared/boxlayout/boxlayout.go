@@ -118,6 +118,10 @@ const (
 	// of everything it depends on, so a health check with nothing changed
 	// does not start Hermes' Python.
 	GateVerdictCache = StateDir + "/gate-verdict.json"
+	// GateAnchorsCache keeps the last passing verification of the gate's
+	// edits in Hermes' source, keyed by a hash of the files it read, so a
+	// health check of an unchanged tree does not verify them again.
+	GateAnchorsCache = StateDir + "/gate-anchors.json"
 	// CacheDir holds the agent's caches, which provisioning empties last.
 	CacheDir = "/var/cache/hermes-box"
 	// DownloadCache holds verified downloads.

@@ -3,12 +3,14 @@ package main
 // The hostile agent: what an attacker who owns the box (root, the agent
 // replaced) can send the host over the relay, or through smolvm exec (a
 // verb run directly turns hostile the same way). A relayed verb turns hostile
-// when a file names its case: <root>/.testagent/hostile/VERB.SUB or
-// .../VERB in the machine, or the same names in the fake smolvm's state
-// directory (<root>/../../../hostile), which every machine, candidates too,
-// sees. Each call that meets a case adds a line to NAME.hits beside the
-// file, its argv as a JSON array; "hang" also records that it was reached
-// (NAME.reached); "hang-from:N" lets the first N-1 calls through.
+// when a file names its case: <root>/.testagent/hostile/VERB.SUB.ARG,
+// .../VERB.SUB or .../VERB in the machine (the first that exists:
+// health.--json.--deep is the deep report alone), or the same names in the
+// fake smolvm's state directory (<root>/../../../hostile), which every
+// machine, candidates too, sees. Each call that meets a case adds a line to
+// NAME.hits beside the file, its argv as a JSON array; "hang" also records
+// that it was reached (NAME.reached); "hang-from:N" lets the first N-1
+// calls through.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -108,6 +110,9 @@ func (t *agent) hostileCase(argv []string) (string, string) {
 	names := []string{argv[0]}
 	if len(argv) > 1 {
 		names = []string{argv[0] + "." + argv[1], argv[0]}
+	}
+	if len(argv) > 2 {
+		names = append([]string{argv[0] + "." + argv[1] + "." + argv[2]}, names...)
 	}
 	for _, dir := range []string{t.path("hostile"), filepath.Join(t.root, "..", "..", "..", "hostile")} {
 		for _, n := range names {

@@ -61,16 +61,23 @@ func executorStandins(t *testing.T, root, key string) *mcptest.Server {
 	return srv
 }
 
-func TestExecutorConnectHermesThroughRelay(t *testing.T) {
-	root := accountsRoot(t)
-	srv := executorStandins(t, root, "exk_secret-1")
+// hermesHome is the box's HERMES_HOME under root, with config.yaml cfg.
+func hermesHome(t *testing.T, root, cfg string) string {
+	t.Helper()
 	home := filepath.Join(root, "workspace/hermes-home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: x # mine\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return home
+}
+
+func TestExecutorConnectHermesThroughRelay(t *testing.T) {
+	root := accountsRoot(t)
+	srv := executorStandins(t, root, "exk_secret-1")
+	home := hermesHome(t, root, "model: x # mine\n")
 	var req bytes.Buffer
 	err := protocol.WriteRequest(&req, protocol.Request{ProtocolVersion: protocol.Version,
 		Argv: []string{"executor", "connect-hermes", "--mcp-url", srv.MCPURL()}, Options: protocol.Options{Stdin: true}})
@@ -104,13 +111,7 @@ func TestExecutorConnectHermesThroughRelay(t *testing.T) {
 func TestExecutorConnectHermesWarnsOfTheGate(t *testing.T) {
 	root := accountsRoot(t)
 	srv := executorStandins(t, root, "exk_secret-4")
-	home := filepath.Join(root, "workspace/hermes-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: x # mine\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	hermesHome(t, root, "model: x # mine\n")
 	tree := filepath.Join(root, boxlayout.HermesTree)
 	if err := os.MkdirAll(tree, 0o755); err != nil {
 		t.Fatal(err)
@@ -142,14 +143,8 @@ func TestExecutorConnectHermesRollsBack(t *testing.T) {
 	if err := os.WriteFile(hermes, []byte("#!/bin/sh\necho '  ✗ Connection failed (1ms): refused'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	home := filepath.Join(root, "workspace/hermes-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	const cfg = "model: x # mine\n"
-	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := hermesHome(t, root, cfg)
 	code, out, errs := run(t, "exk_secret-3\n", "--root", root, "executor", "connect-hermes", "--mcp-url", srv.MCPURL())
 	if code != 1 || !strings.Contains(errs, "no connection to Executor") || !strings.Contains(errs, "Hermes' configuration is as it was") {
 		t.Fatalf("exit %d: %s %s", code, out, errs)

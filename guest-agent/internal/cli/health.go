@@ -66,12 +66,14 @@ func addGateHealth(ctx context.Context, e *env, r *health.Report) {
 }
 
 // gateHealth is the gate check of the box's Hermes; the verdict it asks
-// Hermes for is kept for the next check of the same inputs.
+// Hermes for, and its verification of the gate's source edits, are kept
+// for the next check of the same inputs.
 func gateHealth(ctx context.Context, e *env) (health.Check, *health.Gate) {
 	src := filepath.Join(e.root, boxlayout.HermesTree)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
 		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir),
-		Runner: command.ExecRunner{}, Verdicts: gate.NewVerdictCache(filepath.Join(e.root, boxlayout.GateVerdictCache))}
+		Runner: command.ExecRunner{}, Verdicts: gate.NewVerdictCache(filepath.Join(e.root, boxlayout.GateVerdictCache),
+			filepath.Join(e.root, boxlayout.GateAnchorsCache))}
 	if e.root == "/" {
 		t.User = "hermes"
 	}

@@ -40,9 +40,12 @@ func Health(ctx context.Context, t Target, now time.Time) (health.Check, *health
 		return c, nil
 	}
 	g := &health.Gate{HermesVersion: rel.Version, Mechanism: string(rel.Mechanism), IntendedMode: rel.Mechanism.IntendedMode()}
-	g.Problems = append(g.Problems, markerProblems(ctx, t, commit)...)
+	// Each input is hashed once: the verdict's key takes the digests of
+	// the files the anchors' verification read.
+	seen := newInputs()
+	g.Problems = append(g.Problems, markerProblems(ctx, t, commit, seen)...)
 	t.Commit = commit
-	if eff, err := probeCached(ctx, t, rel); err != nil {
+	if eff, err := probeCached(ctx, t, rel, seen); err != nil {
 		g.Problems = append(g.Problems, err.Error())
 	} else {
 		g.EffectiveMode = eff.Mode
@@ -55,16 +58,4 @@ func Health(ctx context.Context, t Target, now time.Time) (health.Check, *health
 	c.Status = health.StatusHealthy
 	c.Message = fmt.Sprintf("approval gate of Hermes %s (%s) active: approvals.mode %s as Hermes resolves it", rel.Version, rel.Mechanism, g.EffectiveMode)
 	return c, g
-}
-
-// markerProblems verifies the tree's gate edits without writing: a tree
-// without the marker is reported, never patched from a health check.
-func markerProblems(ctx context.Context, t Target, commit string) []string {
-	if _, err := os.Stat(filepath.Join(t.Source, patch.MarkerFile)); err != nil {
-		return []string{"the gate's source edits are not in place (" + patch.MarkerFile + ": " + err.Error() + ")"}
-	}
-	if _, err := (Installer{}).patcher(t).Patch(ctx, t.Source, commit); err != nil {
-		return []string{err.Error()}
-	}
-	return nil
 }

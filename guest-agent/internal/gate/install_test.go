@@ -253,7 +253,7 @@ func TestInstallRealTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			tgt := Target{Source: src, Python: python, Home: t.TempDir(), Managed: filepath.Join(t.TempDir(), "etc-hermes"),
-				Commit: rel.Commit, Runner: command.ExecRunner{}, Verdicts: NewVerdictCache(filepath.Join(t.TempDir(), "gate-verdict.json"))}
+				Commit: rel.Commit, Runner: command.ExecRunner{}, Verdicts: verdictsIn(t.TempDir())}
 			ctx := context.Background()
 			if err := (Installer{Integration: true}).Apply(ctx, tgt); err != nil {
 				t.Fatal(err)

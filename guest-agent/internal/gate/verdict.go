@@ -22,7 +22,7 @@ import (
 
 // verdictFormat names the cache record's layout and the key's recipe; a
 // change to either must change it, so an old record never matches.
-const verdictFormat = "hermes-box gate verdict v1"
+const verdictFormat = "hermes-box gate verdict v2"
 
 // Bounds of what one key may read: past them the state is not cached (the
 // probe runs, as without a cache), so a file or tree the hermes user makes
@@ -45,16 +45,19 @@ var homeInputs = []string{"config.yaml", ".env", ".op.env", "plugins", ".managed
 // with nothing changed reads it instead of starting Python.
 type VerdictCache struct {
 	Path string
+	// AnchorsPath keeps the last verification of the tree's gate edits
+	// that passed (anchors.go), by the same rules; "" keeps none.
+	AnchorsPath string
 	// Owner is the only account whose cache file is trusted (the agent's,
 	// root in the box); a file of anyone else, or one others may write, is
 	// ignored.
 	Owner int
 }
 
-// NewVerdictCache is the cache at path, trusted when the running account
-// owns it.
-func NewVerdictCache(path string) *VerdictCache {
-	return &VerdictCache{Path: path, Owner: os.Geteuid()}
+// NewVerdictCache is the cache at path, with the anchors' record at
+// anchors, trusted when the running account owns them.
+func NewVerdictCache(path, anchors string) *VerdictCache {
+	return &VerdictCache{Path: path, AnchorsPath: anchors, Owner: os.Geteuid()}
 }
 
 type verdictRecord struct {
@@ -65,12 +68,13 @@ type verdictRecord struct {
 
 // probeCached answers like Probe, from t.Verdicts when nothing the answer
 // depends on has changed since it was stored. A state it cannot key
-// safely (a symlink, an oversized input) is probed every time.
-func probeCached(ctx context.Context, t Target, rel pins.HermesRelease) (Effective, error) {
+// safely (a symlink, an oversized input) is probed every time. The key
+// takes the digest of a file seen already read (nil: none).
+func probeCached(ctx context.Context, t Target, rel pins.HermesRelease, seen *inputs) (Effective, error) {
 	if t.Verdicts == nil {
 		return Probe(ctx, t, rel)
 	}
-	before := verdictKey(t, rel)
+	before := verdictKey(t, rel, seen)
 	if before.ok {
 		if eff, ok := t.Verdicts.load(before.key); ok {
 			return eff, nil
@@ -85,43 +89,28 @@ func probeFresh(ctx context.Context, t Target, rel pins.HermesRelease) (Effectiv
 	if t.Verdicts == nil {
 		return Probe(ctx, t, rel)
 	}
-	return probeAndStore(ctx, t, rel, verdictKey(t, rel))
+	return probeAndStore(ctx, t, rel, verdictKey(t, rel, nil))
 }
 
 // probeAndStore runs the probe and keeps its answer when every input is
 // as it was before, down to inode and ctime (which no write can set
-// back): a change while Python ran (the hermes user swapping a file in and
-// back) must not file one state's answer under another's key.
+// back), each file read again: a change while Python ran (the hermes user
+// swapping a file in and back) must not file one state's answer under
+// another's key.
 func probeAndStore(ctx context.Context, t Target, rel pins.HermesRelease, before keyed) (Effective, error) {
 	eff, err := Probe(ctx, t, rel)
 	if err != nil || !before.ok {
 		return eff, err
 	}
-	if after := verdictKey(t, rel); after == before {
+	if after := verdictKey(t, rel, nil); after == before {
 		t.Verdicts.store(before.key, eff)
 	}
 	return eff, nil
 }
 
 func (c *VerdictCache) load(key string) (Effective, bool) {
-	f, err := os.OpenFile(c.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return Effective{}, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > verdictMax {
-		return Effective{}, false
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != c.Owner {
-		return Effective{}, false
-	}
-	b, err := io.ReadAll(io.LimitReader(f, verdictMax))
-	if err != nil {
-		return Effective{}, false
-	}
 	var rec verdictRecord
-	if json.Unmarshal(b, &rec) != nil || rec.Format != verdictFormat || rec.Key != key {
+	if !c.read(c.Path, &rec) || rec.Format != verdictFormat || rec.Key != key {
 		return Effective{}, false
 	}
 	return rec.Effective, true
@@ -130,14 +119,40 @@ func (c *VerdictCache) load(key string) (Effective, bool) {
 // store keeps the verdict; failing to is no error of the health check
 // (the next one probes again).
 func (c *VerdictCache) store(key string, eff Effective) {
-	b, err := json.Marshal(verdictRecord{Format: verdictFormat, Key: key, Effective: eff})
+	c.write(c.Path, verdictRecord{Format: verdictFormat, Key: key, Effective: eff})
+}
+
+// read decodes the record at path into rec when the file is the owner's
+// alone: a regular file (never through a symlink, never blocking), no one
+// else may write, at most verdictMax bytes.
+func (c *VerdictCache) read(path string, rec any) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > verdictMax {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != c.Owner {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, verdictMax))
+	return err == nil && json.Unmarshal(b, rec) == nil
+}
+
+// write replaces the record at path atomically, mode 0600; failing to is
+// no error of the health check (the next one asks again).
+func (c *VerdictCache) write(path string, rec any) {
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return
 	}
-	if os.MkdirAll(filepath.Dir(c.Path), 0o700) != nil {
+	if os.MkdirAll(filepath.Dir(path), 0o700) != nil {
 		return
 	}
-	_ = atomicfile.Write(c.Path, b, 0o600)
+	_ = atomicfile.Write(path, b, 0o600)
 }
 
 // keyed is the verdict key of a state: key, the SHA-256 of the contents,
@@ -151,8 +166,8 @@ type keyed struct {
 	ok         bool
 }
 
-func verdictKey(t Target, rel pins.HermesRelease) keyed {
-	k := keyHasher{h: sha256.New(), stamps: sha256.New(), budget: keyMaxBytes}
+func verdictKey(t Target, rel pins.HermesRelease, seen *inputs) keyed {
+	k := keyHasher{h: sha256.New(), stamps: sha256.New(), budget: keyMaxBytes, seen: seen}
 	k.str(verdictFormat)
 	k.str(string(probeScript))
 	k.str(rel.Version, rel.Commit, string(rel.Mechanism), t.Source, t.Home, t.Managed, t.User, t.Python)
@@ -183,13 +198,15 @@ func verdictKey(t Target, rel pins.HermesRelease) keyed {
 }
 
 // keyHasher feeds a key: length-prefixed strings, and file system entries
-// by type, mode and owner, with regular files' contents; and their stamp.
+// by type, mode and owner, with the digest of regular files' contents; and
+// their stamp. A file seen holds is not read again.
 type keyHasher struct {
 	h       hash.Hash
 	stamps  hash.Hash
 	budget  int64
 	entries int
 	refused bool
+	seen    *inputs
 }
 
 func (k *keyHasher) refuse() { k.refused = true }
@@ -291,10 +308,15 @@ func readNames(dir string) ([]string, error) {
 	return names, nil
 }
 
-// contents streams a regular file into the key. It opens without following
+// contents keys a regular file by the SHA-256 of its contents: the one
+// k.seen holds of the same file, else streamed. It opens without following
 // a link and without blocking (a FIFO swapped in after Lstat), and refuses
 // when what it opened is not what Lstat saw or the budget runs out.
 func (k *keyHasher) contents(p string, want fs.FileInfo) {
+	if sum, n, ok := k.seen.digest(p, want); ok {
+		k.digest(sum, n)
+		return
+	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		k.refuse()
@@ -306,10 +328,21 @@ func (k *keyHasher) contents(p string, want fs.FileInfo) {
 		k.refuse()
 		return
 	}
-	n, err := io.Copy(k.h, io.LimitReader(f, k.budget+1))
-	fmt.Fprintf(k.h, "#%d;", n)
+	d := sha256.New()
+	n, err := io.Copy(d, io.LimitReader(f, k.budget+1))
+	if err != nil {
+		k.refuse()
+		return
+	}
+	k.digest(d.Sum(nil), n)
+}
+
+// digest keys a file's contents: their SHA-256 and length, counted
+// against the budget.
+func (k *keyHasher) digest(sum []byte, n int64) {
+	fmt.Fprintf(k.h, "%x#%d;", sum, n)
 	k.budget -= n
-	if err != nil || k.budget < 0 {
+	if k.budget < 0 {
 		k.refuse()
 	}
 }

@@ -33,7 +33,7 @@ func cachedTarget(t *testing.T) (Target, *fakeRunner) {
 	t.Helper()
 	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
 	tgt := fixtureTarget(t, "0.19.0", run)
-	tgt.Verdicts = NewVerdictCache(filepath.Join(t.TempDir(), "state", "gate-verdict.json"))
+	tgt.Verdicts = verdictsIn(filepath.Join(t.TempDir(), "state"))
 	write(t, tgt.Home, "config.yaml", "approvals:\n  mode: smart\n")
 	write(t, tgt.Home, ".env", "OPENAI_API_KEY=x\n")
 	write(t, tgt.Home, "plugins/mine/plugin.yaml", "name: mine\n")
@@ -44,7 +44,7 @@ func cachedTarget(t *testing.T) (Target, *fakeRunner) {
 
 func mustProbe(t *testing.T, tgt Target) Effective {
 	t.Helper()
-	eff, err := probeCached(context.Background(), tgt, release(t, "0.19.0"))
+	eff, err := probeCached(context.Background(), tgt, release(t, "0.19.0"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,13 +177,7 @@ func TestVerdictCacheDistrustsItsFile(t *testing.T) {
 		"group-writable": func(t *testing.T, tgt *Target) { chmod(t, tgt.Verdicts.Path, 0o620) },
 		"world-writable": func(t *testing.T, tgt *Target) { chmod(t, tgt.Verdicts.Path, 0o602) },
 		"another owner":  func(t *testing.T, tgt *Target) { tgt.Verdicts.Owner = os.Geteuid() + 1 },
-		"a symlink": func(t *testing.T, tgt *Target) {
-			moved := tgt.Verdicts.Path + ".real"
-			if err := os.Rename(tgt.Verdicts.Path, moved); err != nil {
-				t.Fatal(err)
-			}
-			symlink(t, moved, tgt.Verdicts.Path)
-		},
+		"a symlink":      func(t *testing.T, tgt *Target) { linkInPlace(t, tgt.Verdicts.Path) },
 		"another key": func(t *testing.T, tgt *Target) {
 			var rec verdictRecord
 			if err := json.Unmarshal([]byte(read(t, filepath.Dir(tgt.Verdicts.Path), filepath.Base(tgt.Verdicts.Path))), &rec); err != nil {
@@ -238,6 +232,16 @@ func remove(t *testing.T, path string) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// linkInPlace moves the file at path aside and puts a symlink to it in
+// its place.
+func linkInPlace(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Rename(path, path+".real"); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, path+".real", path)
 }
 
 func symlink(t *testing.T, target, link string) {

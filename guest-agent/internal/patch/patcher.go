@@ -53,17 +53,17 @@ type plannedFile struct {
 // Patch verifies that dir holds commit (a pinned Hermes release) and patches
 // it, or verifies an already patched tree without changing it.
 func (p *Patcher) Patch(ctx context.Context, dir, commit string) (Result, error) {
-	rel, set, err := checkTree(dir, commit)
+	rel, set, err := CheckTree(dir, commit)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Commit: rel.Commit, Version: rel.Version, Set: set.ID}
 	want := markerContent(rel, set)
-	have, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+	_, err = os.Stat(filepath.Join(dir, MarkerFile))
 	switch {
 	case err == nil:
 		res.AlreadyPatched = true
-		return res, verifyPatched(dir, set, have, want)
+		return res, verifyPatched(dir, rel, set)
 	case !errors.Is(err, fs.ErrNotExist):
 		return res, fmt.Errorf("reading patch marker: %w", err)
 	}
@@ -87,8 +87,9 @@ func (p *Patcher) Patch(ctx context.Context, dir, commit string) (Result, error)
 	return res, nil
 }
 
-// checkTree refuses a tree that is not exactly the pinned release.
-func checkTree(dir, commit string) (pins.HermesRelease, Set, error) {
+// CheckTree refuses a tree that is not exactly the pinned release of
+// commit, and returns that release and its anchor set.
+func CheckTree(dir, commit string) (pins.HermesRelease, Set, error) {
 	rel, err := pins.Hermes(commit)
 	if err != nil {
 		return rel, Set{}, err
@@ -118,27 +119,44 @@ func markerContent(rel pins.HermesRelease, set Set) []byte {
 	return fmt.Appendf(nil, "commit=%s\nanchor_set=%s\nmodule_sha256=%s\n", rel.Commit, set.ID, ModuleSHA256())
 }
 
-// verifyPatched checks a marked tree: marker, module bytes, and every
-// anchor and hunk marker exactly once. It writes nothing.
-func verifyPatched(dir string, set Set, have, want []byte) error {
-	if !bytes.Equal(have, want) {
+// VerifyInputs lists the files, relative to a tree, whose bytes decide
+// whether a marked tree of the set verifies (VerifyMarked): the marker,
+// the reviewer module where the set has one, and the files it edits.
+func (s Set) VerifyInputs() []string {
+	files := []string{MarkerFile}
+	if s.Reviewer {
+		files = append(files, ModulePath)
+	}
+	return append(files, s.Files()...)
+}
+
+// verifyPatched checks the marked tree at dir (VerifyMarked). It writes
+// nothing.
+func verifyPatched(dir string, rel pins.HermesRelease, set Set) error {
+	files := map[string][]byte{}
+	for _, f := range set.VerifyInputs() {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return fmt.Errorf("verifying patched tree: %w", err)
+		}
+		files[f] = b
+	}
+	return VerifyMarked(dir, rel, set, files)
+}
+
+// VerifyMarked checks a marked tree of rel at dir from the bytes of the
+// set's VerifyInputs (files, by the same names): marker, module bytes, and
+// every anchor and hunk marker exactly once; the result depends on nothing
+// else.
+func VerifyMarked(dir string, rel pins.HermesRelease, set Set, files map[string][]byte) error {
+	if have, want := files[MarkerFile], markerContent(rel, set); !bytes.Equal(have, want) {
 		return fmt.Errorf("%s: marker is %q, want %q: the tree was patched by a different hermes-box; reinstall Hermes", filepath.Join(dir, MarkerFile), have, want)
 	}
-	if set.Reviewer {
-		mod, err := os.ReadFile(filepath.Join(dir, ModulePath))
-		if err != nil {
-			return fmt.Errorf("verifying patched tree: %w", err)
-		}
-		if !bytes.Equal(mod, module) {
-			return fmt.Errorf("%s: installed reviewer module differs from this agent's (sha256 %s)", ModulePath, ModuleSHA256())
-		}
+	if set.Reviewer && !bytes.Equal(files[ModulePath], module) {
+		return fmt.Errorf("%s: installed reviewer module differs from this agent's (sha256 %s)", ModulePath, ModuleSHA256())
 	}
 	for _, file := range set.Files() {
-		src, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
-		if err != nil {
-			return fmt.Errorf("verifying patched tree: %w", err)
-		}
-		if st, err := fileState(file, src, set.For(file)); err != nil || st != statePatched {
+		if st, err := fileState(file, files[file], set.For(file)); err != nil || st != statePatched {
 			return errors.Join(fmt.Errorf("%s: marked as patched but the file is not", file), err)
 		}
 	}

@@ -59,6 +59,12 @@ type releaseDriver struct {
 	// when it goes on without it; "" is the door's error, which names the
 	// verb and the next step.
 	hang string
+	// asks is how many calls in a row the command lets the box leave
+	// unanswered before it gives up: a readiness wait's three (0 is one).
+	asks int
+	// stopped says the command runs on a stopped box: the test build
+	// stops the box before each cell.
+	stopped bool
 }
 
 // The snapshot's kind, whatever the default: a full snapshot writes each
@@ -88,6 +94,17 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 		mutates: true},
 	// Through smolvm exec: the host key read out of band.
 	agent.HostKeys: {file: "hostkeys", args: []string{"hostkey", "repin", "--yes"}, conf: "plain"},
+	// start of a running box verifies it: health, then health --deep,
+	// asked again while the box is not ready.
+	agent.HealthDeep: {file: "health.--json.--deep", args: []string{"start"}, conf: "plain", asks: 3},
+	// A stopped box's repin boots it and waits for its agent's version
+	// through smolvm exec.
+	agent.Version: {file: "version", args: []string{"hostkey", "repin", "--yes"}, conf: "plain", mutates: true, stopped: true, asks: 3},
+	// init waits for the builder's network with netcheck through smolvm
+	// exec, which ends it in the box after agent.NetcheckKill; its error
+	// says to re-run init (the builder is deleted), not to restart a box.
+	agent.Netcheck: {file: "netcheck", args: []string{"init"}, conf: "fresh", mutates: true, asks: 3,
+		hang: "the box did not answer agent netcheck"},
 	// Through smolvm exec, in the builder.
 	agent.Provision: {file: "provision", args: []string{"init"}, conf: "fresh", mutates: true,
 		hang: "the box did not answer agent provision"},
@@ -112,17 +129,9 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 // TestHostileMatrix (the same modes through Debian's sshd, that package's
 // test binary as the host, every deadline shortened).
 var releaseElsewhere = map[*agent.Verb]string{
-	// waitFor (box/verify.go) asks again after any failed call until the
-	// startup deadline, 20 min in the release build (2 h with the
-	// Executor).
-	agent.HealthDeep: "the readiness loop of start, restart and init asks for it again until the startup deadline (20 min): " +
-		"a box that never answers holds the command 20 min, past the cell's bound and CI's budget",
-	agent.Version: "restore's boot and a stopped box's hostkey repin poll it through smolvm exec until the startup deadline (20 min): " +
-		"a box that never answers holds the command 20 min",
-	agent.Netcheck: "init's wait for the builder's network asks again, 3 boots of 15 probes, for up to 5 min: " +
-		"a builder that never answers holds init 5 min, past the 10 s deadline's bound",
-	agent.SnapshotApply: "restore only: each cell needs a backup and a whole restore (a box created in restore mode), " +
-		"which does not fit CI's budget",
+	agent.SnapshotApply: "restore only: each cell is a whole restore (a safety snapshot, a candidate created in restore mode, " +
+		"booted and applied, the cut-over's second apply, the original restarted after a failed one): minutes per cell on " +
+		"top of the matrix's longest lanes, and the restart after a hung apply counts against the cell's 10 s of slack",
 }
 
 // releaseConfig is a configuration of the matrix's boxes: a project, and
@@ -184,11 +193,13 @@ var releaseModes = []struct {
 	{"never-answers", false, func(*agent.Verb) string { return "hang" }},
 	// Just under the deadline; a verb with an idle deadline drips past it
 	// (a part every third of it or so).
+	// A deadline of 20 s or less (netcheck's, whose smolvm --timeout is
+	// shorter still) is dripped for half of it.
 	{"slow-drip", false, func(v *agent.Verb) string {
 		if v.Idle > 0 {
 			return fmt.Sprintf("drip:%v", v.Idle+10*time.Second)
 		}
-		return fmt.Sprintf("drip:%v", v.Deadline-10*time.Second)
+		return fmt.Sprintf("drip:%v", max(v.Deadline-10*time.Second, v.Deadline/2))
 	}},
 	{"10k-step-names", true, func(*agent.Verb) string { return "steps:10000" }},
 }
@@ -249,17 +260,23 @@ func releaseLanes(t *testing.T) []*releaseLane {
 		if v.Idle > 0 {
 			wait = v.Idle
 		}
+		// A box that never answers is asked d.asks times.
+		never := wait * time.Duration(max(1, d.asks))
 		for i, m := range releaseModes {
 			var name string
 			switch {
 			case (m.quick || d.follow) && !d.mutates:
 				name = d.conf + "/quick"
-			case wait <= shortWait:
+			case never <= shortWait:
 				name = verbKey(v) + "/wait"
-			case m.quick || m.name == "never-answers":
+			case m.name == "never-answers" || m.quick && never <= wait:
 				name = verbKey(v) + "/never-answers"
 			default:
+				// The quick cells go with the shorter wait.
 				name = verbKey(v) + "/" + m.name
+				if m.quick {
+					name = verbKey(v) + "/slow-drip"
+				}
 			}
 			l := byName[name]
 			if l == nil {
@@ -268,7 +285,11 @@ func releaseLanes(t *testing.T) []*releaseLane {
 				lanes = append(lanes, l)
 			}
 			l.cells = append(l.cells, laneCell{v: v, d: d, mode: i})
-			if !m.quick && !d.follow {
+			switch {
+			case m.quick || d.follow:
+			case m.name == "never-answers":
+				l.wait += never
+			default:
 				l.wait += wait
 			}
 		}
@@ -370,6 +391,9 @@ func releaseBox(t *testing.T, conf string) *boxtest.Project {
 
 // runReleaseCell runs one cell on h's box and puts the box back.
 func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.Verb, d releaseDriver, mode, c string) releaseCell {
+	if d.stopped {
+		mustRun(t, h, "stop")
+	}
 	// Every machine's agent takes the case.
 	file := h.Hostile(d.file, c)
 	removeAll(t, file+".hits")
@@ -394,9 +418,10 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 		if m := h.Machines(); len(m) > 0 {
 			t.Fatalf("machines left after the cell: %v", m)
 		}
-	case d.mutates && d.args[0] != "restart":
+	case d.mutates && d.args[0] != "restart" && !d.stopped:
 		// A restart's cell needs none: the next cell's restart starts
-		// the box whatever the last one left.
+		// the box whatever the last one left; nor does a stopped box's,
+		// whose next cell stops the box first.
 		mustRun(t, h, "restart")
 	}
 	cell := releaseCell{verb: verbKey(v), mode: mode, rssKiB: r.maxRSSKiB, wall: r.elapsed, fromCall: fromCall}
