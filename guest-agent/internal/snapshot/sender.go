@@ -5,12 +5,11 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
+	"github.com/hermes-box/hermes-box/shared/ordered"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
 
@@ -23,17 +22,13 @@ const maxCompressors = 8
 // order they were handed over. A fixed set of frames bounds the memory:
 // about 2 MiB each, 2 × compressors + 2 of them.
 type chunkSender struct {
-	held    *chunkwire.Held
-	fw      *chunkwire.Writer // the writer's until it has ended
-	sent    map[chunkwire.ID]bool
-	zw      *zstd.Encoder
-	free    chan *frame // frames not in use
-	work    chan *frame // to the compressors
-	order   chan *frame // to the writer, in the order sent
-	workers sync.WaitGroup
-	done    chan error            // the writer's result, once it has ended
-	failed  atomic.Pointer[error] // the writer's first error
-	closed  bool
+	held *chunkwire.Held
+	fw   *chunkwire.Writer // the pipeline's writer's until it has ended
+	sent map[chunkwire.ID]bool
+	zw   *zstd.Encoder
+	p    *ordered.Pipeline[frame]
+	// closed is set once close has run.
+	closed bool
 
 	pending fileKey // the identity of the file being read
 	read    int64   // content bytes read
@@ -45,9 +40,8 @@ type frame struct {
 	progress bool
 	read     uint64 // a progress frame's bytes read
 	chunk    chunkwire.Chunk
-	data     []byte        // the chunk's plaintext (a copy)
-	packed   []byte        // its zstd frame
-	ready    chan struct{} // a compressor is done with it
+	data     []byte // the chunk's plaintext (a copy)
+	packed   []byte // its zstd frame
 }
 
 func newChunkSender(out io.Writer, held *chunkwire.Held) (*chunkSender, error) {
@@ -59,17 +53,8 @@ func newChunkSender(out io.Writer, held *chunkwire.Held) (*chunkSender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	frames := 2*n + 2
-	s := &chunkSender{held: held, fw: chunkwire.NewWriter(out), sent: map[chunkwire.ID]bool{}, zw: zw, free: make(chan *frame, frames),
-		work: make(chan *frame, frames), order: make(chan *frame, frames), done: make(chan error, 1), next: progressEvery}
-	for range frames {
-		s.free <- &frame{ready: make(chan struct{}, 1)}
-	}
-	s.workers.Add(n)
-	for range n {
-		go s.compress()
-	}
-	go s.write()
+	s := &chunkSender{held: held, fw: chunkwire.NewWriter(out), sent: map[chunkwire.ID]bool{}, zw: zw, next: progressEvery}
+	s.p = ordered.New(n, 2*n+2, s.compress, s.write)
 	return s, nil
 }
 
@@ -91,67 +76,49 @@ func (s *chunkSender) send(id snaptree.ID, data []byte) error {
 	if s.held.Has(id) || s.sent[id] {
 		return nil
 	}
-	if err := s.failed.Load(); err != nil {
-		return *err
-	}
 	s.sent[id] = true
-	f := <-s.free
-	f.progress = false
-	f.data = append(f.data[:0], data...)
-	f.chunk = chunkwire.Chunk{ID: id, Plain: uint32(len(data))}
-	s.order <- f
-	s.work <- f
+	f, err := s.p.Take()
+	if err != nil {
+		return err
+	}
+	f.V.progress = false
+	f.V.data = append(f.V.data[:0], data...)
+	f.V.chunk = chunkwire.Chunk{ID: id, Plain: uint32(len(data))}
+	s.p.Put(f, true)
 	return nil
 }
 
 // progress queues a progress frame after the chunks sent so far.
 func (s *chunkSender) progress(read int64) error {
-	if err := s.failed.Load(); err != nil {
-		return *err
+	f, err := s.p.Take()
+	if err != nil {
+		return err
 	}
-	f := <-s.free
-	f.progress, f.read = true, uint64(read)
-	f.ready <- struct{}{}
-	s.order <- f
+	f.V.progress, f.V.read = true, uint64(read)
+	s.p.Put(f, false)
 	return nil
 }
 
-// compress sets each frame's stored form: its zstd frame when that is
+// compress sets a frame's stored form: its zstd frame when that is
 // smaller, its plaintext otherwise or when it does not look compressible.
-func (s *chunkSender) compress() {
-	defer s.workers.Done()
-	for f := range s.work {
-		f.chunk.Compression, f.chunk.Stored = chunkwire.Plain, f.data
-		if compressible(f.data) {
-			if f.packed = s.zw.EncodeAll(f.data, f.packed[:0]); len(f.packed) < len(f.data) {
-				f.chunk.Compression, f.chunk.Stored = chunkwire.Zstd, f.packed
-			}
+func (s *chunkSender) compress(f *frame) {
+	f.chunk.Compression, f.chunk.Stored = chunkwire.Plain, f.data
+	if compressible(f.data) {
+		if f.packed = s.zw.EncodeAll(f.data, f.packed[:0]); len(f.packed) < len(f.data) {
+			f.chunk.Compression, f.chunk.Stored = chunkwire.Zstd, f.packed
 		}
-		f.ready <- struct{}{}
 	}
 }
 
-// write writes the frames in order; after an error it only returns them
-// to the free list, so that send never blocks, and send reports it.
-func (s *chunkSender) write() {
-	var err error
-	for f := range s.order {
-		<-f.ready
-		switch {
-		case err != nil:
-		case f.progress:
-			err = s.fw.Progress(f.read)
-		default:
-			if err = s.fw.Chunk(f.chunk); err != nil {
-				err = fmt.Errorf("sending chunk %x: %w", f.chunk.ID, err)
-			}
-		}
-		if err != nil && s.failed.Load() == nil {
-			s.failed.Store(&err)
-		}
-		s.free <- f
+// write writes a frame, in order.
+func (s *chunkSender) write(f *frame) error {
+	if f.progress {
+		return s.fw.Progress(f.read)
 	}
-	s.done <- err
+	if err := s.fw.Chunk(f.chunk); err != nil {
+		return fmt.Errorf("sending chunk %x: %w", f.chunk.ID, err)
+	}
+	return nil
 }
 
 // end waits for every frame sent to be written, then writes the end
@@ -163,17 +130,14 @@ func (s *chunkSender) end(e chunkwire.End) error {
 	return s.fw.End(e)
 }
 
-// close stops the compressors and the writer once every frame queued is
-// written, and returns the writer's error. Later calls do nothing.
+// close waits for every frame queued to be written, stops the pipeline
+// and returns its error. Later calls do nothing.
 func (s *chunkSender) close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	close(s.work)
-	s.workers.Wait()
-	close(s.order)
-	err := <-s.done
+	err := s.p.Close()
 	s.zw.Close()
 	return err
 }

@@ -3,12 +3,11 @@ package chunkstore
 import (
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
+	"github.com/hermes-box/hermes-box/shared/ordered"
 )
 
 // maxVerifiers bounds the goroutines decompressing and re-hashing the
@@ -28,14 +27,9 @@ func newDecoder(n int) (*zstd.Decoder, error) {
 // re-hash it, and one committer puts it into the pack. A fixed set of
 // slots (2 MiB each at most) bounds the memory.
 type verifier struct {
-	in      *ingester
-	dec     *zstd.Decoder
-	free    chan *slot
-	work    chan *slot
-	order   chan *slot
-	workers sync.WaitGroup
-	done    chan error
-	failed  atomic.Pointer[error] // the committer's first error
+	in  *ingester
+	dec *zstd.Decoder
+	p   *ordered.Pipeline[slot]
 }
 
 // slot is one frame on its way to the store.
@@ -49,7 +43,6 @@ type slot struct {
 	buf      []byte // room for the plaintext of a compressed chunk
 	data     []byte // the plaintext, once verified (stored or buf)
 	err      error
-	ready    chan struct{}
 }
 
 func newVerifier(in *ingester) (*verifier, error) {
@@ -58,58 +51,43 @@ func newVerifier(in *ingester) (*verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting zstd: %w", err)
 	}
-	slots := 2*n + 2
-	v := &verifier{in: in, dec: dec, free: make(chan *slot, slots), work: make(chan *slot, slots),
-		order: make(chan *slot, slots), done: make(chan error, 1)}
-	for range slots {
-		v.free <- &slot{ready: make(chan struct{}, 1)}
-	}
-	v.workers.Add(n)
-	for range n {
-		go v.verify()
-	}
-	go v.commit()
+	v := &verifier{in: in, dec: dec}
+	v.p = ordered.New(n, 2*n+2, v.verify, v.commit)
 	return v, nil
 }
 
 // chunk hands a chunk frame over; it fails once the committer has.
 func (v *verifier) chunk(c *chunkwire.Chunk) error {
-	if err := v.failed.Load(); err != nil {
-		return *err
+	s, err := v.p.Take()
+	if err != nil {
+		return err
 	}
-	s := <-v.free
-	s.progress, s.id, s.plain, s.zstd = false, ID(c.ID), c.Plain, c.Compression == chunkwire.Zstd
-	s.stored = append(s.stored[:0], c.Stored...)
-	v.order <- s
-	v.work <- s
+	s.V.progress, s.V.id, s.V.plain, s.V.zstd = false, ID(c.ID), c.Plain, c.Compression == chunkwire.Zstd
+	s.V.stored = append(s.V.stored[:0], c.Stored...)
+	v.p.Put(s, true)
 	return nil
 }
 
 // progress hands a progress frame over, in order with the chunks.
 func (v *verifier) progress(read int64) error {
-	if err := v.failed.Load(); err != nil {
-		return *err
+	s, err := v.p.Take()
+	if err != nil {
+		return err
 	}
-	s := <-v.free
-	s.progress, s.read = true, read
-	s.ready <- struct{}{}
-	v.order <- s
+	s.V.progress, s.V.read = true, read
+	v.p.Put(s, false)
 	return nil
 }
 
-// verify decompresses each chunk within its stated length and re-hashes
+// verify decompresses a chunk within its stated length and re-hashes
 // it; the committer refuses one that fails.
-func (v *verifier) verify() {
-	defer v.workers.Done()
-	for s := range v.work {
-		s.data, s.err = s.stored, nil
-		if s.zstd {
-			s.data, s.err = v.plain(s)
-		}
-		if s.err == nil && Sum(s.data) != s.id {
-			s.err = fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, s.id, Sum(s.data))
-		}
-		s.ready <- struct{}{}
+func (v *verifier) verify(s *slot) {
+	s.data, s.err = s.stored, nil
+	if s.zstd {
+		s.data, s.err = v.plain(s)
+	}
+	if s.err == nil && Sum(s.data) != s.id {
+		s.err = fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, s.id, Sum(s.data))
 	}
 }
 
@@ -129,38 +107,25 @@ func (v *verifier) plain(s *slot) ([]byte, error) {
 	return data, nil
 }
 
-// commit adds the verified chunks to the store in order and reports the
-// progress frames; after an error it only frees the slots.
-func (v *verifier) commit() {
+// commit adds a verified chunk to the store, or reports a progress
+// frame, in order.
+func (v *verifier) commit(s *slot) error {
 	in := v.in
-	var err error
-	for s := range v.order {
-		<-s.ready
-		switch {
-		case err != nil:
-		case s.progress:
-			in.prog.Read, in.prog.Sent = s.read, in.sent.Load()
-			in.report(in.prog)
-		case s.err != nil:
-			err = s.err
-		default:
-			err = in.add(s)
-		}
-		if err != nil && v.failed.Load() == nil {
-			v.failed.Store(&err)
-		}
-		v.free <- s
+	switch {
+	case s.progress:
+		in.prog.Read, in.prog.Sent = s.read, in.sent.Load()
+		in.report(in.prog)
+		return nil
+	case s.err != nil:
+		return s.err
 	}
-	v.done <- err
+	return in.add(s)
 }
 
 // close waits for every frame handed over to be committed and returns
 // the first error.
 func (v *verifier) close() error {
-	close(v.work)
-	v.workers.Wait()
-	close(v.order)
-	err := <-v.done
+	err := v.p.Close()
 	v.dec.Close()
 	return err
 }
