@@ -10,7 +10,8 @@ package main
 // machine, candidates too, sees. Each call that meets a case adds a line to
 // NAME.hits beside the file, its argv as a JSON array; "hang" also records
 // that it was reached (NAME.reached); "hang-from:N" lets the first N-1
-// calls through.
+// calls through; "once:CASE" is CASE for the first call, and removes the
+// file.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -58,6 +59,11 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		line, _ := json.Marshal(req.Argv)
 		f.Write(append(line, '\n'))
 		f.Close()
+	}
+	// "once:CASE" meets the first call only: the file goes.
+	if inner, ok := strings.CutPrefix(c, "once:"); ok {
+		os.Remove(file)
+		c = inner
 	}
 	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
 		calls := strings.Count(readFile(file+".calls"), "x") + 1

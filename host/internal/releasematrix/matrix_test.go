@@ -65,6 +65,8 @@ type releaseDriver struct {
 	// stopped says the command runs on a stopped box: the test build
 	// stops the box before each cell.
 	stopped bool
+	// once says the case meets the command's first call of the verb only.
+	once bool
 }
 
 // The snapshot's kind, whatever the default: a full snapshot writes each
@@ -120,6 +122,13 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 	// A start of a box with the Executor refreshes Hermes' discovery once
 	// the box is healthy.
 	agent.ExecutorRefresh: {file: "executor.refresh-discovery", args: []string{"restart"}, conf: "executor", mutates: true},
+	// restore proves the backup on a candidate machine (apply), then
+	// applies it again at the cut-over, which the case does not meet (a
+	// drip's second wait); a failed apply removes the candidate and
+	// restarts the original. The cheapest restore: the box's own small
+	// full backup, a full safety snapshot.
+	agent.SnapshotApply: {file: "snapshot.apply", args: []string{"restore", backupArg}, conf: "backup", env: fullSnapshot,
+		mutates: true, once: true, hang: "the box did not answer agent snapshot apply"},
 	agent.ExecutorConnect: {file: "executor.connect-hermes", args: []string{"executor", "connect-hermes", "--api-key-stdin"},
 		conf: "executor", stdin: "matrix-api-key\n"},
 }
@@ -128,11 +137,11 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 // does not drive, and why; their hostile matrix runs in host/internal/agent's
 // TestHostileMatrix (the same modes through Debian's sshd, that package's
 // test binary as the host, every deadline shortened).
-var releaseElsewhere = map[*agent.Verb]string{
-	agent.SnapshotApply: "restore only: each cell is a whole restore (a safety snapshot, a candidate created in restore mode, " +
-		"booted and applied, the cut-over's second apply, the original restarted after a failed one): minutes per cell on " +
-		"top of the matrix's longest lanes, and the restart after a hung apply counts against the cell's 10 s of slack",
-}
+var releaseElsewhere = map[*agent.Verb]string{}
+
+// backupArg in a driver's args is the backup its box's setup made
+// (releaseConfig.backup).
+const backupArg = "BACKUP"
 
 // releaseConfig is a configuration of the matrix's boxes: a project, and
 // the cases its agents keep between cells (file: case).
@@ -142,6 +151,9 @@ type releaseConfig struct {
 	// fresh is a project that init has not run in: a cell's command makes
 	// the box, and the test build destroys what it left.
 	fresh bool
+	// backup is a full backup made once after init, with no case set,
+	// which the cells restore (backupArg).
+	backup bool
 }
 
 // releaseConfigs are the configurations the drivers name: plain (init's
@@ -151,6 +163,14 @@ type releaseConfig struct {
 var releaseConfigs = map[string]releaseConfig{
 	"plain": {project: func(t *testing.T) *boxtest.Project { return boxtest.New(t) }},
 	"fresh": {project: func(t *testing.T) *boxtest.Project { return boxtest.New(t) }, fresh: true},
+	// A restore applies the backup through smolvm exec -i: 1.0.4 (the
+	// fake's default) ends an input the guest does not take within 10 s,
+	// before the verb's deadline; 1.9.3 streams it.
+	"backup": {project: func(t *testing.T) *boxtest.Project {
+		p := boxtest.New(t)
+		p.Env = append(p.Env, "FAKESMOLVM_VERSION=1.9.3")
+		return p
+	}, backup: true},
 	"guestenv": {
 		project: func(t *testing.T) *boxtest.Project {
 			p := boxtest.New(t, "HERMES_BOX_NETWORK_MODE=none")
@@ -350,16 +370,21 @@ func TestHostileMatrixRelease(t *testing.T) {
 // its cells in turn, adding each cell's figures to cells.
 func runReleaseLane(t *testing.T, l *releaseLane, release string, setups chan struct{}, mu *sync.Mutex, cells *[]releaseCell) {
 	// The slot is given back even when the setup fails.
-	h := func() *boxtest.Project {
+	h, backup := func() (*boxtest.Project, string) {
 		setups <- struct{}{}
 		defer func() { <-setups }()
 		return releaseBox(t, l.conf)
 	}()
 	for _, c := range l.cells {
 		m := releaseModes[c.mode]
+		d := c.d
+		d.args = slices.Clone(d.args)
+		if i := slices.Index(d.args, backupArg); i >= 0 {
+			d.args[i] = backup
+		}
 		t.Run(verbKey(c.v)+"/"+m.name, func(t *testing.T) {
 			h.T = t
-			cell := runReleaseCell(t, h, release, c.v, c.d, m.name, m.c(c.v))
+			cell := runReleaseCell(t, h, release, c.v, d, m.name, m.c(c.v))
 			mu.Lock()
 			*cells = append(*cells, cell)
 			mu.Unlock()
@@ -384,8 +409,8 @@ func requireNSSWrapper(t *testing.T) {
 }
 
 // releaseBox is an initialised box of configuration conf whose machines' sshd takes the release
-// binary's login.
-func releaseBox(t *testing.T, conf string) *boxtest.Project {
+// binary's login, and the path of the backup its configuration makes ("" for none).
+func releaseBox(t *testing.T, conf string) (*boxtest.Project, string) {
 	c := releaseConfigs[conf]
 	p := c.project(t)
 	for f, kept := range c.keep {
@@ -396,7 +421,18 @@ func releaseBox(t *testing.T, conf string) *boxtest.Project {
 	if !c.fresh {
 		mustRun(t, p, "init")
 	}
-	return p
+	if !c.backup {
+		return p, ""
+	}
+	p.Extra = fullSnapshot
+	defer func() { p.Extra = nil }()
+	out, err := run(t, p, "snapshot", "matrix")
+	if err != nil {
+		t.Fatalf("hermes-box snapshot matrix: %v\n%s", err, out)
+	}
+	// snapshot prints the backup's path last.
+	lines := strings.Fields(out)
+	return p, lines[len(lines)-1]
 }
 
 // runReleaseCell runs one cell on h's box and puts the box back.
@@ -405,6 +441,9 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 		mustRun(t, h, "stop")
 	}
 	// Every machine's agent takes the case.
+	if d.once {
+		c = "once:" + c
+	}
 	file := h.Hostile(d.file, c)
 	removeAll(t, file+".hits")
 	r := runRelease(t, h, release, d)
@@ -418,6 +457,11 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 	removeAll(t, file, file+".hits", file+".reached")
 	if kept := releaseConfigs[d.conf].keep[d.file]; kept != "" {
 		h.Hostile(d.file, kept)
+	}
+	// A restore whose apply failed restarted the original and removed its
+	// candidate; one that succeeded replaced the box with the backup.
+	if m := h.Machines(); d.args[0] == "restore" && (len(m) != 1 || m[boxtest.Machine] != "running") {
+		t.Errorf("machines after the restore: %v, want %s running alone", m, boxtest.Machine)
 	}
 	switch {
 	case d.mutates && releaseConfigs[d.conf].fresh:
