@@ -9,7 +9,8 @@ package main
 // fake smolvm's state directory (<root>/../../../hostile), which every
 // machine, candidates too, sees. Each call that meets a case adds a line to
 // NAME.hits beside the file, its argv as a JSON array; "hang" also records
-// that it was reached (NAME.reached); "hang-from:N" lets the first N-1
+// that it was reached (NAME.reached) and when the host let go of the call
+// (NAME.released); "hang-from:N" lets the first N-1
 // calls through; "once:CASE" is CASE for the first call, and removes the
 // file.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
@@ -94,7 +95,9 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		return oversize(os.Stdout), true
 	case "hang":
 		os.WriteFile(file+".reached", nil, 0o644)
-		hang()
+		if hang() {
+			os.WriteFile(file+".released", nil, 0o644)
+		}
 		return 0, true
 	case "gate-skipped":
 		return t.gateSkipped(req), true
@@ -350,8 +353,9 @@ func (t *agent) steps(req protocol.Request, n string) int {
 
 // hang waits for an hour, or until the process that ran this one (the
 // sshd session, smolvm exec) is gone, which is when the host has hung up:
-// a hung verb does not outlive its caller by an hour.
-func hang() {
+// a hung verb does not outlive its caller by an hour. It reports whether
+// the host let go of the call.
+func hang() bool {
 	parent := os.Getppid()
 	// Under sshd the parent is the login shell of the forced command,
 	// which outlives the session: the session's end shows on stdout.
@@ -359,12 +363,13 @@ func hang() {
 	defer stop()
 	for deadline := time.Now().Add(time.Hour); time.Now().Before(deadline); {
 		if os.Getppid() != parent {
-			return
+			return true
 		}
 		select {
 		case <-gone.Done():
-			return
+			return true
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	return false
 }

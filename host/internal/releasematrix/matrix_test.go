@@ -445,16 +445,22 @@ func runReleaseCell(t *testing.T, h *boxtest.Project, release string, v *agent.V
 		c = "once:" + c
 	}
 	file := h.Hostile(d.file, c)
-	removeAll(t, file+".hits")
+	removeAll(t, file+".hits", file+".released")
 	r := runRelease(t, h, release, d)
 	// From the (last) call that met the case to the command's end: what
 	// the verb's deadline bounds, after whatever the command did first.
+	// A command that goes on once the box did not answer (restore restarts
+	// the original, stop stops the machine anyway) is bounded to when the
+	// hung agent saw the host let go of the call, as long as it saw it.
 	fromCall := r.elapsed
 	if fi, err := os.Stat(file + ".hits"); err == nil {
 		fromCall = min(r.elapsed, r.end.Sub(fi.ModTime()))
+		if rel, err := os.Stat(file + ".released"); err == nil && d.hang != "" && !rel.ModTime().Before(fi.ModTime()) {
+			fromCall = rel.ModTime().Sub(fi.ModTime())
+		}
 	}
 	calls := casesMet(t, file+".hits")
-	removeAll(t, file, file+".hits", file+".reached")
+	removeAll(t, file, file+".hits", file+".reached", file+".released")
 	if kept := releaseConfigs[d.conf].keep[d.file]; kept != "" {
 		h.Hostile(d.file, kept)
 	}
