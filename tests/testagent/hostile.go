@@ -10,9 +10,9 @@ package main
 // machine, candidates too, sees. Each call that meets a case adds a line to
 // NAME.hits beside the file, its argv as a JSON array; "hang" also records
 // that it was reached (NAME.reached) and when the host let go of the call
-// (NAME.released); "hang-from:N" lets the first N-1
-// calls through; "once:CASE" is CASE for the first call, and removes the
-// file.
+// (NAME.released); "from:N:CASE" lets the first N-1 calls through, then
+// is CASE ("hang-from:N" is from:N:hang); "once:CASE" is CASE for the
+// first call, and removes the file.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -61,18 +61,24 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		f.Write(append(line, '\n'))
 		f.Close()
 	}
-	// "once:CASE" meets the first call only: the file goes.
-	if inner, ok := strings.CutPrefix(c, "once:"); ok {
-		os.Remove(file)
-		c = inner
-	}
+	// "from:N:CASE" lets the first N-1 calls through ("hang-from:N" is
+	// from:N:hang); then "once:CASE" meets the first call it reaches
+	// only: the file goes.
 	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
+		c = "from:" + n + ":hang"
+	}
+	if rest, ok := strings.CutPrefix(c, "from:"); ok {
+		n, inner, _ := strings.Cut(rest, ":")
 		calls := strings.Count(readFile(file+".calls"), "x") + 1
 		os.WriteFile(file+".calls", []byte(strings.Repeat("x", calls)), 0o644)
 		if from, _ := strconv.Atoi(n); calls < from {
 			return 0, false
 		}
-		c = "hang"
+		c = inner
+	}
+	if inner, ok := strings.CutPrefix(c, "once:"); ok {
+		os.Remove(file)
+		c = inner
 	}
 	if d, ok := strings.CutPrefix(c, "drip:"); ok {
 		return t.drip(req, d), true

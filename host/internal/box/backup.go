@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/backupset"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
@@ -195,9 +198,31 @@ func (o *boxOps) SafetySnapshot(ctx context.Context, name string) (string, error
 	return o.env.snapshot(ctx, safetyLabel, true)
 }
 
-// Apply boots the restore-mode machine, streams the backup to the agent's
-// `snapshot apply`, then restarts it normally.
+// Apply boots the restore-mode machine, streams the backup in dir to the
+// agent's `snapshot apply`, then restarts it normally. dir is a staged
+// backup, or an incremental backup as saved (the safety snapshot a
+// rollback applies), staged here first and removed after.
 func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) error {
+	if !chunkstore.IsIncremental(dir) {
+		return o.apply(ctx, name, port, dir, filepath.Base(dir))
+	}
+	e := o.env
+	staged, err := backupset.Stage(ctx, dir, e.box.cfg.StateDir(), e.trust(false), e.limits(), e.signer)
+	if err != nil {
+		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
+	}
+	defer func() {
+		if err := staged.Remove(); err != nil {
+			slog.Warn("removing the staged copy", "error", err)
+		}
+	}()
+	return o.apply(ctx, name, port, staged.Dir, filepath.Base(dir))
+}
+
+// apply is Apply of the staged backup in dir, which the errors call
+// label. A writer that failed for another reason than the agent having
+// closed the stream says why beside the agent's error.
+func (o *boxOps) apply(ctx context.Context, name string, port int, dir, label string) error {
 	if err := o.Boot(ctx, name); err != nil {
 		return err
 	}
@@ -213,12 +238,20 @@ func (o *boxOps) Apply(ctx context.Context, name string, port int, dir string) e
 		return err
 	}
 	w, done := progress.Track(ctx, "restore "+name, size, pw)
-	go func() { pw.CloseWithError(backup.WriteApply(dir, o.env.pubKey, w)) }()
+	werr := make(chan error, 1)
+	go func() {
+		err := backup.WriteApply(dir, o.env.pubKey, w)
+		pw.CloseWithError(err)
+		werr <- err
+	}()
 	err = c.SnapshotApply(ctx, pr)
 	_ = pr.Close()
+	if serr := <-werr; serr != nil && !errors.Is(serr, io.ErrClosedPipe) {
+		err = errors.Join(fmt.Errorf("sending the backup: %w", serr), err)
+	}
 	done(err)
 	if err != nil {
-		return fmt.Errorf("applying %s to %s: %w", filepath.Base(dir), name, err)
+		return fmt.Errorf("applying %s to %s: %w", label, name, err)
 	}
 	if err := o.Stop(ctx, name); err != nil {
 		return err

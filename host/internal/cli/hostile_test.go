@@ -405,6 +405,32 @@ func expectSafetySnapshotRecovers(t *testing.T, h *harness, r result) {
 	expectHealthy(t, h, "after restoring the safety snapshot")
 }
 
+// TestHostileRestoreRollsBackFromIncrementalSafety: a restore whose
+// replacement fails its final apply (the candidate's passed) recreates the
+// original from its safety snapshot, an incremental backup (the default),
+// staged before it is applied: the original's workspace is back.
+func TestHostileRestoreRollsBackFromIncrementalSafety(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	initBox(t, h)
+	work := filepath.Join(h.State, "machines", boxtest.Machine, "root", "workspace", "work", "notes.txt")
+	boxtest.Must(t, os.MkdirAll(filepath.Dir(work), 0o755))
+	boxtest.Must(t, os.WriteFile(work, []byte("in the backup\n"), 0o644))
+	b := strings.TrimSpace(mustRun(t, h, "snapshot", "b").stdout)
+	boxtest.Must(t, os.WriteFile(work, []byte("the original's\n"), 0o644))
+	// The candidate's apply (call 1) passes, the replacement's (2) applies
+	// and fails, the rollback's (3) meets no case.
+	h.Hostile("snapshot.apply", "from:2:once:then-exit-1")
+	r := h.run("restore", b)
+	if r.code == 0 || !strings.Contains(r.stderr, "restore failed; original machine was recreated from") {
+		t.Fatalf("restore with a failing cut-over: exit %d\n%s", r.code, r.stderr)
+	}
+	if got := string(boxtest.ReadFile(t, work)); got != "the original's\n" {
+		t.Errorf("workspace file after the rollback: %q", got)
+	}
+	expectHealthy(t, h, "after the rollback")
+}
+
 // TestHostileRedirects: the Executor in the box answers with redirects to
 // another server; hermes-box follows none, so nothing (the API key least of
 // all) reaches the other server, and the redirect is reported.
