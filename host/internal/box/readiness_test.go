@@ -152,17 +152,21 @@ func runReadiness(t *testing.T, tests []readinessCase, wait func(ctx context.Con
 
 // TestWaitHealthyEndsOnABoxThatDoesNotAnswer: start's, restart's and
 // init's wait for a healthy box ends after maxNoAnswers health calls in a
-// row that the box took and never answered (or answered past the cap, or
-// with what is no report), instead of asking again until the startup
-// deadline (20 min); a box still booting, starting its services, or
-// missing fewer calls in a row (a slow guest under TCG), is waited for.
+// row that the box took and never answered (past the first healthGrace of
+// the wait), or answered past the cap, or with what is no report, instead
+// of asking again until the startup deadline (20 min); a box still
+// booting, starting its services, silent within the grace or missing fewer
+// calls in a row (a slow guest under TCG), is waited for.
 func TestWaitHealthyEndsOnABoxThatDoesNotAnswer(t *testing.T) {
 	const cheap, deep = "health --json", "health --json --deep"
 	runReadiness(t, []readinessCase{
-		{name: "never answers", script: []string{answerHang}, verb: cheap, calls: 3},
+		// Silent: ten calls of 30 s fall in the first healthGrace, then
+		// three in a row count.
+		{name: "never answers", script: []string{answerHang}, verb: cheap, calls: 12},
 		{name: "1 GiB on stdout", script: []string{answerFlood}, verb: cheap, calls: 3},
 		{name: "garbage", script: []string{answerGarbage}, verb: cheap, calls: 3},
-		{name: "deep never answers", script: []string{answerOK}, deep: []string{answerHang}, verb: deep, calls: 4},
+		{name: "deep never answers", script: []string{answerOK}, deep: []string{answerHang}, verb: deep, calls: 6},
+		{name: "silent for 4 min after booting, then ready", script: append(times(8, answerHang), answerOK)},
 		{name: "booting, then ready", script: append(times(40, answerRefused), answerOK), calls: 42},
 		{name: "starting, then ready", script: append(times(40, answerStarting), answerOK)},
 		{name: "two misses while booting, then ready", script: []string{answerRefused, answerHang, answerHang, answerOK}},

@@ -140,12 +140,13 @@ func waitRunning(ctx context.Context, b *Box, w *waiter, tr relay.Transport) err
 
 // waitFor is waitHealthy (wantDeep) or waitRunning; w beats between the
 // polls (a machine that stopped ends the wait at once). A box that does not
-// answer maxNoAnswers calls in a row ends the wait (noAnswers); a box
-// still booting (the relay refused or dropped) or a report that says
-// starting is waited for.
+// answer maxNoAnswers calls in a row ends the wait (noAnswers), but one
+// that lets health's deadline pass is not counted for the first
+// healthGrace of the wait; a box still booting (the relay refused or
+// dropped) or a report that says starting is waited for.
 func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDeep bool) error {
 	var last error
-	var unanswered noAnswers
+	unanswered := noAnswers{lateFrom: time.Now().Add(healthGrace)}
 	deep := false
 	for {
 		report, err := client(b, tr).Health(ctx, deep)
@@ -187,22 +188,39 @@ func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDee
 // command 20 min (2 h with the Executor).
 const maxNoAnswers = 3
 
-// noAnswers counts a wait's calls in a row that the box did not answer.
-type noAnswers int
+// healthGrace is how long a health wait takes a call that passed its
+// deadline for a box still coming up rather than one that does not answer.
+// Under TCG a box that has just booted, a restored one above all (its
+// gate's verdict is asked of Hermes again), can let health's 30 s pass
+// for minutes: make e2e's replacement restore, on a loaded machine, missed
+// three in a row after the cut-over and was rolled back. An answer that
+// breaks a cap or the protocol counts at once; a box that stays silent
+// ends the wait about 6 min in (10 min for health --deep), not 20.
+const healthGrace = 5 * time.Minute
+
+// noAnswers counts a wait's calls in a row that the box did not answer; a
+// call that passed its deadline before lateFrom is not counted.
+type noAnswers struct {
+	n        int
+	lateFrom time.Time
+}
 
 // note counts the call that ended with err (nil: answered); at
 // maxNoAnswers in a row it returns the error that ends the wait, which
 // names the verb and what to run next.
-func (n *noAnswers) note(err error) error {
+func (c *noAnswers) note(err error) error {
 	var na *agent.NoAnswerError
 	if !errors.As(err, &na) {
-		*n = 0
+		c.n = 0
 		return nil
 	}
-	if *n++; *n < maxNoAnswers {
+	if na.Late && time.Now().Before(c.lateFrom) {
 		return nil
 	}
-	return agent.Unanswered(int(*n), na)
+	if c.n++; c.n < maxNoAnswers {
+		return nil
+	}
+	return agent.Unanswered(c.n, na)
 }
 
 // gaveUp reports whether a supervised service stopped trying (FATAL).
