@@ -165,7 +165,7 @@ func TestWaitHealthyEndsOnABoxThatDoesNotAnswer(t *testing.T) {
 		{name: "never answers", script: []string{answerHang}, verb: cheap, calls: 12},
 		{name: "1 GiB on stdout", script: []string{answerFlood}, verb: cheap, calls: 3},
 		{name: "garbage", script: []string{answerGarbage}, verb: cheap, calls: 3},
-		{name: "deep never answers", script: []string{answerOK}, deep: []string{answerHang}, verb: deep, calls: 6},
+		{name: "deep never answers", script: []string{answerOK}, deep: []string{answerHang}, verb: deep, calls: 4},
 		{name: "silent for 4 min after booting, then ready", script: append(times(8, answerHang), answerOK)},
 		{name: "booting, then ready", script: append(times(40, answerRefused), answerOK), calls: 42},
 		{name: "starting, then ready", script: append(times(40, answerStarting), answerOK)},

@@ -141,7 +141,7 @@ func waitRunning(ctx context.Context, b *Box, w *waiter, tr relay.Transport) err
 // waitFor is waitHealthy (wantDeep) or waitRunning; w beats between the
 // polls (a machine that stopped ends the wait at once). A box that does not
 // answer maxNoAnswers calls in a row ends the wait (noAnswers), but one
-// that lets health's deadline pass is not counted for the first
+// that lets the cheap health's deadline pass is not counted for the first
 // healthGrace of the wait; a box still booting (the relay refused or
 // dropped) or a report that says starting is waited for.
 func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDeep bool) error {
@@ -158,7 +158,9 @@ func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDee
 				return nil
 			}
 			if err == nil {
-				deep = true
+				// The deep report is asked of a box whose cheap one
+				// passed, and its deadline (2 min) is grace enough.
+				deep, unanswered.lateFrom = true, time.Time{}
 				continue
 			}
 			if gaveUp(report) || errors.Is(err, ErrGate) {
@@ -195,7 +197,8 @@ const maxNoAnswers = 3
 // for minutes: make e2e's replacement restore, on a loaded machine, missed
 // three in a row after the cut-over and was rolled back. An answer that
 // breaks a cap or the protocol counts at once; a box that stays silent
-// ends the wait about 6 min in (10 min for health --deep), not 20.
+// ends the wait about 6 min in, not 20. The deep report, asked once the
+// cheap one passed, has 2 min a call and no grace: three in a row, 6 min.
 const healthGrace = 5 * time.Minute
 
 // noAnswers counts a wait's calls in a row that the box did not answer; a

@@ -98,7 +98,7 @@ var releaseDrivers = map[*agent.Verb]releaseDriver{
 	agent.HostKeys: {file: "hostkeys", args: []string{"hostkey", "repin", "--yes"}, conf: "plain"},
 	// start of a running box verifies it: health, then health --deep,
 	// asked again while the box is not ready.
-	agent.HealthDeep: {file: "health.--json.--deep", args: []string{"start"}, conf: "plain", asks: 5},
+	agent.HealthDeep: {file: "health.--json.--deep", args: []string{"start"}, conf: "plain", asks: 3},
 	// A stopped box's repin boots it and waits for its agent's version
 	// through smolvm exec.
 	agent.Version: {file: "version", args: []string{"hostkey", "repin", "--yes"}, conf: "plain", mutates: true, stopped: true, asks: 3},
