@@ -8,7 +8,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -24,13 +23,13 @@ func WriteApply(dir string, authorizedKey []byte, w io.Writer) error {
 	keySum := sha256.Sum256(authorizedKey)
 	parts := []protocol.ApplyPart{{Name: protocol.ApplyPartKey, Size: int64(len(authorizedKey)),
 		SHA256: hex.EncodeToString(keySum[:]), Body: bytes.NewReader(authorizedKey)}}
-	for _, p := range []struct{ name, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
-		f, fi, err := openRegular(filepath.Join(dir, p.file))
+	for _, p := range Parts {
+		f, fi, err := openRegular(filepath.Join(dir, p.File))
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		parts = append(parts, protocol.ApplyPart{Name: p.name, Size: fi.Size(), SHA256: sums[p.file], Body: f})
+		parts = append(parts, protocol.ApplyPart{Name: p.Name, Size: fi.Size(), SHA256: sums[p.File], Body: f})
 	}
 	if err := protocol.WriteApplyStream(w, parts); err != nil {
 		return fmt.Errorf("streaming backup %s: %w", dir, err)

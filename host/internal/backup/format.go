@@ -42,6 +42,23 @@ const (
 // Files are the checksummed files, in SHA256SUMS order.
 var Files = []string{FileRootfs, FileListing, FileWorkspace, FileWarnings, FileManifest}
 
+// Part is one archive of a backup: the box's part it holds and its file.
+type Part struct{ Name, File string }
+
+// Parts are a backup's archives, in the order they are written, staged
+// and applied.
+var Parts = []Part{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}}
+
+// PartFile is the file of the part named part ("" for none).
+func PartFile(part string) string {
+	for _, p := range Parts {
+		if p.Name == part {
+			return p.File
+		}
+	}
+	return ""
+}
+
 // maxSmallFile bounds the files read whole (sums, manifest, listing is
 // streamed).
 const maxSmallFile = 1 << 20

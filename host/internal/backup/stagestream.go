@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/klauspost/pgzip"
-
-	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // TarSource streams one part as a tar archive that is not compressed to
@@ -44,15 +42,15 @@ func StageStream(ctx context.Context, stateDir string, meta Meta, src TarSource)
 		}
 	}()
 	sums, sizes, listings := Sums{}, map[string]int64{}, map[string][]string{}
-	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
-		fill := func(w io.Writer) error { return src(ctx, p.part, w) }
-		pw := &partWriter{lim: lim, dir: stateDir, part: p.part}
-		sum, names, err := compressPart(ctx, filepath.Join(dir, p.file), lim, pw, fill)
+	for _, p := range Parts {
+		fill := func(w io.Writer) error { return src(ctx, p.Name, w) }
+		pw := &partWriter{lim: lim, dir: stateDir, part: p.Name}
+		sum, names, err := compressPart(ctx, filepath.Join(dir, p.File), lim, pw, fill)
 		if err != nil {
-			return nil, fmt.Errorf("staging %s: %w", p.part, err)
+			return nil, fmt.Errorf("staging %s: %w", p.Name, err)
 		}
-		sums[p.file], sizes[p.file], listings[p.part] = sum, pw.n, names
-		crashPoint(p.part + "-staged")
+		sums[p.File], sizes[p.File], listings[p.Name] = sum, pw.n, names
+		crashPoint(p.Name + "-staged")
 	}
 	m, err := writeMeta(dir, meta, sums, sizes, listings)
 	if err != nil {

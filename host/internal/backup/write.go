@@ -99,20 +99,20 @@ func Write(ctx context.Context, backupsDir string, meta Meta, src PartSource) (d
 	crashPoint("temp-created")
 	sums := Sums{}
 	listings := map[string][]string{}
-	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, FileRootfs}, {boxlayout.PartWorkspace, FileWorkspace}} {
-		est := previousSize(backupsDir, meta.Machine, p.file)
+	for _, p := range Parts {
+		est := previousSize(backupsDir, meta.Machine, p.File)
 		fill := func(w io.Writer) error {
-			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.part, est, w)
-			err := src(ctx, p.part, &partWriter{w: tw, lim: lim, dir: backupsDir, part: p.part})
+			tw, done := progress.TrackEstimate(ctx, "snapshot "+p.Name, est, w)
+			err := src(ctx, p.Name, &partWriter{w: tw, lim: lim, dir: backupsDir, part: p.Name})
 			done(err)
 			return err
 		}
-		sum, names, err := writePart(ctx, filepath.Join(tmp, p.file), lim, fill)
+		sum, names, err := writePart(ctx, filepath.Join(tmp, p.File), lim, fill)
 		if err != nil {
-			return "", fmt.Errorf("snapshot of %s: %w", p.part, err)
+			return "", fmt.Errorf("snapshot of %s: %w", p.Name, err)
 		}
-		sums[p.file], listings[p.part] = sum, names
-		crashPoint(p.part + "-written")
+		sums[p.File], listings[p.Name] = sum, names
+		crashPoint(p.Name + "-written")
 	}
 	if _, err := writeMeta(tmp, meta, sums, nil, listings); err != nil {
 		return "", err

@@ -228,8 +228,8 @@ func (o *boxOps) apply(ctx context.Context, name string, port int, dir, label st
 	}
 	pr, pw := io.Pipe()
 	var size int64
-	for _, f := range []string{backup.FileRootfs, backup.FileWorkspace} {
-		if fi, err := os.Stat(filepath.Join(dir, f)); err == nil {
+	for _, p := range backup.Parts {
+		if fi, err := os.Stat(filepath.Join(dir, p.File)); err == nil {
 			size += fi.Size()
 		}
 	}

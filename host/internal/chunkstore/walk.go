@@ -116,7 +116,7 @@ func (s *Store) Stage(ctx context.Context, rec *Record, stateDir string, lim bac
 	src := func(ctx context.Context, part string, w io.Writer) error {
 		// The bytes of the decoded tree; the compressed size is not
 		// known before the end.
-		tw, done := progress.TrackEstimate(ctx, "stage "+part+".tar.gz", 0, w)
+		tw, done := progress.TrackEstimate(ctx, "stage "+backup.PartFile(part), 0, w)
 		err := s.walk(ctx, rec, []string{part}, fetch, func(string) (io.Writer, func() error) { return tw, func() error { return nil } })
 		done(err)
 		return err
