@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,17 +30,34 @@ func (s *Store) Read(id ID, buf []byte) ([]byte, error) {
 	if err := readFull(f, blob, int64(l.off)); err != nil {
 		return nil, fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, pack, err)
 	}
+	data, err := unpack(s.dec, id, blob, l.zstd, l.rlen, buf)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", pack, err)
+	}
+	return data, nil
+}
+
+// unpack is the plaintext of chunk id from blob, as a pack stores it or a
+// stream sends it: decompressed when compressed, within its stated length
+// plain (appended to buf[:0] when buf can hold it), and re-hashed. A chunk
+// that does not decompress within plain, is not plain bytes long or does
+// not hash to id is an ErrCorrupt error, never data.
+func unpack(dec *zstd.Decoder, id ID, blob []byte, compressed bool, plain uint32, buf []byte) ([]byte, error) {
 	data := blob
-	if l.zstd {
-		if cap(buf) < int(l.rlen) {
-			buf = make([]byte, 0, l.rlen)
+	if compressed {
+		if cap(buf) < int(plain) {
+			buf = make([]byte, 0, plain)
 		}
-		if data, err = s.dec.DecodeAll(blob, buf[:0:l.rlen]); err != nil {
-			return nil, fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, pack, err)
+		var err error
+		if data, err = dec.DecodeAll(blob, buf[:0:plain]); err != nil {
+			return nil, fmt.Errorf("%w: chunk %s does not decompress within its %d bytes: %w", ErrCorrupt, id, plain, err)
 		}
 	}
-	if len(data) != int(l.rlen) || Sum(data) != id {
-		return nil, fmt.Errorf("%w: chunk %s in pack %s does not hash to its name", ErrCorrupt, id, pack)
+	if len(data) != int(plain) {
+		return nil, fmt.Errorf("%w: chunk %s is %d bytes, not its %d", ErrCorrupt, id, len(data), plain)
+	}
+	if sum := Sum(data); sum != id {
+		return nil, fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, id, sum)
 	}
 	return data, nil
 }

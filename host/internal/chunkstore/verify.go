@@ -79,32 +79,13 @@ func (v *verifier) progress(read int64) error {
 	return nil
 }
 
-// verify decompresses a chunk within its stated length and re-hashes
-// it; the committer refuses one that fails.
+// verify decompresses a chunk within its stated length and re-hashes it
+// (unpack); the committer refuses one that fails.
 func (v *verifier) verify(s *slot) {
-	s.data, s.err = s.stored, nil
-	if s.zstd {
-		s.data, s.err = v.plain(s)
-	}
-	if s.err == nil && Sum(s.data) != s.id {
-		s.err = fmt.Errorf("%w: chunk %s: its content hashes to %s", ErrCorrupt, s.id, Sum(s.data))
-	}
-}
-
-// plain is a compressed chunk's plaintext, decompressed within its stated
-// length.
-func (v *verifier) plain(s *slot) ([]byte, error) {
-	if cap(s.buf) < int(s.plain) {
+	if s.zstd && cap(s.buf) < int(s.plain) {
 		s.buf = make([]byte, 0, MaxChunk)
 	}
-	data, err := v.dec.DecodeAll(s.stored, s.buf[:0:s.plain])
-	if err != nil {
-		return nil, fmt.Errorf("%w: chunk %s does not decompress within its %d bytes: %w", ErrCorrupt, s.id, s.plain, err)
-	}
-	if len(data) != int(s.plain) {
-		return nil, fmt.Errorf("%w: chunk %s decompresses to %d bytes, not its %d", ErrCorrupt, s.id, len(data), s.plain)
-	}
-	return data, nil
+	s.data, s.err = unpack(v.dec, s.id, s.stored, s.zstd, s.plain, s.buf)
 }
 
 // commit adds a verified chunk to the store, or reports a progress
