@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 )
@@ -107,15 +106,11 @@ func (in *inputs) read(p string) ([]byte, [sha256.Size]byte, error) {
 	if f, ok := in.files[p]; ok {
 		return f.data, f.sum, nil
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := openRegular(p)
 	if err != nil {
 		return nil, [sha256.Size]byte{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, [sha256.Size]byte{}, fmt.Errorf("%s: %w", p, errors.Join(err, errUnreadable))
-	}
 	// Sized as Stat says (a file that grows meanwhile still reads), so the
 	// bytes held are the file's and no more.
 	buf := bytes.NewBuffer(make([]byte, 0, min(fi.Size(), in.budget)+bytes.MinRead))

@@ -126,13 +126,12 @@ func (c *VerdictCache) store(key string, eff Effective) {
 // alone: a regular file (never through a symlink, never blocking), no one
 // else may write, at most verdictMax bytes.
 func (c *VerdictCache) read(path string, rec any) bool {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 || fi.Size() > verdictMax {
+	if fi.Mode().Perm()&0o022 != 0 || fi.Size() > verdictMax {
 		return false
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != c.Owner {
@@ -317,14 +316,13 @@ func (k *keyHasher) contents(p string, want fs.FileInfo) {
 		k.digest(sum, n)
 		return
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, fi, err := openRegular(p)
 	if err != nil {
 		k.refuse()
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || !os.SameFile(fi, want) {
+	if !os.SameFile(fi, want) {
 		k.refuse()
 		return
 	}
@@ -345,4 +343,23 @@ func (k *keyHasher) digest(sum []byte, n int64) {
 	if k.budget < 0 {
 		k.refuse()
 	}
+}
+
+// openRegular opens the file at p for reading without following a link
+// and without blocking (a FIFO swapped in after an Lstat), and returns it
+// with what it is as opened; anything but a regular file is an error.
+func openRegular(p string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errUnreadable
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return f, fi, nil
 }
