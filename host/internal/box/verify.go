@@ -192,10 +192,10 @@ const maxNoAnswers = 3
 
 // healthGrace is how long a health wait takes a call that passed its
 // deadline for a box still coming up rather than one that does not answer.
-// Under TCG a box that has just booted, a restored one above all (its
-// gate's verdict is asked of Hermes again), can let health's 30 s pass
-// for minutes: make e2e's replacement restore, on a loaded machine, missed
-// three in a row after the cut-over and was rolled back. An answer that
+// Under TCG a box that has just booted can let health's 30 s pass for
+// more than a minute: make e2e's replacement restore, on a loaded machine,
+// missed three in a row after the cut-over (91 s) and was rolled back; why
+// that box was slow was not measured. An answer that
 // breaks a cap or the protocol counts at once; a box that stays silent
 // ends the wait about 6 min in, not 20. The deep report, asked once the
 // cheap one passed, has 2 min a call and no grace: three in a row, 6 min.
