@@ -16,7 +16,7 @@ const safetyLabel = "pre-restore"
 
 // aftermath ends the error of a failed or interrupted snapshot or restore
 // (cmd) with the state the box is in now, the next command and the safety
-// snapshots restores left behind (full-size backups no other message
+// snapshots restores left behind (backups no other message
 // names). An error whose recovery is already said (an interrupted
 // cut-over, a box not returned to its state) is left as it is.
 func aftermath(ctx context.Context, b *Box, cmd string, err error) error {
