@@ -11,8 +11,7 @@ package main
 // NAME.hits beside the file, its argv as a JSON array; "hang" also records
 // that it was reached (NAME.reached) and when the host let go of the call
 // (NAME.released); "from:N:CASE" lets the first N-1 calls through, then
-// is CASE ("hang-from:N" is from:N:hang); "once:CASE" is CASE for the
-// first call, and removes the file.
+// is CASE; "once:CASE" is CASE for the first call, and removes the file.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -61,12 +60,8 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 		f.Write(append(line, '\n'))
 		f.Close()
 	}
-	// "from:N:CASE" lets the first N-1 calls through ("hang-from:N" is
-	// from:N:hang); then "once:CASE" meets the first call it reaches
-	// only: the file goes.
-	if n, ok := strings.CutPrefix(c, "hang-from:"); ok {
-		c = "from:" + n + ":hang"
-	}
+	// "from:N:CASE" lets the first N-1 calls through; then "once:CASE"
+	// meets the first call it reaches only: the file goes.
 	if rest, ok := strings.CutPrefix(c, "from:"); ok {
 		n, inner, _ := strings.Cut(rest, ":")
 		calls := strings.Count(readFile(file+".calls"), "x") + 1

@@ -368,7 +368,7 @@ func TestHostileCtrlC(t *testing.T) {
 			expectHealthy(t, h, "after the interrupted candidate")
 		}},
 		// The candidate's apply passes; the replacement's hangs.
-		{"restore cut-over", true, "snapshot.apply", "hang-from:2", "restore hanging in the cut-over", expectSafetySnapshotRecovers},
+		{"restore cut-over", true, "snapshot.apply", "from:2:hang", "restore hanging in the cut-over", expectSafetySnapshotRecovers},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
