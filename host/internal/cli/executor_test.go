@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,10 +129,48 @@ func portOf(t *testing.T, url string) int {
 	return n
 }
 
+// memKeyring is one test's OS keyring: go-keyring's mock is one map for
+// the whole process, which tests running at once would share (and race on).
+type memKeyring struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newMemKeyring() *memKeyring { return &memKeyring{m: map[string]string{}} }
+
+func (k *memKeyring) Get(service, user string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if v, ok := k.m[service+"\x00"+user]; ok {
+		return v, nil
+	}
+	return "", keyring.ErrNotFound
+}
+
+func (k *memKeyring) Set(service, user, secret string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[service+"\x00"+user] = secret
+	return nil
+}
+
+func (k *memKeyring) Delete(service, user string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[service+"\x00"+user]; !ok {
+		return keyring.ErrNotFound
+	}
+	delete(k.m, service+"\x00"+user)
+	return nil
+}
+
 // runExecutor runs `hermes-box executor ARGS` with deps around box. A box
 // without State runs; one without CheckListener has the real check.
 func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (int, string, string) {
 	t.Helper()
+	if box.Secrets == nil {
+		t.Fatal("runExecutor: the box needs its test's keyring (newMemKeyring), not the process-wide mock")
+	}
 	if box.State == nil {
 		box.State = func(context.Context) (string, error) { return "running", nil }
 	}
@@ -163,19 +202,19 @@ func runExecutor(t *testing.T, box *executorBox, stdin string, args ...string) (
 
 func TestExecutorAuthSetReadsStdinNeverArgv(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
-	box := &executorBox{Machine: "m1", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
+	kr := newMemKeyring()
+	box := &executorBox{Secrets: kr, Machine: "m1", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, out, errs := runExecutor(t, box, "Bearer exk_from-stdin\n", "auth", "set"); code != 0 || strings.Contains(out+errs, "exk_from-stdin") {
 		t.Fatalf("exit %d, out %q, err %q", code, out, errs)
 	}
-	if got, err := keyring.Get("hermes-box.executor.m1", "api-key"); err != nil || got != "exk_from-stdin" {
+	if got, err := kr.Get("hermes-box.executor.m1", "api-key"); err != nil || got != "exk_from-stdin" {
 		t.Fatalf("keyring holds %q (%v)", got, err)
 	}
 	code, out, errs := runExecutor(t, box, "", "auth", "set", "exk_in-argv")
 	if code == 0 || strings.Contains(out+errs, "exk_in-argv") || !strings.Contains(errs, "never from the command line") {
 		t.Fatalf("a key in argv: exit %d, out %q, err %q", code, out, errs)
 	}
-	if got, _ := keyring.Get("hermes-box.executor.m1", "api-key"); got != "exk_from-stdin" {
+	if got, _ := kr.Get("hermes-box.executor.m1", "api-key"); got != "exk_from-stdin" {
 		t.Fatalf("keyring changed to %q", got)
 	}
 	if code, _, errs := runExecutor(t, box, "  \n", "auth", "set"); code == 0 || !strings.Contains(errs, "empty") {
@@ -196,11 +235,11 @@ func TestExecutorMCPCommands(t *testing.T) {
 	t.Parallel()
 	for _, sse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
-			keyring.MockInit()
+			kr := newMemKeyring()
 			srv := mcptest.New("exk_1", sse)
 			defer srv.Close()
-			box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{})}
-			if err := keyring.Set(keyService("m"), keyUser, "exk_1"); err != nil {
+			box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{})}
+			if err := kr.Set(keyService("m"), keyUser, "exk_1"); err != nil {
 				t.Fatal(err)
 			}
 			if code, out, errs := runExecutor(t, box, "", "mcp-test"); code != 0 || !strings.Contains(out, "Executor MCP OK") {
@@ -227,12 +266,12 @@ func TestExecutorMCPCommands(t *testing.T) {
 
 func TestExecutorRefusals(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
-	off := &executorBox{Machine: "m", Enabled: false, Port: 4788, Agent: door(&fakeAgent{})}
+	kr := newMemKeyring()
+	off := &executorBox{Secrets: kr, Machine: "m", Enabled: false, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, _, errs := runExecutor(t, off, "", "tools"); code == 0 || !strings.Contains(errs, "not enabled") {
 		t.Fatalf("disabled: %s", errs)
 	}
-	on := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
+	on := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: 4788, Agent: door(&fakeAgent{})}
 	if code, _, errs := runExecutor(t, on, "", "mcp-test"); code == 0 || !strings.Contains(errs, "auth set") {
 		t.Fatalf("no key: %s", errs)
 	}
@@ -243,7 +282,7 @@ func TestExecutorRefusals(t *testing.T) {
 
 func TestExecutorStatus(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/health" {
 			http.NotFound(w, r)
@@ -251,7 +290,7 @@ func TestExecutorStatus(t *testing.T) {
 	}))
 	defer health.Close()
 	agent := &fakeAgent{out: map[string]string{"executor status --sizes": `{"current":{"imageReference":"ghcr.io/x/y:v1@sha256:aa","manifestDigest":"sha256:bb"},"runtimeBytes":2048,"dataBytes":10}`}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, health.URL), Agent: door(agent)}
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: portOf(t, health.URL), Agent: door(agent)}
 	code, out, errs := runExecutor(t, box, "", "status", "--json", "--sizes")
 	if code != 0 {
 		t.Fatal(errs)
@@ -268,7 +307,7 @@ func TestExecutorStatus(t *testing.T) {
 
 func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	srv := mcptest.New("exk_connect-1", true)
 	defer srv.Close()
 	root := t.TempDir()
@@ -285,7 +324,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	// The agent checks Executor at the address Hermes uses, in the box;
 	// here that is the stand-in's.
 	agent := &execAgent{bin: buildAgent(t), root: root, extra: map[string][]string{"executor connect-hermes": {"--mcp-url", srv.MCPURL()}}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent)}
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent)}
 	if code, _, errs := runExecutor(t, box, "exk_connect-1\n", "auth", "set"); code != 0 {
 		t.Fatal(errs)
 	}
@@ -320,9 +359,9 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 // on its stdin only; the host does not touch Executor's port.
 func TestExecutorConnectHermesKeyFromStdin(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 1, Agent: door(agent),
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: 1, Agent: door(agent),
 		CheckListener: func(context.Context) error { return errors.New("the host must not check Executor's port") }}
 	code, out, errs := runExecutor(t, box, "Bearer exk_stdin-1\n", "connect-hermes", "--api-key-stdin")
 	if code != 0 || !strings.Contains(out, "connected to Executor") {
@@ -369,16 +408,16 @@ func hermesStandin(t *testing.T, root string) {
 // agent checks Executor inside the box.)
 func TestExecutorChecksTheListenerFirst(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	if err := keyring.Set(keyService("m"), keyUser, "exk_1"); err != nil {
+	if err := kr.Set(keyService("m"), keyUser, "exk_1"); err != nil {
 		t.Fatal(err)
 	}
 	wide := fmt.Errorf("refusing to use Executor's port: port %d is %w: listening on 0.0.0.0:%d", portOf(t, srv.URL), listener.ErrNotLoopback, portOf(t, srv.URL))
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent),
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(agent),
 		CheckListener: func(context.Context) error { return wide }}
 	for _, args := range [][]string{{"open"}, {"mcp-test"}, {"tools", "x"}, {"connections"}} {
 		if code, _, errs := runExecutor(t, box, "", args...); code == 0 || !strings.Contains(errs, "not loopback-only") {
@@ -401,7 +440,7 @@ func TestExecutorChecksTheListenerFirst(t *testing.T) {
 func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 	t.Parallel()
 	agent := &fakeAgent{out: map[string]string{"logs executor -n 100": "a\n", "logs executor -n 5 -f": "b\n"}}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent)}
+	box := &executorBox{Secrets: newMemKeyring(), Machine: "m", Enabled: true, Port: 4788, Agent: door(agent)}
 	if code, out, errs := runExecutor(t, box, "", "logs"); code != 0 || out != "a\n" {
 		t.Fatalf("logs: exit %d %q %s", code, out, errs)
 	}
@@ -418,11 +457,11 @@ func TestExecutorLogsIsTheGenericLogsVerb(t *testing.T) {
 // it then is not the box's Executor, and must not get the API key.
 func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	var asked atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { asked.Add(1) }))
 	defer srv.Close()
-	box := &executorBox{Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{}),
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: portOf(t, srv.URL), Agent: door(&fakeAgent{}),
 		State:         func(context.Context) (string, error) { return "stopped", nil },
 		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
 	if err := box.StoreKey("sk-stopped"); err != nil {
@@ -438,9 +477,9 @@ func TestExecutorKeyOnlyToARunningBox(t *testing.T) {
 
 func TestExecutorStatusOfAStoppedBox(t *testing.T) {
 	t.Parallel()
-	keyring.MockInit()
+	kr := newMemKeyring()
 	agent := &fakeAgent{}
-	box := &executorBox{Machine: "m", Enabled: true, Port: 4788, Agent: door(agent),
+	box := &executorBox{Secrets: kr, Machine: "m", Enabled: true, Port: 4788, Agent: door(agent),
 		State:         func(context.Context) (string, error) { return "stopped", nil },
 		CheckListener: func(context.Context) error { t.Error("listener checked on a stopped box"); return nil }}
 	code, out, errs := runExecutor(t, box, "", "status", "--json")
