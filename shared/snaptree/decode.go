@@ -2,6 +2,7 @@ package snaptree
 
 import (
 	"archive/tar"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -41,82 +42,168 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Decode reads the tree and writes the tar stream it describes to w,
-// fetching each file's chunks. Every file's chunks must add up to the
-// size its tree entry records; a tree that breaks the format is an
-// ErrInvalid error naming the entry.
-func Decode(tree io.Reader, fetch Fetch, w io.Writer) error {
+// Entry is one entry of a tree, as Entries gives it.
+type Entry struct {
+	// Header is the entry's header as the tar stream the tree describes
+	// has it: a regular file's Size is its content's, and SizeRecord is
+	// gone from its PAX records.
+	Header *tar.Header
+	ids    io.Reader // a regular file's chunk ids; nil for other entries
+}
+
+// Chunks calls fn with each chunk id of a regular file's content, in
+// order, and sizeOf's answer for it; it checks that the sizes add up to
+// the file's. sizeOf returns the chunk's size or why it cannot; fn may be
+// nil. Chunks is called at most once, and only while Entries' fn runs.
+func (e Entry) Chunks(sizeOf func(ID) (int64, error), fn func(ID, int64) error) error {
+	if e.ids == nil {
+		return nil
+	}
+	name, size := e.Header.Name, e.Header.Size
+	left := size
+	var id ID
+	for {
+		if _, err := io.ReadFull(e.ids, id[:]); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
+		}
+		n, err := sizeOf(id)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if n > left {
+			return fmt.Errorf("%w: %s: its chunks exceed its size of %d bytes", ErrInvalid, name, size)
+		}
+		left -= n
+		if fn != nil {
+			if err := fn(id, n); err != nil {
+				return err
+			}
+		}
+	}
+	if left != 0 {
+		return fmt.Errorf("%w: %s: its chunks are %d bytes short of its size of %d", ErrInvalid, name, left, size)
+	}
+	return nil
+}
+
+// Entries reads the tree and calls fn with each entry in order, without
+// reading any file's content: what a tree says of its files is checked,
+// what its chunks hold is left to Entry.Chunks. A tree that breaks the
+// format is an ErrInvalid error naming the entry. Both formats are read:
+// Magic's, and the tar stream of trees written before it.
+func Entries(tree io.Reader, fn func(Entry) error) error {
+	br := bufio.NewReaderSize(tree, 64<<10)
+	if head, _ := br.Peek(len(Magic)); string(head) != Magic {
+		return tarEntries(br, fn)
+	}
+	if _, err := br.Discard(len(Magic)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	c := &compactReader{r: br}
+	for {
+		hdr, n, err := c.next()
+		if err != nil || hdr == nil {
+			return err
+		}
+		e := Entry{Header: hdr}
+		var ids *exactReader
+		if hdr.Typeflag == tar.TypeReg {
+			ids = &exactReader{r: br, left: n * int64(len(ID{}))}
+			e.ids = ids
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+		if ids != nil && ids.left > 0 {
+			if _, err := io.CopyN(io.Discard, ids, ids.left); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, noEOF(err))
+			}
+		}
+	}
+}
+
+// tarEntries is Entries of a tree in the tar format.
+func tarEntries(tree io.Reader, fn func(Entry) error) error {
 	tr := tar.NewReader(tree)
-	tw := tar.NewWriter(w)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
-		if err := decodeEntry(tr, hdr, fetch, tw); err != nil {
+		e, err := entryOf(hdr, tr)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
-	return tw.Close()
 }
 
-func decodeEntry(tr *tar.Reader, hdr *tar.Header, fetch Fetch, tw *tar.Writer) error {
+// entryOf checks a tar tree entry's header and gives it as the tar stream
+// has it.
+func entryOf(hdr *tar.Header, tr *tar.Reader) (Entry, error) {
 	sizeText, isFile := hdr.PAXRecords[SizeRecord]
 	switch {
 	case isFile && hdr.Typeflag != tar.TypeReg:
-		return fmt.Errorf("%w: %s: type %q with a %s record", ErrInvalid, hdr.Name, hdr.Typeflag, SizeRecord)
+		return Entry{}, fmt.Errorf("%w: %s: type %q with a %s record", ErrInvalid, hdr.Name, hdr.Typeflag, SizeRecord)
 	case !isFile && hdr.Typeflag == tar.TypeReg:
-		return fmt.Errorf("%w: %s: a regular file without a %s record", ErrInvalid, hdr.Name, SizeRecord)
+		return Entry{}, fmt.Errorf("%w: %s: a regular file without a %s record", ErrInvalid, hdr.Name, SizeRecord)
 	}
 	if !isFile {
 		if hdr.Size != 0 {
-			return fmt.Errorf("%w: %s (type %q) has a body", ErrInvalid, hdr.Name, hdr.Typeflag)
+			return Entry{}, fmt.Errorf("%w: %s (type %q) has a body", ErrInvalid, hdr.Name, hdr.Typeflag)
 		}
-		return tw.WriteHeader(hdr)
+		return Entry{Header: hdr}, nil
 	}
 	size, err := strconv.ParseInt(sizeText, 10, 64)
 	if err != nil || size < 0 {
-		return fmt.Errorf("%w: %s: %s %q is not a size", ErrInvalid, hdr.Name, SizeRecord, sizeText)
+		return Entry{}, fmt.Errorf("%w: %s: %s %q is not a size", ErrInvalid, hdr.Name, SizeRecord, sizeText)
 	}
 	if hdr.Size%int64(len(ID{})) != 0 {
-		return fmt.Errorf("%w: %s: %d bytes of chunk ids", ErrInvalid, hdr.Name, hdr.Size)
+		return Entry{}, fmt.Errorf("%w: %s: %d bytes of chunk ids", ErrInvalid, hdr.Name, hdr.Size)
 	}
 	h := *hdr
-	h.PAXRecords = map[string]string{}
+	h.PAXRecords = make(map[string]string, len(hdr.PAXRecords)-1)
 	for k, v := range hdr.PAXRecords {
 		if k != SizeRecord {
 			h.PAXRecords[k] = v
 		}
 	}
 	h.Size = size
-	if err := tw.WriteHeader(&h); err != nil {
-		return fmt.Errorf("writing %s: %w", hdr.Name, err)
+	return Entry{Header: &h, ids: tr}, nil
+}
+
+// Decode reads the tree and writes the tar stream it describes to w,
+// fetching each file's chunks. Every file's chunks must add up to the
+// size its tree entry records; a tree that breaks the format is an
+// ErrInvalid error naming the entry.
+func Decode(tree io.Reader, fetch Fetch, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := Entries(tree, func(e Entry) error {
+		if err := tw.WriteHeader(e.Header); err != nil {
+			return fmt.Errorf("writing %s: %w", e.Header.Name, err)
+		}
+		var data []byte
+		sizeOf := func(id ID) (int64, error) {
+			var err error
+			data, err = fetch(id)
+			return int64(len(data)), err
+		}
+		return e.Chunks(sizeOf, func(ID, int64) error {
+			if _, err := tw.Write(data); err != nil {
+				return fmt.Errorf("writing %s: %w", e.Header.Name, err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
 	}
-	left := size
-	var id ID
-	for {
-		if _, err := io.ReadFull(tr, id[:]); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, err)
-		}
-		data, err := fetch(id)
-		if err != nil {
-			return fmt.Errorf("%s: %w", hdr.Name, err)
-		}
-		if int64(len(data)) > left {
-			return fmt.Errorf("%w: %s: its chunks exceed its size of %d bytes", ErrInvalid, hdr.Name, size)
-		}
-		if _, err := tw.Write(data); err != nil {
-			return fmt.Errorf("writing %s: %w", hdr.Name, err)
-		}
-		left -= int64(len(data))
-	}
-	if left != 0 {
-		return fmt.Errorf("%w: %s: its chunks are %d bytes short of its size of %d", ErrInvalid, hdr.Name, left, size)
-	}
-	return nil
+	return tw.Close()
 }

@@ -3,9 +3,11 @@ package snaptree
 import (
 	"archive/tar"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/hermes-box/hermes-box/shared/cdc"
 )
@@ -23,7 +25,9 @@ type Encoder struct {
 
 	tree []ID
 	cw   *cdc.Writer // cuts the tree
-	tw   *tar.Writer // writes the tree into cw
+	rec  []byte      // scratch: a record's fields
+	out  []byte      // scratch: a record as written
+	keys []string    // scratch: a record's PAX keys
 	file *cdc.Writer // cuts the open file's content
 	hdr  *tar.Header // the open file; nil between files
 	left int64
@@ -43,7 +47,9 @@ func NewEncoder(sink Sink) *Encoder {
 		e.tree = append(e.tree, id)
 		return e.sink(id, data)
 	})
-	e.tw = tar.NewWriter(e.cw)
+	if _, err := e.cw.Write([]byte(Magic)); err != nil {
+		e.err = err
+	}
 	e.file = cdc.NewWriter(func(data []byte) error {
 		id := sha256.Sum256(data)
 		e.ids = append(e.ids, id[:]...)
@@ -67,10 +73,7 @@ func (e *Encoder) WriteHeader(hdr *tar.Header) error {
 		if hdr.Size != 0 {
 			return e.fail(fmt.Errorf("reading tar: %s (type %q) has a body", hdr.Name, hdr.Typeflag))
 		}
-		if err := e.tw.WriteHeader(hdr); err != nil {
-			return e.fail(fmt.Errorf("writing the tree: %s: %w", hdr.Name, err))
-		}
-		return nil
+		return e.writeEntry(hdr, nil)
 	}
 	h := *hdr
 	e.hdr, e.left, e.ids = &h, hdr.Size, e.ids[:0]
@@ -111,10 +114,7 @@ func (e *Encoder) WriteKnown(hdr *tar.Header, ids []byte) error {
 	}
 	e.st.Entries++
 	e.st.Bytes += hdr.Size
-	if err := writeFile(e.tw, hdr, hdr.Size, ids); err != nil {
-		return e.fail(err)
-	}
-	return nil
+	return e.writeEntry(hdr, ids)
 }
 
 // endFile closes the open file's chunks and writes its tree entry.
@@ -125,8 +125,8 @@ func (e *Encoder) endFile() error {
 	h := e.hdr
 	e.hdr = nil
 	e.st.Bytes += h.Size
-	if err := writeFile(e.tw, h, h.Size, e.ids); err != nil {
-		return e.fail(err)
+	if err := e.writeEntry(h, e.ids); err != nil {
+		return err
 	}
 	if e.OnFile != nil {
 		e.OnFile(h, e.ids)
@@ -143,13 +143,30 @@ func (e *Encoder) Close() (tree []ID, st Stats, err error) {
 	if e.hdr != nil {
 		return nil, e.st, e.fail(fmt.Errorf("%w: %s: %d bytes missing", ErrShort, e.hdr.Name, e.left))
 	}
-	if err := e.tw.Close(); err != nil {
-		return nil, e.st, e.fail(fmt.Errorf("writing the tree: %w", err))
+	if _, err := e.cw.Write([]byte{0}); err != nil { // the end record
+		return nil, e.st, e.fail(err)
 	}
 	if err := e.cw.Close(); err != nil {
 		return nil, e.st, e.fail(err)
 	}
 	return e.tree, e.st, nil
+}
+
+// writeEntry writes hdr's record to the tree, and a regular file's chunk
+// ids (32 bytes each) after it.
+func (e *Encoder) writeEntry(hdr *tar.Header, ids []byte) error {
+	if min(hdr.Mode, hdr.Size, hdr.Devmajor, hdr.Devminor) < 0 || hdr.Uid < 0 || hdr.Gid < 0 || max(hdr.Uid, hdr.Gid) > math.MaxInt32 {
+		return e.fail(fmt.Errorf("writing the tree: %s: a negative or out of range number in its header", hdr.Name))
+	}
+	e.rec, e.keys = appendFields(e.rec[:0], hdr, len(ids)/len(ID{}), e.keys)
+	if len(e.rec) > maxRecord {
+		return e.fail(fmt.Errorf("writing the tree: %s: its names and PAX records take %d bytes, over the limit of %d", hdr.Name, len(e.rec), maxRecord))
+	}
+	e.out = append(append(binary.AppendUvarint(e.out[:0], uint64(len(e.rec))), e.rec...), ids...)
+	if _, err := e.cw.Write(e.out); err != nil {
+		return e.fail(err)
+	}
+	return nil
 }
 
 func (e *Encoder) fail(err error) error {

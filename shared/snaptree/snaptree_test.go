@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +188,11 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(data)
+	old, err := os.ReadFile(filepath.Join("testdata", "tree-tar.golden")) // the tar format
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(old)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var out bytes.Buffer
 		if err := Decode(bytes.NewReader(data), s.fetch, &out); err != nil {

@@ -149,7 +149,7 @@ func TestChunksFailsOnAClosedStream(t *testing.T) {
 	}
 	var in bytes.Buffer
 	must(t, chunkwire.WriteHeld(&in, &chunkwire.Held{}))
-	err := Chunks(context.Background(), &in, &failingWriter{left: 1000}, Spec{Dir: dir}, ChunkOptions{Part: "workspace", CacheDir: cache})
+	err := Chunks(context.Background(), &in, &failingWriter{left: 200}, Spec{Dir: dir}, ChunkOptions{Part: "workspace", CacheDir: cache})
 	if !errors.Is(err, errHostGone) {
 		t.Fatalf("err = %v, want the stream's error", err)
 	}

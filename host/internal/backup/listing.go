@@ -43,8 +43,7 @@ func listArchive(ctx context.Context, r io.Reader, lim Limits) ([]string, error)
 // reads r up to the end of the archive.
 func listTar(r io.Reader, lim Limits) ([]string, error) {
 	tr := tar.NewReader(bounded.Reader(r, lim.MaxUnpacked, "the unpacked archive"))
-	budget := listBudget{lim: lim}
-	var names []string
+	ls := lister{budget: listBudget{lim: lim}}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -53,17 +52,83 @@ func listTar(r io.Reader, lim Limits) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading tar: %w", err)
 		}
-		if err := budget.add(hdr.Name); err != nil {
+		if err := ls.add(hdr); err != nil {
 			return nil, err
 		}
-		name, err := normalize(hdr)
-		if err != nil {
-			return nil, err
-		}
-		names = append(names, name)
 	}
-	slices.Sort(names)
-	return names, nil
+	return ls.sorted(), nil
+}
+
+// lister collects an archive's names within its budget.
+type lister struct {
+	budget listBudget
+	names  []string
+}
+
+func (l *lister) add(hdr *tar.Header) error {
+	if err := l.budget.add(hdr.Name); err != nil {
+		return err
+	}
+	name, err := normalize(hdr)
+	if err != nil {
+		return err
+	}
+	l.names = append(l.names, name)
+	return nil
+}
+
+func (l *lister) sorted() []string {
+	slices.Sort(l.names)
+	return l.names
+}
+
+// HeaderLister lists a tar stream from its headers alone, as ListTar
+// lists the stream: the same names, checks and limits, the unpacked size
+// counted as the bytes the stream takes (each entry's header blocks and
+// its content padded to a block, then the trailer). It serves where the
+// content is known by its size only (an incremental snapshot's tree).
+type HeaderLister struct {
+	ls       lister
+	unpacked int64
+	counter  countWriter
+}
+
+// HeaderLister returns a lister within l's entry, name and unpacked
+// limits.
+func (l Limits) HeaderLister() *HeaderLister {
+	return &HeaderLister{ls: lister{budget: listBudget{lim: l.withDefaults()}}}
+}
+
+// Add lists one entry.
+func (h *HeaderLister) Add(hdr *tar.Header) error {
+	if err := h.ls.add(hdr); err != nil {
+		return err
+	}
+	// The header's blocks as a tar writer writes them; the writer is
+	// dropped before any content, so it writes nothing else.
+	h.counter = 0
+	if err := tar.NewWriter(&h.counter).WriteHeader(hdr); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, err)
+	}
+	h.unpacked += int64(h.counter) + (hdr.Size+blockSize-1)/blockSize*blockSize
+	if max := h.ls.budget.lim.MaxUnpacked; h.unpacked+2*blockSize > max { // and the stream's trailer
+		return &bounded.LimitError{What: "the unpacked archive", Limit: max}
+	}
+	return nil
+}
+
+// Names returns the names listed, normalized and sorted.
+func (h *HeaderLister) Names() []string { return h.ls.sorted() }
+
+// blockSize is a tar block's size.
+const blockSize = 512
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
 
 // normalize checks an entry name and gives directories a trailing slash.

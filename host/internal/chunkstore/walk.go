@@ -12,23 +12,9 @@ import (
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
 
-// zeros stands in for a chunk's content where only its presence and size
-// matter (Verify without reading the data, Mark).
-var zeros = make([]byte, MaxChunk)
-
-// walk decodes the parts of rec into the writer out returns for it:
-// tree chunks are always read (and re-hashed); file chunks go through
-// fetch.
-func (s *Store) walk(ctx context.Context, rec *Record, parts []string, fetch snaptree.Fetch, out func(part string) (io.Writer, func() error)) error {
-	buf := make([]byte, 0, MaxChunk)
-	readTree := func(id snaptree.ID) ([]byte, error) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		b, err := s.Read(ID(id), buf)
-		buf = b[:0]
-		return b, err
-	}
+// trees calls fn with the tree of each of rec's parts named, read from
+// the store (each chunk re-hashed), in order.
+func (s *Store) trees(ctx context.Context, rec *Record, parts []string, fn func(part string, tree io.Reader) error) error {
 	for _, part := range parts {
 		tree, err := rec.Parts[part].treeIDs()
 		if err != nil {
@@ -38,49 +24,57 @@ func (s *Store) walk(ctx context.Context, rec *Record, parts []string, fetch sna
 		for i, id := range tree {
 			ids[i] = id
 		}
-		w, done := out(part)
-		err = snaptree.Decode(snaptree.Reader(ids, readTree), fetch, w)
-		if derr := done(); err == nil {
-			err = derr
-		}
-		if err != nil {
+		if err := fn(part, s.treeReader(ctx, ids)); err != nil {
 			return fmt.Errorf("%s of %s: %w", part, rec.Machine, err)
 		}
 	}
 	return nil
 }
 
+// treeReader reads the tree of chunks ids from the store, each chunk
+// re-hashed; ctx stops it between chunks.
+func (s *Store) treeReader(ctx context.Context, ids []snaptree.ID) io.Reader {
+	buf := make([]byte, 0, MaxChunk)
+	return snaptree.Reader(ids, func(id snaptree.ID) ([]byte, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b, err := s.Read(ID(id), buf)
+		buf = b[:0]
+		return b, err
+	})
+}
+
+// chunks checks that the file chunks of every part of rec add up to
+// their files' sizes, sizeOf giving each chunk's size (or why not); no
+// file's content is decoded.
+func (s *Store) chunks(ctx context.Context, rec *Record, sizeOf func(snaptree.ID) (int64, error)) error {
+	return s.trees(ctx, rec, Parts, func(_ string, tree io.Reader) error {
+		return snaptree.Entries(tree, func(e snaptree.Entry) error { return e.Chunks(sizeOf, nil) })
+	})
+}
+
 // Verify checks that every chunk of rec is held and that the trees hold
 // together; with readData it reads and re-hashes every chunk.
 func (s *Store) Verify(ctx context.Context, rec *Record, readData bool) error {
 	buf := make([]byte, 0, MaxChunk)
-	fetch := func(id snaptree.ID) ([]byte, error) {
+	return s.chunks(ctx, rec, func(id snaptree.ID) (int64, error) {
 		if readData {
 			b, err := s.Read(ID(id), buf)
 			buf = b[:0]
-			return b, err
+			return int64(len(b)), err
 		}
 		n, ok := s.RawSize(ID(id))
 		if !ok {
-			return nil, fmt.Errorf("%w: %s", ErrMissing, ID(id))
+			return 0, fmt.Errorf("%w: %s", ErrMissing, ID(id))
 		}
-		return zeros[:n], nil
-	}
-	return s.walk(ctx, rec, Parts, fetch, discard)
+		return n, nil
+	})
 }
-
-func discard(string) (io.Writer, func() error) { return io.Discard, func() error { return nil } }
 
 // Mark marks every chunk rec needs as live; a chunk the store lacks is
 // an ErrMissing error.
 func (s *Store) Mark(ctx context.Context, rec *Record, m *Marks) error {
-	mark := func(id snaptree.ID) ([]byte, error) {
-		if !m.Mark(ID(id)) {
-			return nil, fmt.Errorf("%w: %s", ErrMissing, ID(id))
-		}
-		n, _ := s.RawSize(ID(id))
-		return zeros[:n], nil
-	}
 	for _, p := range rec.Parts {
 		tree, err := p.treeIDs()
 		if err != nil {
@@ -92,7 +86,13 @@ func (s *Store) Mark(ctx context.Context, rec *Record, m *Marks) error {
 			}
 		}
 	}
-	return s.walk(ctx, rec, Parts, mark, discard)
+	return s.chunks(ctx, rec, func(id snaptree.ID) (int64, error) {
+		if !m.Mark(ID(id)) {
+			return 0, fmt.Errorf("%w: %s", ErrMissing, ID(id))
+		}
+		n, _ := s.RawSize(ID(id))
+		return n, nil
+	})
 }
 
 // Stage stages the backup rec (loaded, so its signature checked) below
@@ -117,7 +117,7 @@ func (s *Store) Stage(ctx context.Context, rec *Record, stateDir string, lim bac
 		// The bytes of the decoded tree; the compressed size is not
 		// known before the end.
 		tw, done := progress.TrackEstimate(ctx, "stage "+backup.PartFile(part), 0, w)
-		err := s.walk(ctx, rec, []string{part}, fetch, func(string) (io.Writer, func() error) { return tw, func() error { return nil } })
+		err := s.trees(ctx, rec, []string{part}, func(_ string, tree io.Reader) error { return snaptree.Decode(tree, fetch, tw) })
 		done(err)
 		return err
 	}
