@@ -169,11 +169,7 @@ func (f *fields) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(f.b)
-	if n <= 0 {
-		f.err = errors.New("a number that does not decode")
-		return 0
-	}
-	f.b = f.b[n:]
+	f.skip(n)
 	return v
 }
 
@@ -182,12 +178,18 @@ func (f *fields) varint() int64 {
 		return 0
 	}
 	v, n := binary.Varint(f.b)
+	f.skip(n)
+	return v
+}
+
+// skip passes the n bytes a number took; n <= 0 is a number that does
+// not decode.
+func (f *fields) skip(n int) {
 	if n <= 0 {
 		f.err = errors.New("a number that does not decode")
-		return 0
+		return
 	}
 	f.b = f.b[n:]
-	return v
 }
 
 func (f *fields) int64() int64 {
