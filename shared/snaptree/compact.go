@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The tree's format. A tree is Magic, then one record for each entry in
+// The tree's format. A tree is treeMagic, then one record for each entry in
 // the walk's order, then an empty record; nothing follows. A record is
 // its length (uvarint, at most maxRecord) and its fields; a regular
 // file's record is followed by its chunk ids, 32 bytes each, as many as
@@ -31,8 +31,8 @@ import (
 // box's tree is sent anew each time, as a change of 1% of the files
 // touches nearly every chunk of it.
 
-// Magic starts a tree.
-const Magic = "hermes-box tree 2\n"
+// treeMagic starts a tree.
+const treeMagic = "hermes-box tree 2\n"
 
 // maxRecord bounds one record (its names and PAX records), as the tar
 // reader bounds a PAX header.

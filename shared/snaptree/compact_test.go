@@ -14,7 +14,7 @@ import (
 )
 
 // TestDecodeTarTree: a tree in the tar format (testdata/tree-tar.golden,
-// written by the encoder before Magic's format, of the golden box)
+// written by the encoder before the compact format, of the golden box)
 // decodes to the box, its content chunks being the same in both formats.
 func TestDecodeTarTree(t *testing.T) {
 	src := tarOf(t, box(random("golden", 3<<20)))
@@ -26,8 +26,8 @@ func TestDecodeTarTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.HasPrefix(old, []byte(Magic)) {
-		t.Fatal("the tar tree starts with Magic")
+	if bytes.HasPrefix(old, []byte(treeMagic)) {
+		t.Fatal("the tar tree starts with treeMagic")
 	}
 	var out bytes.Buffer
 	if err := Decode(bytes.NewReader(old), s.fetch, &out); err != nil {
@@ -38,7 +38,7 @@ func TestDecodeTarTree(t *testing.T) {
 	}
 }
 
-// record is one record of Magic's format, its length first.
+// record is one record of the compact format, its length first.
 func record(hdr tar.Header, ids ...ID) []byte {
 	f, _ := appendFields(nil, &hdr, len(ids), nil)
 	b := append(binary.AppendUvarint(nil, uint64(len(f))), f...)
@@ -48,9 +48,9 @@ func record(hdr tar.Header, ids ...ID) []byte {
 	return b
 }
 
-// compact is a tree of records, Magic first and the end record last.
+// compact is a tree of records, treeMagic first and the end record last.
 func compact(records ...[]byte) []byte {
-	return append(append([]byte(Magic), bytes.Join(records, nil)...), 0)
+	return append(append([]byte(treeMagic), bytes.Join(records, nil)...), 0)
 }
 
 func TestDecodeRefusesCompact(t *testing.T) {
@@ -72,10 +72,10 @@ func TestDecodeRefusesCompact(t *testing.T) {
 		{"chunks longer than the size", compact(record(reg(9), id)), "exceed its size"},
 		{"chunks shorter than the size", compact(record(reg(11), id)), "short of its size"},
 		{"missing chunk", compact(record(reg(10), sha256.Sum256([]byte("missing")))), "missing"},
-		{"no end record", compact(good)[:len(Magic)+len(good)], "length"},
+		{"no end record", compact(good)[:len(treeMagic)+len(good)], "length"},
 		{"bytes after the end", append(compact(good), 'x'), "after the tree's end"},
-		{"a record cut short", []byte(Magic + string(good[:8])), "record"},
-		{"ids cut short", []byte(Magic + string(good[:len(good)-5])), "unexpected EOF"},
+		{"a record cut short", []byte(treeMagic + string(good[:8])), "record"},
+		{"ids cut short", []byte(treeMagic + string(good[:len(good)-5])), "unexpected EOF"},
 		{"a record over the limit", compact(withLen(maxRecord+1, nil)), "over the limit"},
 		{"bytes after a record's fields", compact(append(withLen(uint64(len(fields)+1), fields), 0)), "after its record's fields"},
 		{"an unknown entry type", compact(record(tar.Header{Typeflag: 'V', Name: "v"})), "entry type"},

@@ -92,13 +92,13 @@ func (e Entry) Chunks(sizeOf func(ID) (int64, error), fn func(ID, int64) error) 
 // reading any file's content: what a tree says of its files is checked,
 // what its chunks hold is left to Entry.Chunks. A tree that breaks the
 // format is an ErrInvalid error naming the entry. Both formats are read:
-// Magic's, and the tar stream of trees written before it.
+// the compact one (compact.go), and the tar stream of trees written before it.
 func Entries(tree io.Reader, fn func(Entry) error) error {
 	br := bufio.NewReaderSize(tree, 64<<10)
-	if head, _ := br.Peek(len(Magic)); string(head) != Magic {
+	if head, _ := br.Peek(len(treeMagic)); string(head) != treeMagic {
 		return tarEntries(br, fn)
 	}
-	if _, err := br.Discard(len(Magic)); err != nil {
+	if _, err := br.Discard(len(treeMagic)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c := &compactReader{r: br}

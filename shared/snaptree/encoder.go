@@ -47,7 +47,7 @@ func NewEncoder(sink Sink) *Encoder {
 		e.tree = append(e.tree, id)
 		return e.sink(id, data)
 	})
-	if _, err := e.cw.Write([]byte(Magic)); err != nil {
+	if _, err := e.cw.Write([]byte(treeMagic)); err != nil {
 		e.err = err
 	}
 	e.file = cdc.NewWriter(func(data []byte) error {

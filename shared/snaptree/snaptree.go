@@ -13,7 +13,7 @@ package snaptree
 import "crypto/sha256"
 
 // SizeRecord is the PAX record holding a regular file's size in a tree
-// of the tar format (written before Magic's), where the body of a file's
+// of the tar format (written before the compact format), where the body of a file's
 // entry is its chunk ids.
 const SizeRecord = "HERMESBOX.size"
 
