@@ -115,9 +115,6 @@ func (c *compactReader) next() (*tar.Header, int64, error) {
 	if hdr.Typeflag != tar.TypeReg && (hdr.Size != 0 || ids != 0) {
 		return nil, 0, fmt.Errorf("%w: %s (type %q) has a body", ErrInvalid, hdr.Name, hdr.Typeflag)
 	}
-	if ids > math.MaxInt64/int64(len(ID{})) {
-		return nil, 0, fmt.Errorf("%w: %s: %d chunk ids", ErrInvalid, hdr.Name, ids)
-	}
 	return hdr, ids, nil
 }
 
@@ -130,14 +127,14 @@ type fields struct {
 func (f *fields) header() (*tar.Header, int64) {
 	hdr := &tar.Header{Typeflag: f.byte()}
 	hdr.Name, hdr.Linkname, hdr.Uname, hdr.Gname = f.string(), f.string(), f.string(), f.string()
-	hdr.Mode, hdr.Uid, hdr.Gid = f.int64(), int(f.int32()), int(f.int32())
+	hdr.Mode, hdr.Uid, hdr.Gid = f.number(math.MaxInt64), int(f.number(math.MaxInt32)), int(f.number(math.MaxInt32))
 	sec := f.varint()
 	nsec := f.uvarint()
 	if nsec >= 1e9 && f.err == nil {
 		f.err = fmt.Errorf("%d nanoseconds", nsec)
 	}
 	hdr.ModTime = time.Unix(sec, int64(nsec))
-	hdr.Devmajor, hdr.Devminor, hdr.Size = f.int64(), f.int64(), f.int64()
+	hdr.Devmajor, hdr.Devminor, hdr.Size = f.number(math.MaxInt64), f.number(math.MaxInt64), f.number(math.MaxInt64)
 	if n := f.uvarint(); n > 0 && f.err == nil {
 		hdr.PAXRecords = make(map[string]string, min(n, 64))
 		prev := ""
@@ -149,7 +146,7 @@ func (f *fields) header() (*tar.Header, int64) {
 			hdr.PAXRecords[k], prev = v, k
 		}
 	}
-	return hdr, f.int64()
+	return hdr, f.number(math.MaxInt64 / uint64(len(ID{})))
 }
 
 func (f *fields) byte() byte {
@@ -192,17 +189,10 @@ func (f *fields) skip(n int) {
 	f.b = f.b[n:]
 }
 
-func (f *fields) int64() int64 {
+// number is a uvarint of at most max.
+func (f *fields) number(max uint64) int64 {
 	v := f.uvarint()
-	if v > math.MaxInt64 && f.err == nil {
-		f.err = fmt.Errorf("%d is out of range", v)
-	}
-	return int64(v)
-}
-
-func (f *fields) int32() int64 {
-	v := f.uvarint()
-	if v > math.MaxInt32 && f.err == nil {
+	if v > max && f.err == nil {
 		f.err = fmt.Errorf("%d is out of range", v)
 	}
 	return int64(v)
@@ -219,28 +209,6 @@ func (f *fields) string() string {
 	s := string(f.b[:n])
 	f.b = f.b[n:]
 	return s
-}
-
-// exactReader reads exactly left bytes of r: an end before them is
-// io.ErrUnexpectedEOF.
-type exactReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (e *exactReader) Read(p []byte) (int, error) {
-	if e.left == 0 {
-		return 0, io.EOF
-	}
-	if int64(len(p)) > e.left {
-		p = p[:e.left]
-	}
-	n, err := e.r.Read(p)
-	e.left -= int64(n)
-	if errors.Is(err, io.EOF) && e.left > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
 }
 
 // noEOF is err, io.EOF made io.ErrUnexpectedEOF: a tree ends with its

@@ -64,6 +64,11 @@ func TestDecodeRefusesCompact(t *testing.T) {
 	good := record(reg(10), id)
 	fields := good[1:] // good's length fits one byte
 	withLen := func(n uint64, body []byte) []byte { return append(binary.AppendUvarint(nil, n), body...) }
+	// A record saying two ids, then one that makes the size, then the
+	// tree's end.
+	h := reg(10)
+	twoIDs, _ := appendFields(nil, &h, 2, nil)
+	oneOfTwo := append(withLen(uint64(len(twoIDs)), twoIDs), id[:]...)
 	tests := []struct {
 		name string
 		tree []byte
@@ -76,6 +81,7 @@ func TestDecodeRefusesCompact(t *testing.T) {
 		{"bytes after the end", append(compact(good), 'x'), "after the tree's end"},
 		{"a record cut short", []byte(treeMagic + string(good[:8])), "record"},
 		{"ids cut short", []byte(treeMagic + string(good[:len(good)-5])), "unexpected EOF"},
+		{"fewer ids than the record says", []byte(treeMagic + string(oneOfTwo)), "f: unexpected EOF"},
 		{"a record over the limit", compact(withLen(maxRecord+1, nil)), "over the limit"},
 		{"bytes after a record's fields", compact(append(withLen(uint64(len(fields)+1), fields), 0)), "after its record's fields"},
 		{"an unknown entry type", compact(record(tar.Header{Typeflag: 'V', Name: "v"})), "entry type"},

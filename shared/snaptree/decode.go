@@ -51,11 +51,13 @@ type Entry struct {
 	ids    io.Reader // a regular file's chunk ids; nil for other entries
 }
 
-// Chunks calls fn with each chunk id of a regular file's content, in
-// order, and sizeOf's answer for it; it checks that the sizes add up to
-// the file's. sizeOf returns the chunk's size or why it cannot; fn may be
-// nil. Chunks is called at most once, and only while Entries' fn runs.
-func (e Entry) Chunks(sizeOf func(ID) (int64, error), fn func(ID, int64) error) error {
+// Chunks calls sizeOf with each chunk id of a regular file's content, in
+// order, and checks that the sizes it returns add up to the file's;
+// sizeOf returns a chunk's size or why it cannot. then, when not nil, is
+// called after each chunk that fits in what is left of the size (Decode
+// writes the chunk sizeOf fetched). Chunks is called at most once, and
+// only while Entries' fn runs.
+func (e Entry) Chunks(sizeOf func(ID) (int64, error), then func() error) error {
 	if e.ids == nil {
 		return nil
 	}
@@ -76,8 +78,8 @@ func (e Entry) Chunks(sizeOf func(ID) (int64, error), fn func(ID, int64) error) 
 			return fmt.Errorf("%w: %s: its chunks exceed its size of %d bytes", ErrInvalid, name, size)
 		}
 		left -= n
-		if fn != nil {
-			if err := fn(id, n); err != nil {
+		if then != nil {
+			if err := then(); err != nil {
 				return err
 			}
 		}
@@ -101,6 +103,12 @@ func Entries(tree io.Reader, fn func(Entry) error) error {
 	if _, err := br.Discard(len(treeMagic)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	return compactEntries(br, fn)
+}
+
+// compactEntries is Entries of a tree in the compact format, past its
+// magic.
+func compactEntries(br *bufio.Reader, fn func(Entry) error) error {
 	c := &compactReader{r: br}
 	for {
 		hdr, n, err := c.next()
@@ -108,16 +116,18 @@ func Entries(tree io.Reader, fn func(Entry) error) error {
 			return err
 		}
 		e := Entry{Header: hdr}
-		var ids *exactReader
+		var ids *io.LimitedReader
 		if hdr.Typeflag == tar.TypeReg {
-			ids = &exactReader{r: br, left: n * int64(len(ID{}))}
+			ids = &io.LimitedReader{R: br, N: n * int64(len(ID{}))}
 			e.ids = ids
 		}
 		if err := fn(e); err != nil {
 			return err
 		}
-		if ids != nil && ids.left > 0 {
-			if _, err := io.CopyN(io.Discard, ids, ids.left); err != nil {
+		// The ids fn left unread are skipped; fewer than the record
+		// says is a tree cut short.
+		if ids != nil && ids.N > 0 {
+			if _, err := io.CopyN(io.Discard, ids, ids.N); err != nil {
 				return fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, noEOF(err))
 			}
 		}
@@ -195,7 +205,7 @@ func Decode(tree io.Reader, fetch Fetch, w io.Writer) error {
 			data, err = fetch(id)
 			return int64(len(data)), err
 		}
-		return e.Chunks(sizeOf, func(ID, int64) error {
+		return e.Chunks(sizeOf, func() error {
 			if _, err := tw.Write(data); err != nil {
 				return fmt.Errorf("writing %s: %w", e.Header.Name, err)
 			}
