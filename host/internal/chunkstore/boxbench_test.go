@@ -377,6 +377,9 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 			return nil, fmt.Errorf("incremental %s: %w", gen, err)
 		}
 		m["inc-"+gen+"-s"], m["inc-"+gen+"-added-MB"], m["inc-"+gen+"-peak-MiB"] = time.Since(start).Seconds(), float64(rec.Added.Stored)/1e6, peak
+		if m["inc-"+gen+"-tree-B-per-entry"], err = treeBytesPerEntry(incDir, rec); err != nil {
+			return nil, err
+		}
 		if restic != nil {
 			t, added, err := restic.backup(ctx, box)
 			if err != nil {
@@ -407,6 +410,32 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 		return nil, fmt.Errorf("the incremental backup restores another root file system listing than the v2 backup of the same tree")
 	}
 	return m, nil
+}
+
+// treeBytesPerEntry is the size of rec's trees (both parts, plaintext)
+// over its entries.
+func treeBytesPerEntry(backups string, rec *Record) (float64, error) {
+	s, err := Open(StoreDir(backups, "box"))
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	var bytes, entries int64
+	for _, p := range rec.Parts {
+		ids, err := p.treeIDs()
+		if err != nil {
+			return 0, err
+		}
+		for _, id := range ids {
+			n, ok := s.RawSize(id)
+			if !ok {
+				return 0, fmt.Errorf("tree chunk %s missing", id)
+			}
+			bytes += n
+		}
+		entries += p.Entries
+	}
+	return float64(bytes) / float64(entries), nil
 }
 
 // restoreInc is the host's side of restoring an incremental backup: load
