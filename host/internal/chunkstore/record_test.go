@@ -111,7 +111,13 @@ func restored(t testing.TB, backups, dir string, gen int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openStore(t, StoreDir(backups, "box"))
+	stagesAs(t, openStore(t, StoreDir(backups, "box")), rec, gen)
+}
+
+// stagesAs stages rec from s and checks the staged copy is a valid v2
+// backup whose parts equal generation gen's.
+func stagesAs(t testing.TB, s *Store, rec *Record, gen int) {
+	t.Helper()
 	staged, err := s.Stage(context.Background(), rec, t.TempDir(), testLimits, projectKey)
 	if err != nil {
 		t.Fatal(err)
@@ -121,11 +127,11 @@ func restored(t testing.TB, backups, dir string, gen int) {
 	if _, err := backup.Verify(context.Background(), v2, trust); err != nil {
 		t.Fatalf("staged backup: %v", err)
 	}
-	for _, p := range []struct{ part, file string }{{boxlayout.PartRootfs, backup.FileRootfs}, {boxlayout.PartWorkspace, backup.FileWorkspace}} {
-		data, err := os.ReadFile(filepath.Join(v2, p.file))
+	for _, p := range backup.Parts {
+		data, err := os.ReadFile(filepath.Join(v2, p.File))
 		must(t, err)
-		if got, want := tarSums(t, data), tarSums(t, gzipTar(boxParts(gen)[p.part])); got != want {
-			t.Fatalf("%s restored:\n%s\nwant:\n%s", p.part, got, want)
+		if got, want := tarSums(t, data), tarSums(t, gzipTar(boxParts(gen)[p.Name])); got != want {
+			t.Fatalf("%s restored:\n%s\nwant:\n%s", p.Name, got, want)
 		}
 	}
 }
