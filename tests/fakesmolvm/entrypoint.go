@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -30,9 +31,14 @@ import (
 const stopWait = 30 * time.Second
 
 // allocGuest gives each published guest port without a fixed target a
-// free loopback address.
+// free port on the machine's own loopback address: one 127.0.0.0/8
+// address per start, never 127.0.0.1, so that no other process on the
+// host (another test's sshd or forwarder taking an ephemeral port on
+// 127.0.0.1) can bind the address between its allocation here and the
+// guest's bind, and the forwarder can reach no server but the guest's.
 func (f *fake) allocGuest(r *record) error {
 	r.Guest = map[string]string{}
+	var host string
 	for _, p := range r.Ports {
 		_, guest, _ := strings.Cut(p, ":")
 		if guest == "" {
@@ -41,14 +47,32 @@ func (f *fake) allocGuest(r *record) error {
 		if os.Getenv("FAKESMOLVM_GUEST_"+guest) != "" || len(r.Entrypoint)+len(r.Cmd) == 0 {
 			continue
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if host == "" {
+			var err error
+			if host, err = guestHost(); err != nil {
+				return err
+			}
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
-			return err
+			return fmt.Errorf("allocating the guest's port %s on %s: %w", guest, host, err)
 		}
 		r.Guest[guest] = ln.Addr().String()
 		ln.Close()
 	}
 	return nil
+}
+
+// guestHost picks a random loopback address in 127.64.0.0/10 for a
+// machine's guest ports (24 random bits: two machines of one test run
+// share one with a chance of about one in eight million).
+func guestHost() (string, error) {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("choosing the guest's loopback address: %w", err)
+	}
+	ip := net.IPv4(127, 64|b[0]&63, b[1], b[2]|1)
+	return ip.String(), nil
 }
 
 // guestTarget is where the forwarder sends a published guest port.

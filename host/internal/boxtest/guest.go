@@ -68,7 +68,7 @@ func guestSSHD(addr string) int {
 	if err != nil {
 		return fail(err)
 	}
-	_, portText, err := net.SplitHostPort(addr)
+	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fail(err)
 	}
@@ -94,7 +94,7 @@ func guestSSHD(addr string) int {
 			return fail(err)
 		}
 	}
-	config := product + sshdtest.Config(port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
+	config := product + sshdtest.ConfigOn(host, port, filepath.Join(root, "etc/ssh/ssh_host_ed25519_key"),
 		filepath.Join(root, "home/boxadmin/.ssh/authorized_keys"), users, extra...)
 	path := filepath.Join(dir, "sshd_config")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {

@@ -157,9 +157,15 @@ func (s *Server) config(hostKeyPath string) string {
 // keys in authorizedKeys only; extra lines are appended, except that the
 // variables of extra SetEnv lines join the one SetEnv line sshd honours.
 func Config(port int, hostKeyPath, authorizedKeys, user string, extra ...string) string {
+	return ConfigOn("127.0.0.1", port, hostKeyPath, authorizedKeys, user, extra...)
+}
+
+// ConfigOn is Config for the loopback address host (a fake machine's
+// guest address).
+func ConfigOn(host string, port int, hostKeyPath, authorizedKeys, user string, extra ...string) string {
 	lines := []string{
 		"Port " + strconv.Itoa(port),
-		"ListenAddress 127.0.0.1",
+		"ListenAddress " + host,
 		"HostKey " + hostKeyPath,
 		"AuthorizedKeysFile " + authorizedKeys,
 		"PubkeyAuthentication yes",
