@@ -67,6 +67,15 @@ $(BIN)/hermes-box-%: $(HOST_SRC) $(BIN)/.version
 init: build ## Build, then create the box (hermes-box init)
 	$(BIN)/hermes-box init
 
+# check is the loop before every commit: the release build, the lint (gofmt,
+# vet also for the Mac host, staticcheck, shellcheck) and every fast test,
+# fences included. `go test -short` skips what builds the project's binaries,
+# starts sshd or boots a machine (sshdtest.SkipShort says which); make test
+# runs those, and CI runs make test.
+.PHONY: check
+check: build lint ## Before every commit: build, lint, the fences and every fast test (go test -short)
+	$(GO) test -short -count=1 ./...
+
 .PHONY: test
 test: ## Vet, run every Go test (race detector on) and the Python tests
 	$(GO) vet ./...

@@ -54,6 +54,9 @@ func agentBinary(t testing.TB) string {
 	if p := os.Getenv(envAgentBin); p != "" {
 		return p
 	}
+	if testing.Short() {
+		t.Skip("-short: this test builds the agent and runs it (make test runs it)")
+	}
 	agentOnce.Do(func() {
 		out, err := exec.CommandContext(context.Background(), "go", "env", "GOMOD").Output()
 		if err != nil {

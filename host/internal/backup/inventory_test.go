@@ -88,6 +88,9 @@ func TestProjectSources(t *testing.T) {
 // own (Go's module cache supplies the dependencies, as the network would
 // on another host).
 func TestProjectSourcesBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: this test copies the project's sources and builds them (make test runs it)")
+	}
 	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
 	must(t, err)
 	root := filepath.Dir(strings.TrimSpace(string(out)))

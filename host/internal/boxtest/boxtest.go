@@ -57,6 +57,7 @@ var (
 // beside it as the guest programs).
 func Build(t testing.TB) *Binaries {
 	t.Helper()
+	sshdtest.SkipShort(t, "builds the agent, the test agent and the fake smolvm")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "hermes-box-test-")
 		if err != nil {

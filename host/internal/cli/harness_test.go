@@ -28,6 +28,7 @@ var buildOnce sync.Once
 // buildBinaries builds what boxtest builds and hermes-box beside it.
 func buildBinaries(t testing.TB) {
 	t.Helper()
+	sshdtest.SkipShort(t, "builds hermes-box and runs it against the fake smolvm")
 	b := boxtest.Build(t)
 	buildOnce.Do(func() {
 		bins.Binaries = b

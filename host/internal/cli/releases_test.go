@@ -164,6 +164,7 @@ func expectCallsLike(t testing.TB, got []boxtest.Call, want []string) {
 // release but for the restore's `relay --hold-output` on 1.0.4. The
 // restore carries 6 MiB of workspace.
 func TestLifecycleAcrossReleases(t *testing.T) {
+	buildBinaries(t) // skips under -short before the subtests, which compare their runs
 	t.Parallel()
 	runs := map[string][]string{}
 	for _, release := range []string{"1.0.4", "1.9.3", "1.25.4"} {

@@ -36,6 +36,7 @@ var (
 // boxes up fast), built once beside boxtest's binaries.
 func testHermesBox(t testing.TB) string {
 	t.Helper()
+	sshdtest.SkipShort(t, "builds hermes-box and runs it against the fake smolvm")
 	b := boxtest.Build(t)
 	testBuildOnce.Do(func() { testBuild = sshdtest.GoBuild(t, filepath.Join(b.Dir, "hermes-box"), "./host") })
 	if testBuild == "" {

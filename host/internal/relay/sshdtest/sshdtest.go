@@ -67,6 +67,7 @@ type Server struct {
 // always skip.
 func Require(tb testing.TB) {
 	tb.Helper()
+	SkipShort(tb, "starts Debian's sshd")
 	if _, err := os.Stat(SSHDPath); err == nil {
 		return
 	}
@@ -324,8 +325,20 @@ func withTestTag(flags []string) ([]string, []string) {
 	return append([]string{"-tags", strings.Join(tags, ",")}, rest...), env
 }
 
+// SkipShort skips tb under `go test -short` (make check), saying what
+// the test does that the short run leaves to make test: build the
+// project's binaries, start sshd, boot a machine. make test and CI never
+// pass -short, so there these tests always run.
+func SkipShort(tb testing.TB, what string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("-short: this test %s (make test runs it)", what)
+	}
+}
+
 func goBuild(tb testing.TB, out, pkg string, env []string, flags ...string) string {
 	tb.Helper()
+	SkipShort(tb, "builds "+pkg)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		tb.Fatalf("the go command is needed to build %s: %v", pkg, err)
