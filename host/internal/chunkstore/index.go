@@ -89,7 +89,9 @@ func cmpEntry(a, b entry) int { return bytes.Compare(a.id[:], b.id[:]) }
 const (
 	packEntrySize  = 32 + 4 + 4 + 1
 	indexEntrySize = packEntrySize + 4
-	// maxPackEntries bounds a pack's header (hostile or corrupt files).
+	// maxPackEntries is the most entries a pack holds: the writer and
+	// GC's repack close a pack at it (as at packTarget bytes), and the
+	// index loader and Repair refuse a pack or index group over it.
 	maxPackEntries = 1 << 20
 	// indexBatch is how many entries readIndex hands over at a time.
 	indexBatch = 4096
@@ -151,6 +153,59 @@ func parsePackEntry(b []byte, withOffset bool) (packEntry, error) {
 	return e, e.check()
 }
 
+// indexWriter writes an index file a pack at a time: group, then that
+// many entries. It buffers at most a MiB.
+type indexWriter struct {
+	hf   *hashedFile
+	buf  []byte
+	left uint32 // entries the open group still expects
+}
+
+func (s *Store) newIndexWriter() (*indexWriter, error) {
+	hf, err := createHashed(filepath.Join(s.dir, indexDir))
+	if err != nil {
+		return nil, err
+	}
+	return &indexWriter{hf: hf, buf: slices.Clone(indexMagic)}, nil
+}
+
+// group starts pack's group of n entries.
+func (iw *indexWriter) group(pack ID, n uint32) error {
+	if iw.left != 0 || n > maxPackEntries {
+		return iw.hf.fail(fmt.Errorf("index group of pack %s: %d entries (%d of the last missing; at most %d)", pack, n, iw.left, maxPackEntries))
+	}
+	iw.buf = append(iw.buf, pack[:]...)
+	iw.buf = binary.LittleEndian.AppendUint32(iw.buf, n)
+	iw.left = n
+	return nil
+}
+
+// entry adds e to the open group.
+func (iw *indexWriter) entry(e packEntry) error {
+	if iw.left == 0 {
+		return iw.hf.fail(fmt.Errorf("index entry %s beyond its group", e.id))
+	}
+	iw.left--
+	if iw.buf = e.appendTo(iw.buf, true); len(iw.buf) >= 1<<20 {
+		if _, err := iw.hf.Write(iw.buf); err != nil {
+			return iw.hf.fail(err)
+		}
+		iw.buf = iw.buf[:0]
+	}
+	return nil
+}
+
+// publish writes what is buffered and publishes the index.
+func (iw *indexWriter) publish() (ID, error) {
+	if iw.left != 0 {
+		return ID{}, iw.hf.fail(fmt.Errorf("index group short of %d entries", iw.left))
+	}
+	if _, err := iw.hf.Write(iw.buf); err != nil {
+		return ID{}, iw.hf.fail(err)
+	}
+	return iw.hf.publish(indexExt)
+}
+
 // packGroup is one pack's entries in an index file.
 type packGroup struct {
 	pack    ID
@@ -159,28 +214,61 @@ type packGroup struct {
 
 // writeIndex publishes an index file naming groups and returns its id.
 func (s *Store) writeIndex(groups []packGroup) (ID, error) {
-	hf, err := createHashed(filepath.Join(s.dir, indexDir))
+	iw, err := s.newIndexWriter()
 	if err != nil {
 		return ID{}, err
 	}
-	buf := slices.Clone(indexMagic)
 	for _, g := range groups {
-		buf = append(buf, g.pack[:]...)
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(g.entries)))
+		if err := iw.group(g.pack, uint32(len(g.entries))); err != nil {
+			return ID{}, err
+		}
 		for _, e := range g.entries {
-			buf = e.appendTo(buf, true)
-			if len(buf) >= 1<<20 {
-				if _, err := hf.Write(buf); err != nil {
-					return ID{}, hf.fail(err)
-				}
-				buf = buf[:0]
+			if err := iw.entry(e); err != nil {
+				return ID{}, err
 			}
 		}
 	}
-	if _, err := hf.Write(buf); err != nil {
-		return ID{}, hf.fail(err)
+	return iw.publish()
+}
+
+// writePackIndex publishes an index file naming packs, each with the
+// entries of its own header read back from disk (so checked as Repair
+// checks it), in constant memory.
+func (s *Store) writePackIndex(packs []ID) (ID, error) {
+	iw, err := s.newIndexWriter()
+	if err != nil {
+		return ID{}, err
 	}
-	return hf.publish(indexExt)
+	for _, p := range packs {
+		if err := iw.addPack(s, p); err != nil {
+			return ID{}, err
+		}
+	}
+	return iw.publish()
+}
+
+// addPack adds pack p's group, from its header.
+func (iw *indexWriter) addPack(s *Store, p ID) error {
+	h, err := s.openPackHeader(p)
+	if err != nil {
+		return iw.hf.fail(err)
+	}
+	defer h.Close()
+	if err := iw.group(p, h.n); err != nil {
+		return err
+	}
+	for {
+		e, err := h.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return iw.hf.fail(err)
+		}
+		if err := iw.entry(e); err != nil {
+			return err
+		}
+	}
 }
 
 // readIndex streams the index file id, checking its hash and format, and
