@@ -20,7 +20,7 @@ type Marks struct {
 
 // NewMarks starts marking live chunks.
 func (s *Store) NewMarks() *Marks {
-	s.idx.merge()
+	s.idx.fold()
 	return &Marks{s: s, bits: make([]uint64, (len(s.idx.entries)+63)/64)}
 }
 
@@ -40,7 +40,7 @@ func (m *Marks) Marked(id ID) bool {
 	return ok && m.bits[i/64]&(1<<(i%64)) != 0
 }
 
-func cmpID(e entry, id ID) int { return bytes.Compare(e.id[:], id[:]) }
+func cmpID(e entry, id ID) int { return cmpIDs(&e.id, &id) }
 
 func (m *Marks) live(i int) bool { return m.bits[i/64]&(1<<(i%64)) != 0 }
 
