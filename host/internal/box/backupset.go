@@ -37,15 +37,15 @@ func PruneBackups(ctx context.Context, b *Box, p backupset.Policy, dryRun bool) 
 }
 
 // RepairBackups rebuilds the chunk stores' indexes under the operation
-// lock (backupset.Repair).
-func RepairBackups(ctx context.Context, b *Box) ([]backupset.Repaired, error) {
+// lock (backupset.Repair; force drops chunks backups need).
+func RepairBackups(ctx context.Context, b *Box, force bool) ([]backupset.Repaired, error) {
 	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
 	var out []backupset.Repaired
 	err = withLock(b, func() error {
-		out, err = backupset.Repair(ctx, b.cfg.BackupsDir(), key)
+		out, err = backupset.Repair(ctx, b.cfg.BackupsDir(), key, force)
 		return err
 	})
 	return out, err

@@ -63,13 +63,19 @@ func build(ctx context.Context, backupsDir string, meta backup.Meta, fill partFu
 		}
 		rec.Parts[part] = p
 	}
+	st := w.Stats()
+	rec.Added = Added{Chunks: st.NewChunks, Bytes: st.NewBytes, Stored: st.Stored}
+	// Sealed before the commit: a record that would not load leaves the
+	// store as it was.
+	data, sig, err := rec.seal(meta)
+	if err != nil {
+		return "", nil, fmt.Errorf("snapshot: %w", err)
+	}
 	if err := w.Commit(); err != nil {
 		return "", nil, fmt.Errorf("snapshot: %w", err)
 	}
 	committed = true
-	st := w.Stats()
-	rec.Added = Added{Chunks: st.NewChunks, Bytes: st.NewBytes, Stored: st.Stored}
-	if dir, err = rec.publish(backupsDir, meta); err != nil {
+	if dir, err = publish(backupsDir, meta, data, sig); err != nil {
 		return "", nil, fmt.Errorf("snapshot: %w", err)
 	}
 	crashPoint("published")

@@ -31,7 +31,11 @@ func FuzzPackHeader(f *testing.F) {
 		defer s.Close()
 		id := ID(sha256.Sum256(data))
 		must(t, os.WriteFile(s.packPath(id), data, 0o600))
-		entries, err := s.readPackHeader(id)
+		var entries []packEntry
+		_, err = s.eachPackEntry(id, func(e packEntry) error {
+			entries = append(entries, e)
+			return nil
+		})
 		if err != nil {
 			return
 		}

@@ -2,8 +2,12 @@ package chunkstore
 
 import (
 	"bytes"
+	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"math/bits"
 	"os"
 	"slices"
 )
@@ -16,7 +20,7 @@ type Marks struct {
 
 // NewMarks starts marking live chunks.
 func (s *Store) NewMarks() *Marks {
-	s.idx.merge()
+	s.idx.fold()
 	return &Marks{s: s, bits: make([]uint64, (len(s.idx.entries)+63)/64)}
 }
 
@@ -36,7 +40,7 @@ func (m *Marks) Marked(id ID) bool {
 	return ok && m.bits[i/64]&(1<<(i%64)) != 0
 }
 
-func cmpID(e entry, id ID) int { return bytes.Compare(e.id[:], id[:]) }
+func cmpID(e entry, id ID) int { return cmpIDs(&e.id, &id) }
 
 func (m *Marks) live(i int) bool { return m.bits[i/64]&(1<<(i%64)) != 0 }
 
@@ -58,7 +62,10 @@ const repackBelow = 0.5
 // packs mostly dead are repacked, and unindexed packs (an interrupted
 // write's) go too. The steps are ordered so that a crash at any point
 // loses nothing live: new packs, then a new index naming only what is
-// kept, then the old indexes, then the packs no longer named.
+// kept, then the old indexes, then the packs no longer named. Before
+// anything is removed the new index and packs are read back (checkIndex):
+// if any live chunk is not found there, GC removes what it wrote and
+// fails, the store as it was.
 func (s *Store) GC(m *Marks) (GCReport, error) {
 	var rep GCReport
 	type packUse struct{ live, total int64 }
@@ -82,12 +89,18 @@ func (s *Store) GC(m *Marks) (GCReport, error) {
 	if err != nil || (rep.ChunksRemoved == 0 && len(orphans) == 0) {
 		return rep, err
 	}
+	before, err := s.listIDs(packsDir, packExt)
+	if err != nil {
+		return rep, err
+	}
 	w, err := s.NewWriter()
 	if err != nil {
 		return rep, err
 	}
-	var groups []packGroup
-	byPack := map[uint32][]packEntry{}
+	defer w.enc.Close()
+	// kept are the live chunks of the packs kept, by position in the
+	// index: 4 bytes each, their index group written from them.
+	var kept []int32
 	for i, e := range s.idx.entries {
 		switch {
 		case !m.live(i):
@@ -96,7 +109,7 @@ func (s *Store) GC(m *Marks) (GCReport, error) {
 				return rep, errors.Join(fmt.Errorf("repacking: %w", err), w.Abort())
 			}
 		default:
-			byPack[e.pack] = append(byPack[e.pack], packEntry{e.id, e.off, e.slen, e.rlen, e.zstd})
+			kept = append(kept, int32(i))
 		}
 	}
 	if w.pack != nil {
@@ -104,18 +117,166 @@ func (s *Store) GC(m *Marks) (GCReport, error) {
 			return rep, errors.Join(fmt.Errorf("repacking: %w", err), w.Abort())
 		}
 	}
-	w.enc.Close()
-	for n, entries := range byPack {
-		slices.SortFunc(entries, func(a, b packEntry) int { return int(a.off) - int(b.off) })
-		groups = append(groups, packGroup{s.idx.packs[n], entries})
-	}
-	groups = append(groups, w.done...)
-	for _, g := range w.done {
-		for _, e := range g.entries {
-			rep.BytesFreed -= int64(e.slen)
+	for _, p := range w.done {
+		if fi, err := os.Stat(s.packPath(p)); err == nil {
+			rep.BytesFreed -= fi.Size()
 		}
 	}
-	return s.sweep(groups, rep)
+	id, err := s.writeKeptIndex(kept, w.done)
+	if err == nil {
+		crashPoint("new-index-published")
+		if err = s.checkIndex(id, m, w.done); err != nil {
+			err = fmt.Errorf("collecting garbage: the new index, read back, %w; nothing was removed", err)
+			_ = removeFile(s.indexPath(id))
+		}
+	}
+	if err != nil {
+		was := map[ID]bool{}
+		for _, p := range before {
+			was[p] = true
+		}
+		for _, p := range w.done {
+			if !was[p] {
+				_ = removeFile(s.packPath(p))
+			}
+		}
+		w.done = nil
+		return rep, errors.Join(err, s.load())
+	}
+	return s.sweep(id, rep)
+}
+
+// writeKeptIndex publishes an index naming the chunks at positions kept
+// of the packs GC keeps and every entry of the packs fresh.
+func (s *Store) writeKeptIndex(kept []int32, fresh []ID) (ID, error) {
+	x := s.idx.entries
+	slices.SortFunc(kept, func(a, b int32) int {
+		if c := cmp.Compare(x[a].pack, x[b].pack); c != 0 {
+			return c
+		}
+		return cmp.Compare(x[a].off, x[b].off)
+	})
+	iw, err := s.newIndexWriter()
+	if err != nil {
+		return ID{}, err
+	}
+	for len(kept) > 0 {
+		pack := x[kept[0]].pack
+		n := 1
+		for n < len(kept) && x[kept[n]].pack == pack {
+			n++
+		}
+		if err := iw.group(s.idx.packs[pack], uint32(n)); err != nil {
+			return ID{}, err
+		}
+		for _, i := range kept[:n] {
+			e := x[i]
+			if err := iw.entry(packEntry{e.id, e.off, e.slen, e.rlen, e.zstd}); err != nil {
+				return ID{}, err
+			}
+		}
+		kept = kept[n:]
+	}
+	for _, p := range fresh {
+		if err := iw.addPack(s, p); err != nil {
+			return ID{}, err
+		}
+	}
+	return iw.publish()
+}
+
+// checkIndex reads the index id back alone, as Open reads an index, and
+// checks that it names every chunk m marks live, each in a pack on disk;
+// that each pack of fresh hashes to its name; and that the index lists
+// each fresh pack's header as it is. It holds one bit per chunk.
+func (s *Store) checkIndex(id ID, m *Marks, fresh []ID) error {
+	packs, err := s.listIDs(packsDir, packExt)
+	if err != nil {
+		return err
+	}
+	onDisk := map[ID]bool{}
+	for _, p := range packs {
+		onDisk[p] = true
+	}
+	isFresh := map[ID]bool{}
+	for _, p := range fresh {
+		if err := s.checkPackHash(p); err != nil {
+			return err
+		}
+		isFresh[p] = true
+	}
+	found := make([]uint64, len(m.bits))
+	var hdr *packHeader
+	var hdrPack ID
+	endHeader := func() error {
+		if hdr == nil {
+			return nil
+		}
+		_, err := hdr.next()
+		hdr.Close()
+		hdr = nil
+		if !errors.Is(err, io.EOF) {
+			return fmt.Errorf("lists fewer entries of pack %s than its header (%v)", hdrPack, err)
+		}
+		return nil
+	}
+	defer func() { _ = endHeader() }()
+	err = s.readIndex(id, func(pack ID, entries []packEntry) error {
+		if !onDisk[pack] {
+			return fmt.Errorf("names pack %s, which is not on disk", pack)
+		}
+		if hdr == nil || hdrPack != pack {
+			if err := endHeader(); err != nil {
+				return err
+			}
+			if isFresh[pack] {
+				if hdr, err = s.openPackHeader(pack); err != nil {
+					return err
+				}
+				hdrPack = pack
+			}
+		}
+		for _, e := range entries {
+			if hdr != nil {
+				if he, err := hdr.next(); err != nil || he != e {
+					return fmt.Errorf("lists chunk %s of pack %s where its header has another (%v)", e.id, pack, err)
+				}
+			}
+			if i, ok := slices.BinarySearchFunc(s.idx.entries, e.id, cmpID); ok {
+				found[i/64] |= 1 << (i % 64)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = endHeader()
+	}
+	if err != nil {
+		return err
+	}
+	for i, live := range m.bits {
+		if lost := live &^ found[i]; lost != 0 {
+			return fmt.Errorf("lacks live chunk %s", s.idx.entries[i*64+bits.TrailingZeros64(lost)].id)
+		}
+	}
+	return nil
+}
+
+// checkPackHash reads pack p and checks it hashes to its name.
+func (s *Store) checkPackHash(p ID) error {
+	f, err := os.Open(s.packPath(p))
+	if err != nil {
+		return fmt.Errorf("reading back pack: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("reading back pack %s: %w", s.packPath(p), err)
+	}
+	if ID(h.Sum(nil)) != p {
+		return fmt.Errorf("%w: pack %s does not hash to its name", ErrCorrupt, s.packPath(p))
+	}
+	return nil
 }
 
 // copyLive reads a live chunk (re-hashing it) and writes it to w's pack.
@@ -127,7 +288,7 @@ func (w *Writer) copyLive(id ID) error {
 	if _, err := w.write(id, bytes.Clone(data), nil, false); err != nil {
 		return err
 	}
-	if w.pack.n >= packTarget {
+	if w.full() {
 		return w.closePack()
 	}
 	return nil
@@ -155,19 +316,22 @@ func (s *Store) unindexedPacks() ([]ID, error) {
 	return out, nil
 }
 
-// sweep publishes the index of what is kept, then removes every pack it
-// does not name.
-func (s *Store) sweep(groups []packGroup, rep GCReport) (GCReport, error) {
+// sweep removes the index files but id, then every pack id does not
+// name.
+func (s *Store) sweep(id ID, rep GCReport) (GCReport, error) {
 	oldIndexes, err := s.listIDs(indexDir, indexExt)
 	if err != nil {
 		return rep, err
 	}
-	if err := s.replaceIndex(groups, oldIndexes); err != nil {
+	if err := s.removeIndexes(oldIndexes, id); err != nil {
 		return rep, err
 	}
 	keep := map[ID]bool{}
-	for _, g := range groups {
-		keep[g.pack] = true
+	if err := s.readIndex(id, func(pack ID, _ []packEntry) error {
+		keep[pack] = true
+		return nil
+	}); err != nil {
+		return rep, err
 	}
 	onDisk, err := s.listIDs(packsDir, packExt)
 	if err != nil {

@@ -27,13 +27,18 @@ type entry struct {
 	loc
 }
 
-// index maps chunk ids to their packs. Held chunks are a sorted slice
-// (52 bytes each: a million chunks in about 50 MiB); chunks added since
-// the last merge sit in a small map until there are mergeEvery of them.
+// index maps chunk ids to their packs. The chunks loaded are a sorted
+// slice, entries (52 bytes each: a million chunks in about 50 MiB).
+// Chunks added since sit in a small map, recent, until there are
+// mergeEvery of them, then move to added: sorted too, but in fixed
+// blocks, so that it grows without the copy of everything (twice the
+// index, at the moment of growing) that a slice's growth makes.
 type index struct {
 	packs   []ID // pack number → pack id
 	entries []entry
+	added   blocks
 	recent  map[ID]loc
+	scratch []entry // merge's
 }
 
 const mergeEvery = 1 << 16
@@ -43,9 +48,17 @@ func (x *index) find(id ID) (loc, bool) {
 	if ok {
 		return x.entries[i].loc, true
 	}
+	if x.added.n > 0 {
+		if i, ok := x.added.search(id); ok {
+			return x.added.at(i).loc, true
+		}
+	}
 	l, ok := x.recent[id]
 	return l, ok
 }
+
+// len is the number of chunks held.
+func (x *index) len() int { return len(x.entries) + x.added.n + len(x.recent) }
 
 // add records a chunk the index does not hold yet.
 func (x *index) add(id ID, l loc) {
@@ -58,38 +71,116 @@ func (x *index) add(id ID, l loc) {
 	}
 }
 
-// merge moves the recent chunks into the sorted slice, in place.
+// merge moves the recent chunks into added, in place.
 func (x *index) merge() {
 	if len(x.recent) == 0 {
 		return
 	}
-	add := make([]entry, 0, len(x.recent))
+	add := x.scratch[:0]
 	for id, l := range x.recent {
 		add = append(add, entry{id, l})
 	}
 	slices.SortFunc(add, cmpEntry)
-	old := len(x.entries)
-	x.entries = slices.Grow(x.entries, len(add))[:old+len(add)]
+	r := &x.added
+	old := r.n
+	r.grow(old + len(add))
 	i, j := old-1, len(add)-1
-	for k := len(x.entries) - 1; j >= 0; k-- {
-		if i >= 0 && cmpEntry(x.entries[i], add[j]) > 0 {
-			x.entries[k] = x.entries[i]
+	for k := r.n - 1; j >= 0; k-- {
+		if i >= 0 && cmpEntry(*r.at(i), add[j]) > 0 {
+			*r.at(k) = *r.at(i)
 			i--
 		} else {
-			x.entries[k] = add[j]
+			*r.at(k) = add[j]
 			j--
 		}
 	}
 	clear(x.recent)
+	x.scratch = add[:0]
 }
 
-func cmpEntry(a, b entry) int { return bytes.Compare(a.id[:], b.id[:]) }
+// fold makes every chunk held one sorted slice, entries (GC's marks are
+// positions in it).
+func (x *index) fold() {
+	x.merge()
+	if x.added.n == 0 {
+		return
+	}
+	all := make([]entry, 0, len(x.entries)+x.added.n)
+	x.each(func(e *entry) { all = append(all, *e) })
+	x.entries, x.added, x.scratch = all, blocks{}, nil
+}
+
+// each calls fn with every chunk of entries and added, in order; the
+// recent ones are merged first.
+func (x *index) each(fn func(e *entry)) {
+	x.merge()
+	i, j := 0, 0
+	for i < len(x.entries) || j < x.added.n {
+		if j == x.added.n || (i < len(x.entries) && cmpEntry(x.entries[i], *x.added.at(j)) < 0) {
+			fn(&x.entries[i])
+			i++
+		} else {
+			fn(x.added.at(j))
+			j++
+		}
+	}
+}
+
+// blocks is a sorted run of n entries in blocks of blockLen.
+type blocks struct {
+	b [][]entry
+	n int
+}
+
+const (
+	blockShift = 12
+	blockLen   = 1 << blockShift // 208 KiB of entries
+)
+
+func (r *blocks) at(i int) *entry { return &r.b[i>>blockShift][i&(blockLen-1)] }
+
+// grow makes room for n entries.
+func (r *blocks) grow(n int) {
+	for len(r.b)*blockLen < n {
+		r.b = append(r.b, make([]entry, blockLen))
+	}
+	r.n = n
+}
+
+func (r *blocks) search(id ID) (int, bool) {
+	lo, hi := 0, r.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmpIDs(&r.at(m).id, &id) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < r.n && r.at(lo).id == id
+}
+
+func cmpEntry(a, b entry) int { return cmpIDs(&a.id, &b.id) }
+
+// cmpIDs orders ids by their bytes: the first eight as one number (ids
+// are hashes: they almost always differ there), then the rest.
+func cmpIDs(a, b *ID) int {
+	if x, y := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8]); x != y {
+		if x < y {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a[8:], b[8:])
+}
 
 // Sizes of the on-disk entries.
 const (
 	packEntrySize  = 32 + 4 + 4 + 1
 	indexEntrySize = packEntrySize + 4
-	// maxPackEntries bounds a pack's header (hostile or corrupt files).
+	// maxPackEntries is the most entries a pack holds: the writer and
+	// GC's repack close a pack at it (as at packTarget bytes), and the
+	// index loader and Repair refuse a pack or index group over it.
 	maxPackEntries = 1 << 20
 	// indexBatch is how many entries readIndex hands over at a time.
 	indexBatch = 4096
@@ -151,6 +242,59 @@ func parsePackEntry(b []byte, withOffset bool) (packEntry, error) {
 	return e, e.check()
 }
 
+// indexWriter writes an index file a pack at a time: group, then that
+// many entries. It buffers at most a MiB.
+type indexWriter struct {
+	hf   *hashedFile
+	buf  []byte
+	left uint32 // entries the open group still expects
+}
+
+func (s *Store) newIndexWriter() (*indexWriter, error) {
+	hf, err := createHashed(filepath.Join(s.dir, indexDir))
+	if err != nil {
+		return nil, err
+	}
+	return &indexWriter{hf: hf, buf: slices.Clone(indexMagic)}, nil
+}
+
+// group starts pack's group of n entries.
+func (iw *indexWriter) group(pack ID, n uint32) error {
+	if iw.left != 0 || n > maxPackEntries {
+		return iw.hf.fail(fmt.Errorf("index group of pack %s: %d entries (%d of the last missing; at most %d)", pack, n, iw.left, maxPackEntries))
+	}
+	iw.buf = append(iw.buf, pack[:]...)
+	iw.buf = binary.LittleEndian.AppendUint32(iw.buf, n)
+	iw.left = n
+	return nil
+}
+
+// entry adds e to the open group.
+func (iw *indexWriter) entry(e packEntry) error {
+	if iw.left == 0 {
+		return iw.hf.fail(fmt.Errorf("index entry %s beyond its group", e.id))
+	}
+	iw.left--
+	if iw.buf = e.appendTo(iw.buf, true); len(iw.buf) >= 1<<20 {
+		if _, err := iw.hf.Write(iw.buf); err != nil {
+			return iw.hf.fail(err)
+		}
+		iw.buf = iw.buf[:0]
+	}
+	return nil
+}
+
+// publish writes what is buffered and publishes the index.
+func (iw *indexWriter) publish() (ID, error) {
+	if iw.left != 0 {
+		return ID{}, iw.hf.fail(fmt.Errorf("index group short of %d entries", iw.left))
+	}
+	if _, err := iw.hf.Write(iw.buf); err != nil {
+		return ID{}, iw.hf.fail(err)
+	}
+	return iw.hf.publish(indexExt)
+}
+
 // packGroup is one pack's entries in an index file.
 type packGroup struct {
 	pack    ID
@@ -159,28 +303,61 @@ type packGroup struct {
 
 // writeIndex publishes an index file naming groups and returns its id.
 func (s *Store) writeIndex(groups []packGroup) (ID, error) {
-	hf, err := createHashed(filepath.Join(s.dir, indexDir))
+	iw, err := s.newIndexWriter()
 	if err != nil {
 		return ID{}, err
 	}
-	buf := slices.Clone(indexMagic)
 	for _, g := range groups {
-		buf = append(buf, g.pack[:]...)
-		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(g.entries)))
+		if err := iw.group(g.pack, uint32(len(g.entries))); err != nil {
+			return ID{}, err
+		}
 		for _, e := range g.entries {
-			buf = e.appendTo(buf, true)
-			if len(buf) >= 1<<20 {
-				if _, err := hf.Write(buf); err != nil {
-					return ID{}, hf.fail(err)
-				}
-				buf = buf[:0]
+			if err := iw.entry(e); err != nil {
+				return ID{}, err
 			}
 		}
 	}
-	if _, err := hf.Write(buf); err != nil {
-		return ID{}, hf.fail(err)
+	return iw.publish()
+}
+
+// writePackIndex publishes an index file naming packs, each with the
+// entries of its own header read back from disk (so checked as Repair
+// checks it), in constant memory.
+func (s *Store) writePackIndex(packs []ID) (ID, error) {
+	iw, err := s.newIndexWriter()
+	if err != nil {
+		return ID{}, err
 	}
-	return hf.publish(indexExt)
+	for _, p := range packs {
+		if err := iw.addPack(s, p); err != nil {
+			return ID{}, err
+		}
+	}
+	return iw.publish()
+}
+
+// addPack adds pack p's group, from its header.
+func (iw *indexWriter) addPack(s *Store, p ID) error {
+	h, err := s.openPackHeader(p)
+	if err != nil {
+		return iw.hf.fail(err)
+	}
+	defer h.Close()
+	if err := iw.group(p, h.n); err != nil {
+		return err
+	}
+	for {
+		e, err := h.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return iw.hf.fail(err)
+		}
+		if err := iw.entry(e); err != nil {
+			return err
+		}
+	}
 }
 
 // readIndex streams the index file id, checking its hash and format, and

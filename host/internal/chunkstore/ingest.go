@@ -230,14 +230,13 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 // prefixes are the chunkwire prefixes of every chunk held, sorted,
 // without repeats.
 func (s *Store) prefixes() []uint64 {
-	s.idx.merge()
-	out := make([]uint64, 0, len(s.idx.entries))
-	for _, e := range s.idx.entries {
+	out := make([]uint64, 0, s.idx.len())
+	s.idx.each(func(e *entry) {
 		p := chunkwire.Prefix(e.id)
 		if len(out) == 0 || out[len(out)-1] != p {
 			out = append(out, p)
 		}
-	}
+	})
 	return out
 }
 

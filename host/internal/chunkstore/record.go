@@ -126,6 +126,20 @@ func Load(dir string, t backup.Trust) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%w)", err, backup.ErrUnsigned)
 	}
+	return decodeRecord(dir, data, sig, t)
+}
+
+// decodeRecord is Load of the record data signed by sig, as found in dir.
+func decodeRecord(dir string, data, sig []byte, t backup.Trust) (*Record, error) {
+	for _, f := range []struct {
+		name  string
+		data  []byte
+		limit int
+	}{{RecordFile, data, maxRecord}, {RecordSignature, sig, maxSignature}} {
+		if len(f.data) > f.limit {
+			return nil, fmt.Errorf("%w: %s is %d bytes, over the limit of %d", backup.ErrInvalid, filepath.Join(dir, f.name), len(f.data), f.limit)
+		}
+	}
 	signer, err := keys.Verify(sig, backup.SignatureNamespace, bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", backup.ErrInvalid, filepath.Join(dir, RecordSignature), err)
@@ -202,19 +216,31 @@ func (r *Record) check() error {
 	return nil
 }
 
-// publish writes the record and its signature into a new directory and
-// publishes it below backupsDir, never replacing anything; it returns
-// the directory.
-func (r *Record) publish(backupsDir string, meta backup.Meta) (dir string, err error) {
-	data, err := json.MarshalIndent(r, "", "  ")
+// seal is the record's bytes and their signature, as publish writes
+// them; a record that Load would refuse (over maxRecord, or anything
+// else it checks) is an error.
+func (r *Record) seal(meta backup.Meta) (data, sig []byte, err error) {
+	data, err = json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	data = append(data, '\n')
-	sig, err := keys.Sign(meta.Signer, backup.SignatureNamespace, bytes.NewReader(data))
+	sig, err = keys.Sign(meta.Signer, backup.SignatureNamespace, bytes.NewReader(data))
 	if err != nil {
-		return "", fmt.Errorf("signing the backup: %w", err)
+		return nil, nil, fmt.Errorf("signing the backup: %w", err)
 	}
+	// A record the host cannot load again would stop every prune and GC
+	// of the machine.
+	if _, err := decodeRecord("the new backup", data, sig, backup.Trust{Key: meta.Signer.PublicKey()}); err != nil {
+		return nil, nil, fmt.Errorf("refusing a record that would not load: %w", err)
+	}
+	return data, sig, nil
+}
+
+// publish writes the sealed record data and its signature sig into a new
+// directory and publishes it below backupsDir, never replacing anything;
+// it returns the directory.
+func publish(backupsDir string, meta backup.Meta, data, sig []byte) (dir string, err error) {
 	tmp, err := os.MkdirTemp(backupsDir, recordTempPrefix)
 	if err != nil {
 		return "", fmt.Errorf("creating backup: %w", err)

@@ -169,7 +169,7 @@ func (s *Store) Has(id ID) bool {
 }
 
 // Len is the number of chunks held.
-func (s *Store) Len() int { return len(s.idx.entries) }
+func (s *Store) Len() int { return s.idx.len() }
 
 // MissingPacks are packs named by an index but absent: their chunks are
 // not held, and backups that need them fail verification.

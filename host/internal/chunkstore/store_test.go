@@ -2,6 +2,7 @@ package chunkstore
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -172,7 +173,7 @@ func TestHostile(t *testing.T) {
 				wantErr(t, readAll(s, a), tt.readErr)
 				s.Close()
 			}
-			if _, err := Repair(dir); err != nil {
+			if _, err := Repair(context.Background(), dir, nil, false); err != nil {
 				t.Fatal(err)
 			}
 			s = openStore(t, dir)

@@ -3,8 +3,9 @@ package chunkstore
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -17,14 +18,21 @@ const packTarget = 16 << 20
 // Writer that fails or is aborted leaves only files that Open or GC
 // removes.
 type Writer struct {
-	s     *Store
-	enc   *zstd.Encoder
-	pack  *hashedFile
-	num   uint32 // the open pack's number
-	hdr   []packEntry
-	buf   []byte
-	done  []packGroup
-	stats Stats
+	s    *Store
+	enc  *zstd.Encoder
+	pack *hashedFile
+	num  uint32 // the open pack's number
+	// hdr is the open pack's header so far, as it is written, and
+	// entries its count. Past hdrSpill bytes it goes on to spill, a temp
+	// file, so that a pack of a million tiny chunks costs no 40 MiB of
+	// heap. It is the writer's only copy of what it added; Commit
+	// indexes the packs from their headers on disk.
+	hdr     []byte
+	entries int
+	spill   *os.File
+	buf     []byte
+	done    []ID // the packs published, not yet indexed
+	stats   Stats
 }
 
 // Stats count what a Writer was given and what it added.
@@ -93,10 +101,59 @@ func (w *Writer) add(id ID, data, blob []byte, z bool) (added bool, err error) {
 	w.stats.NewChunks++
 	w.stats.NewBytes += int64(len(data))
 	w.stats.Stored += int64(e.slen)
-	if w.pack.n >= packTarget {
+	if w.full() {
 		return true, w.closePack()
 	}
 	return true, nil
+}
+
+// full reports whether the open pack is to be closed: at packTarget
+// bytes or maxPackEntries entries, whichever comes first.
+func (w *Writer) full() bool {
+	return w.pack.n >= packTarget || w.entries >= maxPackEntries
+}
+
+// hdrSpill is the most bytes of the open pack's header held in memory
+// (25,575 entries; a pack of 16 MiB holds a few hundred of the
+// chunker's chunks).
+const hdrSpill = 1 << 20
+
+// spillHeader moves the header held in memory to the spill file.
+func (w *Writer) spillHeader() error {
+	if w.spill == nil {
+		f, err := os.CreateTemp(filepath.Join(w.s.dir, packsDir), tmpPrefix+"hdr-*")
+		if err != nil {
+			return fmt.Errorf("spilling a pack header: %w", err)
+		}
+		w.spill = f
+	}
+	if _, err := w.spill.Write(w.hdr); err != nil {
+		return fmt.Errorf("spilling a pack header: %w", err)
+	}
+	w.hdr = w.hdr[:0]
+	return nil
+}
+
+// writeSpill copies the spilled header into the open pack and removes
+// the spill file.
+func (w *Writer) writeSpill() error {
+	if w.spill == nil {
+		return nil
+	}
+	defer w.dropSpill()
+	if _, err := w.spill.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err := io.Copy(w.pack, w.spill)
+	return err
+}
+
+func (w *Writer) dropSpill() {
+	if w.spill != nil {
+		_ = w.spill.Close()
+		_ = os.Remove(w.spill.Name())
+		w.spill = nil
+	}
 }
 
 // write appends chunk id to the open pack, opening one when needed, and
@@ -110,7 +167,7 @@ func (w *Writer) write(id ID, data, blob []byte, z bool) (packEntry, error) {
 		}
 		w.num = uint32(len(w.s.idx.packs))
 		w.s.idx.packs = append(w.s.idx.packs, ID{}) // named when published
-		w.hdr = w.hdr[:0]
+		w.hdr, w.entries = w.hdr[:0], 0
 	}
 	e := packEntry{id: id, off: uint32(w.pack.n), rlen: uint32(len(data)), zstd: z}
 	if blob == nil {
@@ -123,19 +180,22 @@ func (w *Writer) write(id ID, data, blob []byte, z bool) (packEntry, error) {
 	if _, err := w.pack.Write(blob); err != nil {
 		return e, w.pack.fail(err)
 	}
-	w.hdr = append(w.hdr, e)
+	w.hdr = e.appendTo(w.hdr, false)
+	if w.entries++; len(w.hdr) >= hdrSpill {
+		if err := w.spillHeader(); err != nil {
+			return e, w.pack.fail(err)
+		}
+	}
 	return e, nil
 }
 
 // closePack writes the open pack's header and publishes it.
 func (w *Writer) closePack() error {
-	var b []byte
-	for _, e := range w.hdr {
-		b = e.appendTo(b, false)
+	if err := w.writeSpill(); err != nil {
+		return w.pack.fail(err)
 	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(w.hdr)))
-	b = append(b, packMagic...)
-	if _, err := w.pack.Write(b); err != nil {
+	w.hdr = append(binary.LittleEndian.AppendUint32(w.hdr, uint32(w.entries)), packMagic...)
+	if _, err := w.pack.Write(w.hdr); err != nil {
 		return w.pack.fail(err)
 	}
 	id, err := w.pack.publish(packExt)
@@ -144,7 +204,7 @@ func (w *Writer) closePack() error {
 	}
 	w.pack = nil
 	w.s.idx.packs[w.num] = id
-	w.done = append(w.done, packGroup{pack: id, entries: slices.Clone(w.hdr)})
+	w.done = append(w.done, id)
 	crashPoint("pack-published")
 	return nil
 }
@@ -171,7 +231,7 @@ func (w *Writer) Commit() error {
 	if len(w.done) == 0 {
 		return nil
 	}
-	if _, err := w.s.writeIndex(w.done); err != nil {
+	if _, err := w.s.writePackIndex(w.done); err != nil {
 		return w.reload(err)
 	}
 	crashPoint("index-published")
@@ -183,12 +243,13 @@ func (w *Writer) Commit() error {
 // which no index names yet.
 func (w *Writer) Abort() error {
 	defer w.enc.Close()
+	w.dropSpill()
 	if w.pack != nil {
 		w.pack.remove()
 		w.pack = nil
 	}
-	for _, g := range w.done {
-		_ = removeFile(w.s.packPath(g.pack))
+	for _, p := range w.done {
+		_ = removeFile(w.s.packPath(p))
 	}
 	w.done = nil
 	return w.reload(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func newBackupsRepairCommand() *cobra.Command {
@@ -19,14 +20,17 @@ func newBackupsRepairCommand() *cobra.Command {
 		Long: "repair rebuilds the index of every machine's chunk store (backups/.chunks/MACHINE) from the headers of\n" +
 			"its packs: a deleted or damaged index is recovered from the data it describes. A pack whose header is\n" +
 			"damaged is left out and named. Then every incremental backup is checked against the store: those whose\n" +
-			"chunks are all held are whole; the others are named (exit status 1). It holds the operation lock.",
+			"chunks are all held are whole; the others are named (exit status 1). If the rebuilt index would lack\n" +
+			"chunks that backups need, it names them, changes nothing and exits 1; --force rebuilds anyway. It holds\n" +
+			"the operation lock.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := loadBox(cmd)
 			if err != nil {
 				return err
 			}
-			reps, err := box.RepairBackups(cmd.Context(), b)
+			force, _ := cmd.Flags().GetBool("force")
+			reps, err := box.RepairBackups(cmd.Context(), b, force)
 			if err != nil {
 				return err
 			}
@@ -38,10 +42,14 @@ func newBackupsRepairCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := refusedRepair(reps); err != nil {
+				return err
+			}
 			return brokenBackups(reps)
 		},
 	}
 	cmd.Flags().Bool("json", false, "print the report as JSON")
+	cmd.Flags().Bool("force", false, "rebuild the index even when backups would lack chunks in it")
 	return cmd
 }
 
@@ -58,8 +66,49 @@ func printRepair(w io.Writer, reps []backupset.Repaired) error {
 		for _, e := range r.Broken {
 			fmt.Fprintf(w, "  broken: %s: %s\n", e.Name, e.Problem)
 		}
+		printLosses(w, r)
 	}
 	return nil
+}
+
+// printLosses says what backups lack in r's rebuilt index, names as text.
+func printLosses(w io.Writer, r backupset.Repaired) {
+	verb := "lacks"
+	if r.Refused {
+		verb = "would lack"
+	}
+	for _, l := range r.Losses {
+		if l.Tree {
+			fmt.Fprintf(w, "  %s %s %d chunks of its %s tree: the whole part\n", termsafe.String(l.Backup), verb, l.Chunks, l.Part)
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s %d chunks of %d files of its %s:\n", termsafe.String(l.Backup), verb, l.Chunks, len(l.Files)+l.MoreFiles, l.Part)
+		for _, f := range l.Files {
+			fmt.Fprintf(w, "    %s\n", termsafe.String(f))
+		}
+		if l.MoreFiles > 0 {
+			fmt.Fprintf(w, "    and %d more\n", l.MoreFiles)
+		}
+	}
+	if r.Refused {
+		fmt.Fprintf(w, "  %s: index left as it was\n", r.Machine)
+	}
+}
+
+// refusedRepair is the error of a repair that left stores as they were
+// because backups would lack chunks.
+func refusedRepair(reps []backupset.Repaired) error {
+	var refused []string
+	for _, r := range reps {
+		if r.Refused {
+			refused = append(refused, r.Machine)
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return userr.WithHint(fmt.Errorf("not repaired: the rebuilt index of %s would lack chunks that backups need (named above); nothing was changed", strings.Join(refused, ", ")),
+		"hermes-box backups repair --force rebuilds it anyway; those backups stay broken")
 }
 
 // brokenBackups is the error of a repair that left backups broken.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package chunkstore
+
+const raceEnabled = false
