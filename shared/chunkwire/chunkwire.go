@@ -40,8 +40,12 @@ const (
 	MaxChunk = 1 << 20
 	// MaxHeld is the most prefixes a Held carries (128 MiB of them).
 	MaxHeld = 16 << 20
-	// MaxTree is the most chunks of one part's tree (at least 4 GiB of tree).
-	MaxTree = 1 << 16
+	// MaxTree is the most chunks of one part's tree: at least 256 MiB
+	// of tree (every chunk but the last is 64 KiB or more), some 2.5
+	// million entries of the compact tree. The record names each tree
+	// chunk in 67 bytes: two parts of 4,096 take 549 KB of the 1 MiB a
+	// record may have (it held 65,536, whose record could not load).
+	MaxTree = 1 << 12
 )
 
 // Compression of a chunk frame.

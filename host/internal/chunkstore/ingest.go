@@ -41,7 +41,7 @@ func Ingest(ctx context.Context, backupsDir string, meta backup.Meta, src ChunkS
 	}
 	tokens := committedTokens(backupsDir, meta)
 	return build(ctx, backupsDir, meta, func(s *Store, w *Writer, part string) (PartRecord, []string, error) {
-		in := &ingester{s: s, w: w, part: part, lim: meta.Limits, dir: backupsDir, report: report}
+		in := &ingester{s: s, w: w, part: part, lim: meta.Limits, dir: backupsDir, report: report, fresh: &freshChunks{}}
 		return in.run(ctx, src, tokens[part])
 	})
 }
@@ -91,6 +91,12 @@ type ingester struct {
 	report func(PartProgress)
 	prog   PartProgress // the committer's (verifier) while the stream runs
 	sent   atomic.Int64 // bytes read from the stream
+	// fresh are the chunks this part added to the store, each kept only
+	// if the part's tree names it; small counts those under
+	// snaptree.MinChunk. Both are bounded by the stream's table
+	// (smallChunks, partChunks).
+	fresh *freshChunks
+	small int64
 }
 
 // run streams the part from src and checks its tree; it returns the
@@ -130,8 +136,15 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 	if err := in.w.flush(); err != nil {
 		return PartRecord{}, nil, err
 	}
-	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim)
+	if err := in.s.checkTreeChunks(end.Tree); err != nil {
+		return PartRecord{}, nil, err
+	}
+	in.fresh.sort()
+	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, in.fresh.name)
 	if err != nil {
+		return PartRecord{}, nil, err
+	}
+	if err := in.fresh.allNamed(); err != nil {
 		return PartRecord{}, nil, err
 	}
 	in.prog.Done, in.prog.Sent = true, in.sent.Load()
@@ -184,22 +197,38 @@ func (in *ingester) add(s *slot) error {
 		packed = s.stored
 	}
 	added, err := in.w.addVerified(s.id, s.data, packed)
-	if added {
-		in.prog.New += int64(len(s.data))
+	if err != nil || !added {
+		return err
 	}
-	return err
+	in.prog.New += int64(len(s.data))
+	if len(s.data) < snaptree.MinChunk {
+		if in.small++; in.small > smallChunks(in.lim) {
+			return fmt.Errorf("%w: more than %d new chunks under %d bytes (a file's last chunk each, and the tree's)", ErrStream, smallChunks(in.lim), snaptree.MinChunk)
+		}
+	}
+	if max := partChunks(in.lim); int64(len(in.fresh.keys)) >= max {
+		return fmt.Errorf("%w: more than %d new chunks in one part", ErrStream, max)
+	}
+	in.fresh.add(s.id)
+	return nil
 }
 
 // checkTree decodes a part's tree (its chunks read and re-hashed), checks
 // that every file chunk it names is held, and lists it within lim: the
 // names, entries and unpacked size that a v2 snapshot's listing bounds.
-func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits) (PartRecord, []string, error) {
+// Names and link targets must be text (no control character). named,
+// when set, is called with every chunk the tree names, its own included.
+func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits, named func(ID)) (PartRecord, []string, error) {
+	if named == nil {
+		named = func(ID) {}
+	}
 	p := PartRecord{Tree: make([]string, len(tree))}
 	ids := make([]snaptree.ID, len(tree))
 	for i, id := range tree {
 		if !s.Has(ID(id)) {
 			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrMissing, ID(id))
 		}
+		named(ID(id))
 		ids[i], p.Tree[i] = id, ID(id).String()
 	}
 	sizeOf := func(id snaptree.ID) (int64, error) {
@@ -207,12 +236,16 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 		if !ok {
 			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrMissing, ID(id))
 		}
+		named(ID(id))
 		return n, nil
 	}
 	// The tree's entries are listed from their headers; a file's chunks
 	// are checked by their sizes in the index, none read.
 	ls := lim.HeaderLister()
 	err := snaptree.Entries(s.treeReader(ctx, ids), func(e snaptree.Entry) error {
+		if err := textNames(e.Header); err != nil {
+			return err
+		}
 		if err := ls.Add(e.Header); err != nil {
 			return err
 		}
