@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -39,25 +38,35 @@ func Ingest(ctx context.Context, backupsDir string, meta backup.Meta, src ChunkS
 	if report == nil {
 		report = func(PartProgress) {}
 	}
-	tokens := committedTokens(backupsDir, meta)
-	return build(ctx, backupsDir, meta, func(s *Store, w *Writer, part string) (PartRecord, []string, error) {
+	known := knownBackup(backupsDir, meta)
+	tokens := committedTokens(known)
+	var held []uint64
+	heldOnce := false
+	dir, rec, err = build(ctx, backupsDir, meta, func(s *Store, w *Writer, part string) (PartRecord, []string, error) {
+		if !heldOnce {
+			// An error leaves the list empty: the box sends every chunk.
+			held, _ = s.heldPrefixes(ctx, known)
+			heldOnce = true
+		}
 		in := &ingester{s: s, w: w, part: part, lim: meta.Limits, dir: backupsDir, report: report, fresh: &freshChunks{}}
-		return in.run(ctx, src, tokens[part])
+		return in.run(ctx, src, tokens[part], held)
 	})
+	if err == nil {
+		_ = noteBox(backupsDir, meta, rec) // best effort: see noteBox
+	}
+	return dir, rec, err
 }
 
-// committedTokens are the tokens of the parts of the machine's newest
+// committedTokens are the tokens of the parts of known, the box's newest
 // incremental backup, which the agent's cache is keyed by; none when
-// there is none or the backups do not load (the agent then reads every
-// file, and still sends only what the store lacks).
-func committedTokens(backupsDir string, meta backup.Meta) map[string]chunkwire.ID {
+// there is none (the agent then reads every file, and still sends only
+// what the store lacks).
+func committedTokens(known *Record) map[string]chunkwire.ID {
 	out := map[string]chunkwire.ID{}
-	_, recs, err := Backups(backupsDir, meta.Machine, backup.Trust{Key: meta.Signer.PublicKey()})
-	if err != nil || len(recs) == 0 {
+	if known == nil {
 		return out
 	}
-	newest := slices.MaxFunc(recs, func(a, b *Record) int { return cmpCreated(a.Created, b.Created) })
-	for part, p := range newest.Parts {
+	for part, p := range known.Parts {
 		ids, err := p.treeIDs()
 		if err != nil {
 			continue
@@ -101,8 +110,7 @@ type ingester struct {
 
 // run streams the part from src and checks its tree; it returns the
 // part's record and listing.
-func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwire.ID) (PartRecord, []string, error) {
-	prefixes := in.s.prefixes()
+func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwire.ID, prefixes []uint64) (PartRecord, []string, error) {
 	var held bytes.Buffer
 	held.Grow(64 + 8*len(prefixes)) // 8 MiB for a million chunks, allocated once
 	if err := chunkwire.WriteHeld(&held, &chunkwire.Held{Committed: committed, Prefixes: prefixes}); err != nil {
@@ -258,20 +266,6 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	names := ls.Names()
 	p.Entries = int64(len(names))
 	return p, names, nil
-}
-
-// prefixes are the chunkwire prefixes of every chunk held, sorted,
-// without repeats.
-func (s *Store) prefixes() []uint64 {
-	s.idx.merge()
-	out := make([]uint64, 0, len(s.idx.entries))
-	for _, e := range s.idx.entries {
-		p := chunkwire.Prefix(e.id)
-		if len(out) == 0 || out[len(out)-1] != p {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // countingReader counts the bytes read through it into n.

@@ -165,7 +165,10 @@ func TestHeldOfAMillionChunks(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	prefixes := s.prefixes()
+	prefixes := make([]uint64, 0, n)
+	for _, e := range s.idx.entries {
+		prefixes = append(prefixes, chunkwire.Prefix(e.id))
+	}
 	var held bytes.Buffer
 	held.Grow(64 + 8*len(prefixes))
 	must(t, chunkwire.WriteHeld(&held, &chunkwire.Held{Prefixes: prefixes}))
