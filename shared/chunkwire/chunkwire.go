@@ -1,10 +1,11 @@
 // Package chunkwire is the wire format of an incremental snapshot part
 // between the host and the agent's `snapshot chunks PART`.
 //
-// The host writes, on the verb's stdin, what its store holds (Held): the
-// magic "HBXHELD1", the committed token of the part's last backup (32
-// bytes, zero for none), a count (uint64 BE) and that many 8-byte prefixes
-// of chunk ids, sorted ascending with no repeat (8 MiB for a million
+// The host writes, on the verb's stdin, what its store holds of the box's
+// own newest backup (Held; never what another box's backups hold): the
+// magic "HBXHELD1", the committed token of that backup's part (32 bytes,
+// zero for none), a count (uint64 BE) and that many 8-byte prefixes of
+// chunk ids, sorted ascending with no repeat (8 MiB for a million
 // chunks). A prefix stands for a chunk: a chunk whose prefix is listed is
 // not sent, and should two ids share one, the host refuses the tree that
 // names the chunk it lacks: never a wrong backup.
