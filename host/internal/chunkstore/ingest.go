@@ -148,7 +148,7 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 		return PartRecord{}, nil, err
 	}
 	in.fresh.sort()
-	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, in.fresh.name)
+	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, treeChecks{named: in.fresh.name, text: in.s.treeTextBudget(end.Tree)})
 	if err != nil {
 		return PartRecord{}, nil, err
 	}
@@ -224,9 +224,9 @@ func (in *ingester) add(s *slot) error {
 // checkTree decodes a part's tree (its chunks read and re-hashed), checks
 // that every file chunk it names is held, and lists it within lim: the
 // names, entries and unpacked size that a v2 snapshot's listing bounds.
-// Names and link targets must be text (no control character). named,
-// when set, is called with every chunk the tree names, its own included.
-func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits, named func(ID)) (PartRecord, []string, error) {
+// Names and link targets must be text (no control character).
+func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits, c treeChecks) (PartRecord, []string, error) {
+	named := c.named
 	if named == nil {
 		named = func(ID) {}
 	}
@@ -254,6 +254,9 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 		if err := textNames(e.Header); err != nil {
 			return err
 		}
+		if err := c.text.add(e.Header); err != nil {
+			return err
+		}
 		if err := ls.Add(e.Header); err != nil {
 			return err
 		}
@@ -266,6 +269,14 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	names := ls.Names()
 	p.Entries = int64(len(names))
 	return p, names, nil
+}
+
+// treeChecks are checkTree's checks at ingest: named, when set, is
+// called with every chunk the tree names, its own included; text, when
+// set, bounds its names and PAX records.
+type treeChecks struct {
+	named func(ID)
+	text  *treeText
 }
 
 // countingReader counts the bytes read through it into n.

@@ -46,6 +46,15 @@ const (
 	// chunk (a 256 GiB file of zeros names one 1 MiB tree chunk 7
 	// times), and each naming costs the host the chunk's decoding again.
 	maxTreeRepeat = 64
+	// maxTreeText and treeTextRatio bound the names and PAX records a
+	// part's tree may carry (the bytes decoding costs most for, 40 to 80
+	// ns each): maxTreeText, plus treeTextRatio times the bytes of its
+	// tree chunks as stored (as the box sent them, zstd or plain). An
+	// honest tree of a million entries carries about 100 MB of them in
+	// some 10 MB stored; a box's 1 MiB tree chunk of PAX compresses to
+	// tens of bytes.
+	maxTreeText   = 64 << 20
+	treeTextRatio = 64
 )
 
 // StreamLimits are the bounds of the chunk stream, each checked as the
@@ -65,6 +74,8 @@ var StreamLimits = []StreamLimit{
 		Checked: "at the end frame, before the tree is read"},
 	{Key: "record-bytes", What: "tree bytes per entry (its record; a file's ids add 32 bytes each)", Value: snaptree.MaxRecord, Unit: "bytes",
 		Checked: "as the record's length is read"},
+	{Key: "tree-text", What: "names and PAX records of a part's tree", Value: maxTreeText, Unit: "bytes",
+		Rule: "64 MiB + 64 × its tree chunks' bytes as sent", Checked: "as the tree is read"},
 	{Key: "pax-records", What: "PAX records per entry", Value: snaptree.MaxPAXRecords, Unit: "records",
 		Checked: "as the record is read"},
 	{Key: "pax-bytes", What: "PAX keys and values per entry", Value: snaptree.MaxPAXBytes, Unit: "bytes",
@@ -175,6 +186,40 @@ func (f *freshChunks) allNamed() error {
 	}
 	if n > 0 {
 		return fmt.Errorf("%w: %d chunks sent that the tree does not name (the first %x…)", ErrStream, n, f.keys[first])
+	}
+	return nil
+}
+
+// treeText counts the names and PAX records of a tree's entries against
+// their budget (maxTreeText, treeTextRatio).
+type treeText struct {
+	n, budget int64
+}
+
+// treeTextBudget is the budget of the tree of chunks tree, each named
+// chunk's stored bytes counted each time it is named.
+func (s *Store) treeTextBudget(tree []chunkwire.ID) *treeText {
+	t := &treeText{budget: maxTreeText}
+	for _, id := range tree {
+		if l, ok := s.idx.find(ID(id)); ok {
+			t.budget += treeTextRatio * int64(l.slen)
+		}
+	}
+	return t
+}
+
+// add counts hdr's names and PAX records.
+func (t *treeText) add(hdr *tar.Header) error {
+	if t == nil {
+		return nil
+	}
+	t.n += int64(len(hdr.Name) + len(hdr.Linkname) + len(hdr.Uname) + len(hdr.Gname))
+	for k, v := range hdr.PAXRecords {
+		t.n += int64(len(k) + len(v))
+	}
+	if t.n > t.budget {
+		return fmt.Errorf("%w: entry %s: the tree's names and PAX records pass %d bytes, over the limit of %d (64 MiB and 64 times its chunks' bytes as sent)",
+			ErrStream, termsafe.String(hdr.Name), t.n, t.budget)
 	}
 	return nil
 }

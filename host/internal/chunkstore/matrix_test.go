@@ -98,6 +98,10 @@ var limitCases = map[string][]streamCase{
 			return b.end()
 		}, ""},
 	},
+	"tree-text": {
+		{"270 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(270) }, "names and PAX records pass"},
+		{"480 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(480) }, "names and PAX records pass"},
+	},
 	"pax-records": {
 		{"257 PAX records", func(b *hostileBox) error {
 			b.entry('5', "d/", 0, paxOf(snaptree.MaxPAXRecords+1, 1), 0)
@@ -115,12 +119,7 @@ var limitCases = map[string][]streamCase{
 			b.entry('5', "d/", 0, paxOf(1, snaptree.MaxPAXBytes+1-len(paxOf(1, 0)[0][0])), 0)
 			return b.end()
 		}, "over the limit of 262144"},
-		{"200 entries of 256 KiB of PAX", func(b *hostileBox) error {
-			for i := range 200 {
-				b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(1, snaptree.MaxPAXBytes-len(paxOf(1, 0)[0][0])), 0)
-			}
-			return b.end()
-		}, ""},
+		{"200 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(200) }, ""},
 	},
 	"small-chunks": {
 		{"one small chunk over", func(b *hostileBox) error { return b.smallChunks(int(smallChunks(matrixLimits)) + 1) }, "new chunks under 65536 bytes"},
@@ -578,6 +577,14 @@ func (b *hostileBox) smallChunks(n int) error {
 		if b.err != nil {
 			return b.err
 		}
+	}
+	return b.end()
+}
+
+// paxEntries writes n directories of snaptree.MaxPAXBytes of PAX each.
+func (b *hostileBox) paxEntries(n int) error {
+	for i := range n {
+		b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(1, snaptree.MaxPAXBytes-len(paxOf(1, 0)[0][0])), 0)
 	}
 	return b.end()
 }
