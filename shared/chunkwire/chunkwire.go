@@ -1,10 +1,11 @@
 // Package chunkwire is the wire format of an incremental snapshot part
 // between the host and the agent's `snapshot chunks PART`.
 //
-// The host writes, on the verb's stdin, what its store holds (Held): the
-// magic "HBXHELD1", the committed token of the part's last backup (32
-// bytes, zero for none), a count (uint64 BE) and that many 8-byte prefixes
-// of chunk ids, sorted ascending with no repeat (8 MiB for a million
+// The host writes, on the verb's stdin, what its store holds of the box's
+// own newest backup (Held; never what another box's backups hold): the
+// magic "HBXHELD1", the committed token of that backup's part (32 bytes,
+// zero for none), a count (uint64 BE) and that many 8-byte prefixes of
+// chunk ids, sorted ascending with no repeat (8 MiB for a million
 // chunks). A prefix stands for a chunk: a chunk whose prefix is listed is
 // not sent, and should two ids share one, the host refuses the tree that
 // names the chunk it lacks: never a wrong backup.
@@ -40,8 +41,12 @@ const (
 	MaxChunk = 1 << 20
 	// MaxHeld is the most prefixes a Held carries (128 MiB of them).
 	MaxHeld = 16 << 20
-	// MaxTree is the most chunks of one part's tree (at least 4 GiB of tree).
-	MaxTree = 1 << 16
+	// MaxTree is the most chunks of one part's tree: at least 256 MiB
+	// of tree (every chunk but the last is 64 KiB or more), some 2.5
+	// million entries of the compact tree. The record names each tree
+	// chunk in 67 bytes: two parts of 4,096 take 549 KB of the 1 MiB a
+	// record may have (it held 65,536, whose record could not load).
+	MaxTree = 1 << 12
 )
 
 // Compression of a chunk frame.

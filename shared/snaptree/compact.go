@@ -14,7 +14,7 @@ import (
 
 // The tree's format. A tree is treeMagic, then one record for each entry in
 // the walk's order, then an empty record; nothing follows. A record is
-// its length (uvarint, at most maxRecord) and its fields; a regular
+// its length (uvarint, at most MaxRecord) and its fields; a regular
 // file's record is followed by its chunk ids, 32 bytes each, as many as
 // the record says. The fields, in order: the type flag (one byte), the
 // name, link name, user name and group name (each a uvarint length and
@@ -33,10 +33,6 @@ import (
 
 // treeMagic starts a tree.
 const treeMagic = "hermes-box tree 2\n"
-
-// maxRecord bounds one record (its names and PAX records), as the tar
-// reader bounds a PAX header.
-const maxRecord = 1 << 20
 
 // typeflags are the entry types a tree holds.
 var typeflags = []byte{tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink, tar.TypeFifo, tar.TypeChar, tar.TypeBlock}
@@ -91,8 +87,8 @@ func (c *compactReader) next() (*tar.Header, int64, error) {
 		}
 		return nil, 0, nil
 	}
-	if n > maxRecord {
-		return nil, 0, fmt.Errorf("%w: a record of %d bytes, over the limit of %d", ErrInvalid, n, maxRecord)
+	if n > MaxRecord {
+		return nil, 0, fmt.Errorf("%w: a record of %d bytes, over the limit of %d", ErrInvalid, n, MaxRecord)
 	}
 	if cap(c.buf) < int(n) {
 		c.buf = make([]byte, n)
@@ -115,6 +111,12 @@ func (c *compactReader) next() (*tar.Header, int64, error) {
 	if hdr.Typeflag != tar.TypeReg && (hdr.Size != 0 || ids != 0) {
 		return nil, 0, fmt.Errorf("%w: %s (type %q) has a body", ErrInvalid, hdr.Name, hdr.Typeflag)
 	}
+	if err := checkPAX(hdr); err != nil {
+		return nil, 0, fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, err)
+	}
+	if max := hdr.Size/MinChunk + 1; ids > max {
+		return nil, 0, fmt.Errorf("%w: %s: %d chunks for %d bytes, over the limit of %d (one per %d bytes, and the last)", ErrInvalid, hdr.Name, ids, hdr.Size, max, MinChunk)
+	}
 	return hdr, ids, nil
 }
 
@@ -135,8 +137,10 @@ func (f *fields) header() (*tar.Header, int64) {
 	}
 	hdr.ModTime = time.Unix(sec, int64(nsec))
 	hdr.Devmajor, hdr.Devminor, hdr.Size = f.number(math.MaxInt64), f.number(math.MaxInt64), f.number(math.MaxInt64)
-	if n := f.uvarint(); n > 0 && f.err == nil {
-		hdr.PAXRecords = make(map[string]string, min(n, 64))
+	if n := f.uvarint(); n > MaxPAXRecords && f.err == nil {
+		f.err = fmt.Errorf("%d PAX records, over the limit of %d", n, MaxPAXRecords)
+	} else if n > 0 && f.err == nil {
+		hdr.PAXRecords = make(map[string]string, n)
 		prev := ""
 		for i := uint64(0); i < n && f.err == nil; i++ {
 			k, v := f.string(), f.string()

@@ -64,7 +64,7 @@ func (e Entry) Chunks(sizeOf func(ID) (int64, error), then func() error) error {
 	name, size := e.Header.Name, e.Header.Size
 	left := size
 	var id ID
-	for {
+	for i := 0; ; {
 		if _, err := io.ReadFull(e.ids, id[:]); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -74,10 +74,16 @@ func (e Entry) Chunks(sizeOf func(ID) (int64, error), then func() error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		if n > left {
+		switch {
+		case n > left:
 			return fmt.Errorf("%w: %s: its chunks exceed its size of %d bytes", ErrInvalid, name, size)
+		case n == 0:
+			return fmt.Errorf("%w: %s: chunk %d is empty", ErrInvalid, name, i)
+		case n < MinChunk && n < left:
+			return fmt.Errorf("%w: %s: chunk %d has %d bytes, short of the %d every chunk but a file's last has", ErrInvalid, name, i, n, MinChunk)
 		}
 		left -= n
+		i++
 		if then != nil {
 			if err := then(); err != nil {
 				return err
@@ -164,6 +170,9 @@ func entryOf(hdr *tar.Header, tr *tar.Reader) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %s: type %q with a %s record", ErrInvalid, hdr.Name, hdr.Typeflag, SizeRecord)
 	case !isFile && hdr.Typeflag == tar.TypeReg:
 		return Entry{}, fmt.Errorf("%w: %s: a regular file without a %s record", ErrInvalid, hdr.Name, SizeRecord)
+	}
+	if err := checkPAX(hdr); err != nil {
+		return Entry{}, fmt.Errorf("%w: %s: %w", ErrInvalid, hdr.Name, err)
 	}
 	if !isFile {
 		if hdr.Size != 0 {

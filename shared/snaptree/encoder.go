@@ -158,9 +158,12 @@ func (e *Encoder) writeEntry(hdr *tar.Header, ids []byte) error {
 	if min(hdr.Mode, hdr.Size, hdr.Devmajor, hdr.Devminor) < 0 || hdr.Uid < 0 || hdr.Gid < 0 || max(hdr.Uid, hdr.Gid) > math.MaxInt32 {
 		return e.fail(fmt.Errorf("writing the tree: %s: a negative or out of range number in its header", hdr.Name))
 	}
+	if err := checkPAX(hdr); err != nil {
+		return e.fail(fmt.Errorf("writing the tree: %s: %w", hdr.Name, err))
+	}
 	e.rec, e.keys = appendFields(e.rec[:0], hdr, len(ids)/len(ID{}), e.keys)
-	if len(e.rec) > maxRecord {
-		return e.fail(fmt.Errorf("writing the tree: %s: its names and PAX records take %d bytes, over the limit of %d", hdr.Name, len(e.rec), maxRecord))
+	if len(e.rec) > MaxRecord {
+		return e.fail(fmt.Errorf("writing the tree: %s: its names and PAX records take %d bytes, over the limit of %d", hdr.Name, len(e.rec), MaxRecord))
 	}
 	e.out = append(append(binary.AppendUvarint(e.out[:0], uint64(len(e.rec))), e.rec...), ids...)
 	if _, err := e.cw.Write(e.out); err != nil {

@@ -152,13 +152,18 @@ func TestDecodeRefuses(t *testing.T) {
 		return tar.Header{Typeflag: tar.TypeReg, Name: "f", Mode: 0o644, PAXRecords: pax}
 	}
 	missing := sha256.Sum256([]byte("missing"))
+	big := bytes.Repeat([]byte("b"), MinChunk)
+	bid, empty := sha256.Sum256(big), sha256.Sum256(nil)
+	_, _ = s.sink(bid, big), s.sink(empty, nil)
 	tests := []struct {
 		name string
 		tree []byte
 		want string
 	}{
 		{"chunks longer than the size", tree(t, reg(size("9")), id[:]), "exceed its size"},
-		{"chunks shorter than the size", tree(t, reg(size("11")), id[:]), "short of its size"},
+		{"chunks shorter than the size", tree(t, reg(size(fmt.Sprint(MinChunk+11))), bid[:]), "short of its size"},
+		{"a short chunk before the last", tree(t, reg(size(fmt.Sprint(MinChunk+10))), append(id[:], bid[:]...)), "short of the 65536"},
+		{"an empty chunk", tree(t, reg(size("10")), append(empty[:], id[:]...)), "chunk 0 is empty"},
 		{"size not a number", tree(t, reg(size("x")), id[:]), "is not a size"},
 		{"negative size", tree(t, reg(size("-1")), nil), "is not a size"},
 		{"ids not whole", tree(t, reg(size("10")), id[:31]), "bytes of chunk ids"},

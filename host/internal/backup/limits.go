@@ -54,6 +54,9 @@ var ErrLimit = bounded.ErrLimit
 // ErrNoSpace is the host's file system running out of room.
 var ErrNoSpace = errors.New("not enough free space on the host")
 
+// WithDefaults is l with every zero field its default.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxPart <= 0 {
 		l.MaxPart = DefaultMaxPart

@@ -37,7 +37,11 @@ type Meta struct {
 	Signer ssh.Signer
 	// AuditAnchor goes into the manifest (Manifest.AuditAnchor).
 	AuditAnchor string
-	Now         time.Time
+	// Box names the box itself (its pinned SSH host key's fingerprint,
+	// new after destroy and init): an incremental snapshot tells a box
+	// only of chunks its own backups hold (chunkstore's held list).
+	Box string
+	Now time.Time
 	// Limits bound the parts; the zero value is the defaults.
 	Limits Limits
 }

@@ -84,7 +84,18 @@ func (e *backupRun) locked(ctx context.Context, fn func() error) error {
 
 func (e *backupRun) meta(label string, signer ssh.Signer) backup.Meta {
 	return backup.Meta{Machine: e.box.cfg.MachineName, Label: label, Smolvm: e.box.drv.Version(context.Background()),
-		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: auditAnchorLine(e.box), Now: time.Now(), Limits: e.limits()}
+		GOOS: runtime.GOOS, Signer: signer, AuditAnchor: auditAnchorLine(e.box), Box: boxIdentity(e.box), Now: time.Now(),
+		Limits: e.limits()}
+}
+
+// boxIdentity is the fingerprint of the box's pinned SSH host key: new
+// after destroy and init; empty when none is pinned.
+func boxIdentity(b *Box) string {
+	key, err := keys.LoadHostKey(b.cfg.StateDir(), b.cfg.MachineName)
+	if err != nil || key == nil {
+		return ""
+	}
+	return ssh.FingerprintSHA256(key)
 }
 
 // limits bound what a snapshot takes from the box and what a restore

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -39,25 +38,35 @@ func Ingest(ctx context.Context, backupsDir string, meta backup.Meta, src ChunkS
 	if report == nil {
 		report = func(PartProgress) {}
 	}
-	tokens := committedTokens(backupsDir, meta)
-	return build(ctx, backupsDir, meta, func(s *Store, w *Writer, part string) (PartRecord, []string, error) {
-		in := &ingester{s: s, w: w, part: part, lim: meta.Limits, dir: backupsDir, report: report}
-		return in.run(ctx, src, tokens[part])
+	known := knownBackup(backupsDir, meta)
+	tokens := committedTokens(known)
+	var held []uint64
+	heldOnce := false
+	dir, rec, err = build(ctx, backupsDir, meta, func(s *Store, w *Writer, part string) (PartRecord, []string, error) {
+		if !heldOnce {
+			// An error leaves the list empty: the box sends every chunk.
+			held, _ = s.heldPrefixes(ctx, known)
+			heldOnce = true
+		}
+		in := &ingester{s: s, w: w, part: part, lim: meta.Limits, dir: backupsDir, report: report, fresh: &freshChunks{}}
+		return in.run(ctx, src, tokens[part], held)
 	})
+	if err == nil {
+		_ = noteBox(backupsDir, meta, rec) // best effort: see noteBox
+	}
+	return dir, rec, err
 }
 
-// committedTokens are the tokens of the parts of the machine's newest
+// committedTokens are the tokens of the parts of known, the box's newest
 // incremental backup, which the agent's cache is keyed by; none when
-// there is none or the backups do not load (the agent then reads every
-// file, and still sends only what the store lacks).
-func committedTokens(backupsDir string, meta backup.Meta) map[string]chunkwire.ID {
+// there is none (the agent then reads every file, and still sends only
+// what the store lacks).
+func committedTokens(known *Record) map[string]chunkwire.ID {
 	out := map[string]chunkwire.ID{}
-	_, recs, err := Backups(backupsDir, meta.Machine, backup.Trust{Key: meta.Signer.PublicKey()})
-	if err != nil || len(recs) == 0 {
+	if known == nil {
 		return out
 	}
-	newest := slices.MaxFunc(recs, func(a, b *Record) int { return cmpCreated(a.Created, b.Created) })
-	for part, p := range newest.Parts {
+	for part, p := range known.Parts {
 		ids, err := p.treeIDs()
 		if err != nil {
 			continue
@@ -91,12 +100,17 @@ type ingester struct {
 	report func(PartProgress)
 	prog   PartProgress // the committer's (verifier) while the stream runs
 	sent   atomic.Int64 // bytes read from the stream
+	// fresh are the chunks this part added to the store, each kept only
+	// if the part's tree names it; small counts those under
+	// snaptree.MinChunk. Both are bounded by the stream's table
+	// (smallChunks, partChunks).
+	fresh *freshChunks
+	small int64
 }
 
 // run streams the part from src and checks its tree; it returns the
 // part's record and listing.
-func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwire.ID) (PartRecord, []string, error) {
-	prefixes := in.s.prefixes()
+func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwire.ID, prefixes []uint64) (PartRecord, []string, error) {
 	var held bytes.Buffer
 	held.Grow(64 + 8*len(prefixes)) // 8 MiB for a million chunks, allocated once
 	if err := chunkwire.WriteHeld(&held, &chunkwire.Held{Committed: committed, Prefixes: prefixes}); err != nil {
@@ -130,8 +144,15 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 	if err := in.w.flush(); err != nil {
 		return PartRecord{}, nil, err
 	}
-	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim)
+	if err := in.s.checkTreeChunks(end.Tree); err != nil {
+		return PartRecord{}, nil, err
+	}
+	in.fresh.sort()
+	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, treeChecks{named: in.fresh.name, text: in.s.treeTextBudget(end.Tree)})
 	if err != nil {
+		return PartRecord{}, nil, err
+	}
+	if err := in.fresh.allNamed(); err != nil {
 		return PartRecord{}, nil, err
 	}
 	in.prog.Done, in.prog.Sent = true, in.sent.Load()
@@ -184,22 +205,38 @@ func (in *ingester) add(s *slot) error {
 		packed = s.stored
 	}
 	added, err := in.w.addVerified(s.id, s.data, packed)
-	if added {
-		in.prog.New += int64(len(s.data))
+	if err != nil || !added {
+		return err
 	}
-	return err
+	in.prog.New += int64(len(s.data))
+	if len(s.data) < snaptree.MinChunk {
+		if in.small++; in.small > smallChunks(in.lim) {
+			return fmt.Errorf("%w: more than %d new chunks under %d bytes (a file's last chunk each, and the tree's)", ErrStream, smallChunks(in.lim), snaptree.MinChunk)
+		}
+	}
+	if max := partChunks(in.lim); int64(len(in.fresh.keys)) >= max {
+		return fmt.Errorf("%w: more than %d new chunks in one part", ErrStream, max)
+	}
+	in.fresh.add(s.id)
+	return nil
 }
 
 // checkTree decodes a part's tree (its chunks read and re-hashed), checks
 // that every file chunk it names is held, and lists it within lim: the
 // names, entries and unpacked size that a v2 snapshot's listing bounds.
-func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits) (PartRecord, []string, error) {
+// Names and link targets must be text (no control character).
+func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.Limits, c treeChecks) (PartRecord, []string, error) {
+	named := c.named
+	if named == nil {
+		named = func(ID) {}
+	}
 	p := PartRecord{Tree: make([]string, len(tree))}
 	ids := make([]snaptree.ID, len(tree))
 	for i, id := range tree {
 		if !s.Has(ID(id)) {
 			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrMissing, ID(id))
 		}
+		named(ID(id))
 		ids[i], p.Tree[i] = id, ID(id).String()
 	}
 	sizeOf := func(id snaptree.ID) (int64, error) {
@@ -207,12 +244,19 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 		if !ok {
 			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrMissing, ID(id))
 		}
+		named(ID(id))
 		return n, nil
 	}
 	// The tree's entries are listed from their headers; a file's chunks
 	// are checked by their sizes in the index, none read.
 	ls := lim.HeaderLister()
 	err := snaptree.Entries(s.treeReader(ctx, ids), func(e snaptree.Entry) error {
+		if err := textNames(e.Header); err != nil {
+			return err
+		}
+		if err := c.text.add(e.Header); err != nil {
+			return err
+		}
 		if err := ls.Add(e.Header); err != nil {
 			return err
 		}
@@ -227,17 +271,12 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	return p, names, nil
 }
 
-// prefixes are the chunkwire prefixes of every chunk held, sorted,
-// without repeats.
-func (s *Store) prefixes() []uint64 {
-	out := make([]uint64, 0, s.idx.len())
-	s.idx.each(func(e *entry) {
-		p := chunkwire.Prefix(e.id)
-		if len(out) == 0 || out[len(out)-1] != p {
-			out = append(out, p)
-		}
-	})
-	return out
+// treeChecks are checkTree's checks at ingest: named, when set, is
+// called with every chunk the tree names, its own included; text, when
+// set, bounds its names and PAX records.
+type treeChecks struct {
+	named func(ID)
+	text  *treeText
 }
 
 // countingReader counts the bytes read through it into n.

@@ -95,12 +95,12 @@ func TestIngestRefusesHostileAgent(t *testing.T) {
 		{"a decompression bomb", agentMutation{Chunk: first(bomb)}, "does not decompress"},
 		{"a chunk neither held nor sent", agentMutation{Chunk: first(func(*chunkwire.Chunk) *chunkwire.Chunk { return nil })}, "neither held nor sent"},
 		{"a tree chunk neither held nor sent", agentMutation{End: func(e *chunkwire.End) {
-			e.Tree = append(e.Tree, sha256.Sum256([]byte("missing")))
+			e.Tree = append([]chunkwire.ID{sha256.Sum256([]byte("missing"))}, e.Tree...)
 		}}, "neither held nor sent"},
 		{"a tree entry breaking the content rules", agentMutation{End: func(e *chunkwire.End) {
 			e.Tree = evilTree
 		}}, "unsafe path"},
-		{"an empty tree", agentMutation{End: func(e *chunkwire.End) { e.Tree = nil }}, "workspace"},
+		{"an empty tree", agentMutation{End: func(e *chunkwire.End) { e.Tree = nil }}, "chunks sent that the tree does not name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +165,10 @@ func TestHeldOfAMillionChunks(t *testing.T) {
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	prefixes := s.prefixes()
+	prefixes := make([]uint64, 0, n)
+	for _, e := range s.idx.entries {
+		prefixes = append(prefixes, chunkwire.Prefix(e.id))
+	}
 	var held bytes.Buffer
 	held.Grow(64 + 8*len(prefixes))
 	must(t, chunkwire.WriteHeld(&held, &chunkwire.Held{Prefixes: prefixes}))

@@ -41,9 +41,9 @@ func TestTarTreesStillCheckVerifyAndStage(t *testing.T) {
 	}
 	must(t, w.Commit())
 	for part := range rec.Parts {
-		want, wantNames, err := s.checkTree(ctx, wireIDs(t, rec.Parts[part]), testLimits)
+		want, wantNames, err := s.checkTree(ctx, wireIDs(t, rec.Parts[part]), testLimits, treeChecks{})
 		must(t, err)
-		got, names, err := s.checkTree(ctx, wireIDs(t, old.Parts[part]), testLimits)
+		got, names, err := s.checkTree(ctx, wireIDs(t, old.Parts[part]), testLimits, treeChecks{})
 		must(t, err)
 		if got.Entries != want.Entries || got.Bytes != want.Bytes || !slices.Equal(names, wantNames) {
 			t.Fatalf("%s: the tar tree checks as %d entries, %d bytes, %q; the compact one as %d, %d, %q",

@@ -13,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/box"
 	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 func newBackupsCommand() *cobra.Command {
@@ -98,7 +99,10 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 		if e.Incremental {
 			state = "incremental, " + state
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Label, created, progress.Bytes(e.Size), progress.Bytes(e.Added), e.Machine, state)
+		// Every cell may carry what a box chose (a tree's entry names in
+		// a problem, a label): each is made one safe line.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.String(e.Name), termsafe.String(e.Label), created,
+			progress.Bytes(e.Size), progress.Bytes(e.Added), termsafe.String(e.Machine), termsafe.String(state))
 	}
 	return tw.Flush()
 }
@@ -133,7 +137,7 @@ func newBackupsDeleteCommand() *cobra.Command {
 				}
 			}
 			warnNotCollected(cmd, d.NotCollected)
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s freed)\n", d.Path, progress.Bytes(freed))
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s freed)\n", termsafe.String(d.Path), progress.Bytes(freed))
 			return err
 		},
 	}

@@ -58,13 +58,15 @@ func printRepair(w io.Writer, reps []backupset.Repaired) error {
 		_, err := fmt.Fprintln(w, "no chunk store to repair (no incremental backups)")
 		return err
 	}
+	// Every line may carry what a box chose (a tree's entry names in a
+	// problem): each field is made one safe line.
 	for _, r := range reps {
-		fmt.Fprintf(w, "%s: index rebuilt from %d packs, %d chunks; %d incremental backups whole\n", r.Machine, r.Packs, r.Chunks, len(r.Whole))
+		fmt.Fprintf(w, "%s: index rebuilt from %d packs, %d chunks; %d incremental backups whole\n", termsafe.String(r.Machine), r.Packs, r.Chunks, len(r.Whole))
 		for _, u := range r.Unreadable {
-			fmt.Fprintf(w, "  left out a damaged pack: %s\n", u)
+			fmt.Fprintf(w, "  left out a damaged pack: %s\n", termsafe.String(u))
 		}
 		for _, e := range r.Broken {
-			fmt.Fprintf(w, "  broken: %s: %s\n", e.Name, e.Problem)
+			fmt.Fprintf(w, "  broken: %s: %s\n", termsafe.String(e.Name), termsafe.String(e.Problem))
 		}
 		printLosses(w, r)
 	}
@@ -116,7 +118,7 @@ func brokenBackups(reps []backupset.Repaired) error {
 	var bad []string
 	for _, r := range reps {
 		for _, e := range r.Broken {
-			bad = append(bad, e.Name)
+			bad = append(bad, termsafe.String(e.Name))
 		}
 	}
 	if len(bad) == 0 {

@@ -1,0 +1,607 @@
+package chunkstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/host/internal/chunktest"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
+	"github.com/hermes-box/hermes-box/shared/cdc"
+	"github.com/hermes-box/hermes-box/shared/chunkwire"
+	"github.com/hermes-box/hermes-box/shared/snaptree"
+)
+
+// matrixLimits are the matrix's part limits: small, so that a case just
+// over a bound derived from them (smallChunks, partChunks) is a few MB.
+var matrixLimits = backup.Limits{MaxPart: 32 << 20, MaxEntries: 1000,
+	FreeSpace: func(string) (int64, error) { return 1 << 50, nil }}
+
+// streamCase is one hostile rootfs stream of the matrix; the workspace
+// is the honest box's. want is what the refusal says; "" is a stream
+// within the limits, which is published.
+type streamCase struct {
+	name string
+	box  func(b *hostileBox) error
+	want string
+}
+
+// limitCases are each StreamLimits row's cases: just over the limit,
+// and a flood of it (the violation at volume, or the limit reached as
+// often as the other limits allow).
+var limitCases = map[string][]streamCase{
+	"chunk-bytes": {
+		{"one chunk of 1 MiB + 1", func(b *hostileBox) error { return b.oversized(1) }, "over the limit of 1048576"},
+		{"10,000 such chunks", func(b *hostileBox) error { return b.oversized(10_000) }, "over the limit of 1048576"},
+	},
+	"chunk-min": {
+		{"a file's first chunk 1 byte short", func(b *hostileBox) error {
+			return b.fileOf("f", 2*snaptree.MinChunk, b.send(b.content(snaptree.MinChunk-1, 0)), b.send(b.content(snaptree.MinChunk+1, 1)))
+		}, "short of the 65536"},
+		{"a tree cut into 256-byte chunks", func(b *hostileBox) error {
+			b.every = 256
+			for i := range 2000 {
+				b.entry('5', fmt.Sprintf("d%04d/", i), 0, nil, 0)
+			}
+			return b.end()
+		}, "short of the 65536 every one but the last"},
+	},
+	"chunk-empty": {
+		{"an empty chunk first", func(b *hostileBox) error {
+			big := b.send(b.content(snaptree.MinChunk, 0))
+			return b.fileOf("f", 2*snaptree.MinChunk, b.send(nil), big, big)
+		}, "chunk 0 is empty"},
+		{"1,000 empty chunks", func(b *hostileBox) error {
+			return b.fileOf("f", 1000*snaptree.MinChunk, repeat(b.send(nil), 1000)...)
+		}, "chunk 0 is empty"},
+	},
+	"file-ids": {
+		{"two ids for 10 bytes", func(b *hostileBox) error {
+			c := b.send(b.content(10, 0))
+			return b.fileOf("f", 10, c, c)
+		}, "2 chunks for 10 bytes, over the limit of 1"},
+		{"200,000 ids for 10 bytes", func(b *hostileBox) error {
+			return b.fileOf("f", 10, repeat(b.send(b.content(10, 0)), 200_000)...)
+		}, "200000 chunks for 10 bytes"},
+	},
+	"tree-chunks": {
+		{"a tree of 4,097 chunks", func(b *hostileBox) error { return b.bigEnd(chunkwire.MaxTree + 1) }, "a tree of 4097 chunks"},
+		{"a tree of a million chunks", func(b *hostileBox) error { return b.bigEnd(1 << 20) }, "a tree of 1048576 chunks"},
+	},
+	"tree-repeat": {
+		{"a tree chunk named 65 times", func(b *hostileBox) error { return b.repeatTree(maxTreeRepeat + 1) }, "more than 64 times"},
+		{"a tree chunk named 4,000 times", func(b *hostileBox) error { return b.repeatTree(4000) }, "more than 64 times"},
+	},
+	"record-bytes": {
+		{"a record of 320 KiB + 1", func(b *hostileBox) error {
+			b.raw(binary.AppendUvarint(nil, snaptree.MaxRecord+1))
+			b.raw(make([]byte, snaptree.MaxRecord+1))
+			return b.end()
+		}, "over the limit of 327680"},
+		{"100 entries at the record limit", func(b *hostileBox) error {
+			link := strings.Repeat("l", snaptree.MaxRecord-64)
+			for i := range 100 {
+				b.entry('2', fmt.Sprintf("l%04d", i), 0, nil, 0, link)
+			}
+			return b.end()
+		}, ""},
+	},
+	"tree-text": {
+		{"270 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(270) }, "names and PAX records pass"},
+		{"480 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(480) }, "names and PAX records pass"},
+	},
+	"pax-records": {
+		{"257 PAX records", func(b *hostileBox) error {
+			b.entry('5', "d/", 0, paxOf(snaptree.MaxPAXRecords+1, 1), 0)
+			return b.end()
+		}, "257 PAX records"},
+		{"900 entries of 256 PAX records", func(b *hostileBox) error {
+			for i := range 900 {
+				b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(snaptree.MaxPAXRecords, 1), 0)
+			}
+			return b.end()
+		}, ""},
+	},
+	"pax-bytes": {
+		{"PAX records of 256 KiB + 1", func(b *hostileBox) error {
+			b.entry('5', "d/", 0, paxOf(1, snaptree.MaxPAXBytes+1-len(paxOf(1, 0)[0][0])), 0)
+			return b.end()
+		}, "over the limit of 262144"},
+		{"200 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(200) }, ""},
+	},
+	"small-chunks": {
+		{"one small chunk over", func(b *hostileBox) error { return b.smallChunks(int(smallChunks(matrixLimits)) + 1) }, "new chunks under 65536 bytes"},
+		{"1,100,000 unique 8-byte chunks (issue case 1)", func(b *hostileBox) error { return b.smallChunks(1_100_000) }, "new chunks under 65536 bytes"},
+	},
+	"part-chunks": {
+		{"one chunk the tree does not name", func(b *hostileBox) error {
+			b.send(b.content(100, 7))
+			return b.end()
+		}, "1 chunks sent that the tree does not name"},
+		{"unnamed chunks past the count (issue case 3)", func(b *hostileBox) error {
+			for i := range int(partChunks(matrixLimits)) + 10 {
+				if i < int(smallChunks(matrixLimits)) {
+					b.send(b.content(8, i))
+				} else {
+					b.send(b.content(snaptree.MinChunk, i))
+				}
+				if b.err != nil {
+					return b.err
+				}
+			}
+			return b.end()
+		}, "new chunks in one part"},
+	},
+	"names": {
+		{"an OSC 52 clipboard write in a name (issue case 6)", func(b *hostileBox) error {
+			b.entry('5', "evil\x1b]52;c;aGVsbG8=\x07/", 0, nil, 0)
+			return b.end()
+		}, `entry evil\x1b]52;c;aGVsbG8=\x07/: a control character`},
+		{"1,000 names with escapes", func(b *hostileBox) error {
+			for i := range 1000 {
+				b.entry('5', fmt.Sprintf("d%04d\x1b[2J/", i), 0, nil, 0)
+			}
+			return b.end()
+		}, "a control character"},
+	},
+}
+
+// issueCases are the issue's stream cases not a limit's own.
+var issueCases = []streamCase{
+	{"issue case 4: a record carrying 1 MiB of PAX", func(b *hostileBox) error {
+		b.entry('5', "d/", 0, paxOf(1, 1<<20-256), 0)
+		return b.end()
+	}, "a record of 1048377 bytes, over the limit of 327680"},
+	{"issue case 5: a tree of 12,000 chunks (a 1.5 MB record)", func(b *hostileBox) error { return b.bigEnd(12_000) }, "a tree of 12000 chunks"},
+	{"an honest rootfs", func(b *hostileBox) error {
+		b.entry('5', "etc/", 0, nil, 0)
+		return b.fileOf("etc/hostname", 4, b.send([]byte("box\n")))
+	}, ""},
+}
+
+// TestStreamLimitsHaveCases: every row of StreamLimits has its cases in
+// the matrix (the matrix is generated from the table), and no case is
+// for a row that does not exist.
+func TestStreamLimitsHaveCases(t *testing.T) {
+	for _, l := range StreamLimits {
+		if l.Key == "record" {
+			continue // TestRecordOfTheLargestTrees
+		}
+		if len(limitCases[l.Key]) != 2 {
+			t.Errorf("limit %q has %d cases in the matrix, want 2 (just over, a flood)", l.Key, len(limitCases[l.Key]))
+		}
+	}
+	for k := range limitCases {
+		if !slices.ContainsFunc(StreamLimits, func(l StreamLimit) bool { return l.Key == k }) {
+			t.Errorf("the matrix has cases for %q, which StreamLimits does not have", k)
+		}
+	}
+}
+
+// TestRecordOfTheLargestTrees: the "record" row: a record naming
+// chunkwire.MaxTree tree chunks in each part, and every other field at
+// its longest, is within maxRecord, so every tree the stream takes
+// leaves a record that loads.
+func TestRecordOfTheLargestTrees(t *testing.T) {
+	rec := Record{Format: RecordFormat, Chunker: cdc.Name, Created: time.Now().UTC().Format(time.RFC3339),
+		Machine: strings.Repeat("m", 64), Label: strings.Repeat("l", 64), Smolvm: strings.Repeat("s", 64), GOOS: "darwin",
+		Fingerprint: strings.Repeat("f", 64), AuditAnchor: strings.Repeat("a", 4096), Parts: map[string]PartRecord{},
+		Added: Added{Chunks: 1 << 62, Bytes: 1 << 62, Stored: 1 << 62}}
+	for _, p := range Parts {
+		pr := PartRecord{Entries: 1 << 62, Bytes: 1 << 62}
+		for i := range chunkwire.MaxTree {
+			pr.Tree = append(pr.Tree, Sum(fmt.Append(nil, p, i)).String())
+		}
+		rec.Parts[p] = pr
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	must(t, err)
+	t.Logf("the largest record: %d bytes, of %d", len(data), maxRecord)
+	if len(data) > maxRecord {
+		t.Fatalf("a record of the largest trees takes %d bytes, over the %d Load reads", len(data), maxRecord)
+	}
+}
+
+// matrixRow is one line of the matrix's table.
+type matrixRow struct {
+	limit, name, verdict string
+	box                  int64
+	heap, secs           float64
+	verify, stage        float64 // a published backup's, with every chunk read
+	intact               bool
+}
+
+// TestHostileStreamMatrix runs every case through the real Ingest into a
+// store holding two honest backups. After each: the stream was refused
+// (the store's files and the backups as they were) or published within
+// the limits (its record loads, it verifies with every chunk read); the
+// store opens; both earlier backups verify with every chunk read and
+// stage to their boxes; deleting the older and collecting garbage keeps
+// the newer so. The table (bytes from the box, host peak heap, seconds,
+// verdict) is logged for the issue's note.
+func TestHostileStreamMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the matrix ingests ~30 streams")
+	}
+	base := t.TempDir()
+	var dirs []string
+	for gen := range 2 {
+		m := meta(gen)
+		m.Limits = matrixLimits
+		dir, _, err := Ingest(context.Background(), base, m, chunkAgent(boxParts(gen), agentMutation{}, nil), nil)
+		must(t, err)
+		dirs = append(dirs, filepath.Base(dir))
+	}
+	var rows []matrixRow
+	run := func(limit string, c streamCase) {
+		t.Run(limit+"/"+c.name, func(t *testing.T) {
+			rows = append(rows, runStreamCase(t, base, dirs, limit, c))
+		})
+	}
+	for _, l := range StreamLimits {
+		for _, c := range limitCases[l.Key] {
+			run(l.Key, c)
+		}
+	}
+	for _, c := range issueCases {
+		run("-", c)
+	}
+	var b strings.Builder
+	b.WriteString("\n| limit | case | bytes from the box | host peak heap | seconds | verdict | verify / stage s | earlier backups intact |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		vs := "-"
+		if r.verdict == "published" {
+			vs = fmt.Sprintf("%.2f / %.2f", r.verify, r.stage)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f MiB | %.2f | %s | %s | %v |\n", r.limit, r.name, r.box, r.heap, r.secs, r.verdict, vs, r.intact)
+	}
+	t.Log(b.String())
+}
+
+// runStreamCase runs c on a copy of the store in base.
+func runStreamCase(t *testing.T, base string, dirs []string, limit string, c streamCase) matrixRow {
+	backups := t.TempDir()
+	if out, err := exec.Command("cp", "-a", base+"/.", backups).CombinedOutput(); err != nil {
+		t.Fatalf("copying the store: %v: %s", err, out)
+	}
+	storeDir := StoreDir(backups, "box")
+	before := files(t, storeDir)
+	m := meta(2)
+	m.Limits = matrixLimits
+	var sent int64
+	src := hostileSource(boxParts(2)[boxlayout.PartWorkspace], c.box, &sent)
+	var dir string
+	var rec *Record
+	start := time.Now()
+	heap, err := peakHeap(func() error {
+		var err error
+		dir, rec, err = Ingest(context.Background(), backups, m, src, nil)
+		return err
+	})
+	row := matrixRow{limit: limit, name: c.name, box: sent, heap: heap, secs: time.Since(start).Seconds(), verdict: "published"}
+	switch {
+	case c.want == "" && err != nil:
+		t.Fatalf("a stream within the limits refused: %v", err)
+	case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+		t.Fatalf("err = %v, want one saying %q", err, c.want)
+	case err != nil:
+		row.verdict = "refused: " + shortErr(err.Error(), c.want)
+		if after := files(t, storeDir); !slices.Equal(after, before) {
+			t.Fatalf("a refused stream changed the store:\n%v\nwas\n%v", after, before)
+		}
+		if entries, _ := os.ReadDir(backups); len(entries) != len(dirs)+1 {
+			t.Fatalf("the backups directory holds %v", entries)
+		}
+	default:
+		if _, err := Load(dir, trust); err != nil {
+			t.Fatalf("the published backup does not load: %v", err)
+		}
+		s := openStore(t, storeDir)
+		start := time.Now()
+		must(t, s.Verify(context.Background(), rec, true))
+		row.verify = time.Since(start).Seconds()
+		start = time.Now()
+		staged, err := s.Stage(context.Background(), rec, t.TempDir(), matrixLimits, projectKey)
+		if err != nil {
+			t.Fatalf("the published backup does not stage: %v", err)
+		}
+		row.stage = time.Since(start).Seconds()
+		must(t, staged.Remove())
+	}
+	intact(t, backups, dirs)
+	row.intact = true
+	return row
+}
+
+// intact checks the earlier backups dirs in backups: the store opens,
+// each verifies with every chunk read and stages to its box; deleting
+// the first and collecting garbage keeps the second so.
+func intact(t *testing.T, backups string, dirs []string) {
+	t.Helper()
+	ctx := context.Background()
+	check := func(gen int) {
+		dir := filepath.Join(backups, dirs[gen])
+		rec, err := Load(dir, trust)
+		must(t, err)
+		s, err := Open(StoreDir(backups, "box"))
+		if err != nil {
+			t.Fatalf("the store does not open: %v", err)
+		}
+		defer s.Close()
+		must(t, s.Verify(ctx, rec, true))
+		restored(t, backups, dir, gen)
+	}
+	check(0)
+	check(1)
+	must(t, os.RemoveAll(filepath.Join(backups, dirs[0])))
+	if _, err := Collect(ctx, backups, "box", trust); err != nil {
+		t.Fatalf("collecting garbage: %v", err)
+	}
+	check(1)
+}
+
+func shortErr(s, want string) string {
+	if i := strings.Index(s, want); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 60 {
+		s = s[:60] + "…"
+	}
+	return strings.ReplaceAll(s, "|", "/")
+}
+
+// hostileSource is the box's side: the rootfs part as rootfs makes it,
+// the workspace the honest box's; sent counts the bytes the box wrote.
+func hostileSource(ws []tfile, rootfs func(b *hostileBox) error, sent *int64) ChunkSource {
+	honest := chunktest.Agent(map[string][]byte{boxlayout.PartWorkspace: gzipTar(ws)}, chunktest.Mutation{}, nil)
+	return func(ctx context.Context, part string, in io.Reader, w io.Writer) error {
+		cw := &counted{w: w, n: sent}
+		if part != boxlayout.PartRootfs {
+			return honest(ctx, part, in, cw)
+		}
+		held, err := chunkwire.ReadHeld(in)
+		if err != nil {
+			return err
+		}
+		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		defer zw.Close()
+		b := &hostileBox{held: held, fw: chunkwire.NewWriter(cw), zw: zw, sent: map[chunkwire.ID]bool{}}
+		return rootfs(b)
+	}
+}
+
+type counted struct {
+	w io.Writer
+	n *int64
+}
+
+func (c *counted) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	*c.n += int64(n)
+	return n, err
+}
+
+// hostileBox writes a part's stream as a compromised box would: chunks
+// it chooses, a tree of records it writes byte by byte, an end frame.
+type hostileBox struct {
+	held *chunkwire.Held
+	fw   *chunkwire.Writer
+	zw   *zstd.Encoder
+	sent map[chunkwire.ID]bool
+	// every, when set before the first entry, cuts the tree every so
+	// many bytes instead of as the chunker does.
+	every int
+	tw    io.WriteCloser // the tree, cut and sent as it is written
+	tree  []chunkwire.ID
+	err   error
+}
+
+// compactMagic is what a compact tree starts with: snaptree's empty
+// tree but its end record.
+var compactMagic = func() []byte {
+	var tree []byte
+	e := snaptree.NewEncoder(func(_ snaptree.ID, data []byte) error { tree = append(tree, data...); return nil })
+	if _, _, err := e.Close(); err != nil {
+		panic(err)
+	}
+	return tree[:len(tree)-1]
+}()
+
+// content is n bytes of chunk i's content: zeros after a counter, so
+// that it compresses (the box's cheapest stream).
+func (b *hostileBox) content(n, i int) []byte {
+	c := make([]byte, n)
+	var ctr [8]byte
+	binary.BigEndian.PutUint64(ctr[:], uint64(i))
+	copy(c, ctr[:])
+	return c
+}
+
+// send sends data as a chunk unless it is held or sent, and returns its id.
+func (b *hostileBox) send(data []byte) chunkwire.ID {
+	id := Sum(data)
+	if b.held.Has(id) || b.sent[id] || b.err != nil {
+		return id
+	}
+	b.sent[id] = true
+	b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Zstd, Stored: b.zw.EncodeAll(data, nil)})
+	return id
+}
+
+// raw appends bytes to the tree as they are.
+func (b *hostileBox) raw(p []byte) {
+	if b.tw == nil {
+		emit := func(c []byte) error {
+			b.tree = append(b.tree, b.send(c))
+			return b.err
+		}
+		b.tw = cdc.NewWriter(emit)
+		if b.every > 0 {
+			b.tw = &fixedCut{n: b.every, emit: emit}
+		}
+		b.raw(compactMagic)
+	}
+	if _, err := b.tw.Write(p); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// fixedCut cuts what is written to it every n bytes.
+type fixedCut struct {
+	n    int
+	buf  []byte
+	emit func([]byte) error
+}
+
+func (f *fixedCut) Write(p []byte) (int, error) {
+	f.buf = append(f.buf, p...)
+	for len(f.buf) >= f.n {
+		if err := f.emit(f.buf[:f.n]); err != nil {
+			return 0, err
+		}
+		f.buf = f.buf[f.n:]
+	}
+	return len(p), nil
+}
+
+func (f *fixedCut) Close() error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	return f.emit(f.buf)
+}
+
+// entry appends a record: type, name, size, PAX records, the count of
+// ids it says (the ids follow with ids) and a link target.
+func (b *hostileBox) entry(typ byte, name string, size int64, pax [][2]string, nids int, link ...string) {
+	f := []byte{typ}
+	for _, s := range []string{name, strings.Join(link, ""), "root", "root"} {
+		f = append(binary.AppendUvarint(f, uint64(len(s))), s...)
+	}
+	for _, v := range []uint64{0o755, 0, 0} {
+		f = binary.AppendUvarint(f, v)
+	}
+	f = binary.AppendVarint(f, 1700000000)
+	for _, v := range []uint64{0, 0, 0, uint64(size), uint64(len(pax))} {
+		f = binary.AppendUvarint(f, v)
+	}
+	for _, kv := range pax {
+		for _, s := range kv {
+			f = append(binary.AppendUvarint(f, uint64(len(s))), s...)
+		}
+	}
+	f = binary.AppendUvarint(f, uint64(nids))
+	b.raw(append(binary.AppendUvarint(nil, uint64(len(f))), f...))
+}
+
+// fileOf appends a regular file of size bytes naming ids, and ends.
+func (b *hostileBox) fileOf(name string, size int64, ids ...chunkwire.ID) error {
+	b.entry('0', name, size, nil, len(ids))
+	for _, id := range ids {
+		b.raw(id[:])
+	}
+	return b.end()
+}
+
+// end ends the tree and sends its last chunk and the end frame.
+func (b *hostileBox) end() error {
+	tree, err := b.cut()
+	if err != nil {
+		return err
+	}
+	return b.endWith(tree)
+}
+
+// cut ends the tree (its end record) and returns its chunks.
+func (b *hostileBox) cut() ([]chunkwire.ID, error) {
+	b.raw([]byte{0})
+	if err := b.tw.Close(); err != nil {
+		return nil, err
+	}
+	return b.tree, b.err
+}
+
+func (b *hostileBox) endWith(tree []chunkwire.ID) error {
+	if b.err != nil {
+		return b.err
+	}
+	return b.fw.End(chunkwire.End{Entries: 1, Tree: tree})
+}
+
+// oversized sends n chunk frames of chunkwire.MaxChunk + 1 bytes.
+func (b *hostileBox) oversized(n int) error {
+	big := make([]byte, chunkwire.MaxChunk+1)
+	for range n {
+		if err := b.fw.Chunk(chunkwire.Chunk{ID: Sum(big), Plain: uint32(len(big)), Stored: big}); err != nil {
+			return err
+		}
+	}
+	return b.end()
+}
+
+// bigEnd sends an end frame naming n tree chunks.
+func (b *hostileBox) bigEnd(n int) error {
+	tree, err := b.cut()
+	if err != nil {
+		return err
+	}
+	return b.endWith(repeat(tree[0], n))
+}
+
+// repeatTree names one 64 KiB tree chunk n times before the tree.
+func (b *hostileBox) repeatTree(n int) error {
+	pad := b.send(b.content(snaptree.MinChunk, 1<<30))
+	tree, err := b.cut()
+	if err != nil {
+		return err
+	}
+	return b.endWith(append(repeat(pad, n), tree...))
+}
+
+// smallChunks sends n unique 8-byte chunks, then the tree.
+func (b *hostileBox) smallChunks(n int) error {
+	for i := range n {
+		b.send(b.content(8, i))
+		if b.err != nil {
+			return b.err
+		}
+	}
+	return b.end()
+}
+
+// paxEntries writes n directories of snaptree.MaxPAXBytes of PAX each.
+func (b *hostileBox) paxEntries(n int) error {
+	for i := range n {
+		b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(1, snaptree.MaxPAXBytes-len(paxOf(1, 0)[0][0])), 0)
+	}
+	return b.end()
+}
+
+func repeat(id chunkwire.ID, n int) []chunkwire.ID {
+	out := make([]chunkwire.ID, n)
+	for i := range out {
+		out[i] = id
+	}
+	return out
+}
+
+// paxOf is n PAX records of values of size bytes.
+func paxOf(n, size int) [][2]string {
+	out := make([][2]string, n)
+	for i := range out {
+		out[i] = [2]string{fmt.Sprintf("SCHILY.xattr.user.k%04d", i), strings.Repeat("v", size)}
+	}
+	return out
+}
