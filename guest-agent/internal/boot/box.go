@@ -81,6 +81,15 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 	return o, nil
 }
 
+// GatewayEnv is the Hermes gateway's environment: its home, the service
+// user's HOME, PATH, and git configured so a repository cannot run code
+// (boxlayout.GatewayGitEnv). The gate's health probe starts Hermes with
+// the same.
+func GatewayEnv() []string {
+	return append([]string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=" + boxlayout.ServiceHome, "PATH=" + boxlayout.GatewayPath},
+		boxlayout.GatewayGitEnv()...)
+}
+
 // BoxTable is the box's program table (sshd, Executor when enabled, the
 // Hermes gateway) and its checks, as the reference's supervisord.conf.
 func BoxTable(o BoxOptions) Table {
@@ -99,7 +108,7 @@ func BoxTable(o BoxOptions) Table {
 	}, {
 		Name: boxlayout.HermesService, Command: gateway,
 		User: boxlayout.ServiceUser, Dir: boxlayout.WorkDir, SecretsFile: secrets.RootFile,
-		Env:      []string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=" + boxlayout.ServiceHome, "PATH=/usr/local/bin:/usr/bin:/bin"},
+		Env:      GatewayEnv(),
 		Priority: 40, AutoStart: true, AutoRestart: supervise.RestartUnexpected,
 		StartTime: 3 * time.Second, StartRetries: 20, StopSignal: syscall.SIGTERM, StopWait: 30 * time.Second,
 		Log: supervise.Log{Path: boxlayout.LogDir + "/hermes-gateway.log", MaxBytes: 25 << 20, Backups: 5},

@@ -71,7 +71,7 @@ func addGateHealth(ctx context.Context, e *env, r *health.Report) {
 func gateHealth(ctx context.Context, e *env) (health.Check, *health.Gate) {
 	src := filepath.Join(e.root, boxlayout.HermesTree)
 	t := gate.Target{Source: src, Python: filepath.Join(src, "venv", "bin", "python"),
-		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir),
+		Home: filepath.Dir(filepath.Join(e.root, boxlayout.HermesConfig)), Managed: filepath.Join(e.root, boxlayout.HermesManagedDir), WorkDir: filepath.Join(e.root, boxlayout.WorkDir),
 		Runner: command.ExecRunner{}, Verdicts: gate.NewVerdictCache(filepath.Join(e.root, boxlayout.GateVerdictCache),
 			filepath.Join(e.root, boxlayout.GateAnchorsCache))}
 	if e.root == "/" {

@@ -27,7 +27,7 @@ func newGatePatcher() *gatePatcher {
 func (g *gatePatcher) target(t provision.GateTarget) gate.Target {
 	at := func(p string) string { return filepath.Join(t.Root, filepath.FromSlash(p)) }
 	return gate.Target{Source: at(t.Source), Python: at(t.Python), Home: filepath.Dir(at(t.Config)),
-		Managed: at(boxlayout.HermesManagedDir), Commit: t.Commit, User: t.User, Runner: t.Runner,
+		Managed: at(boxlayout.HermesManagedDir), WorkDir: at(boxlayout.WorkDir), Commit: t.Commit, User: t.User, Runner: t.Runner,
 		Verdicts: gate.NewVerdictCache(at(boxlayout.GateVerdictCache), at(boxlayout.GateAnchorsCache))}
 }
 

@@ -50,6 +50,7 @@ func Health(ctx context.Context, t Target, now time.Time) (health.Check, *health
 	} else {
 		g.EffectiveMode = eff.Mode
 		g.Problems = append(g.Problems, Verify(rel, eff)...)
+		g.Problems = append(g.Problems, managedHealth(t, rel, eff)...)
 	}
 	if len(g.Problems) > 0 {
 		c.Message = fmt.Sprintf("approval gate of Hermes %s (%s) is not as provisioned: %s", rel.Version, rel.Mechanism, strings.Join(g.Problems, "; "))

@@ -68,6 +68,9 @@ func (in Installer) Pending(ctx context.Context, t Target) ([]string, error) {
 		return nil, err
 	}
 	pending = append(pending, managed...)
+	if p := pointerPending(t); p != "" {
+		pending = append(pending, p)
+	}
 	if len(pending) > 0 {
 		return pending, nil
 	}
@@ -102,6 +105,9 @@ func (in Installer) Apply(ctx context.Context, t Target) error {
 	if err := WriteManaged(t.Managed, rel); err != nil {
 		return err
 	}
+	if err := writePointer(t); err != nil {
+		return err
+	}
 	if err := compileImports(ctx, t, rel); err != nil {
 		return err
 	}
@@ -121,7 +127,7 @@ func (in Installer) verify(ctx context.Context, t Target, rel pins.HermesRelease
 	if err != nil {
 		return nil, err
 	}
-	return Verify(rel, eff), nil
+	return append(Verify(rel, eff), managedHealth(t, rel, eff)...), nil
 }
 
 // compileImports has the probe's imports (Hermes' approval code, config,

@@ -32,9 +32,25 @@ func (f *fakeRunner) Run(_ context.Context, c command.Command) (command.Output, 
 	defer f.mu.Unlock()
 	f.cmds = append(f.cmds, c)
 	if strings.Contains(strings.Join(c.Args, " "), "hermes-box-gate-probe-") {
-		return command.Output{Stdout: []byte("noise\n" + f.probe + "\n")}, nil
+		return command.Output{Stdout: []byte("noise\n" + withManagedDir(f.probe, c.Args[len(c.Args)-1]) + "\n")}, nil
 	}
 	return command.Output{}, nil
+}
+
+// withManagedDir is the probe's answer with the managed directory the
+// patched Hermes reads, as Hermes finds it: the tree's record of it, else
+// /etc/hermes (an answer that names one keeps it).
+func withManagedDir(answer, tree string) string {
+	var e map[string]any
+	if json.Unmarshal([]byte(answer), &e) != nil || e["managedDir"] != "" {
+		return answer
+	}
+	e["managedDir"] = "/etc/hermes"
+	if b, err := os.ReadFile(filepath.Join(tree, patch.ManagedPointer)); err == nil {
+		e["managedDir"] = strings.TrimSpace(string(b))
+	}
+	b, _ := json.Marshal(e)
+	return string(b)
 }
 
 // intended is a probe answer with everything as the mechanism needs it.
@@ -118,7 +134,7 @@ func TestApplySmartPluginOnFixture(t *testing.T) {
 	write(t, tgt.Home, "config.yaml", "# mine\nmodel:\n  default: x # keep\n")
 	ctx := context.Background()
 	pending, err := Installer{}.Pending(ctx, tgt)
-	if err != nil || len(pending) != 4 || !strings.Contains(pending[3], "managed scope") {
+	if err != nil || len(pending) != 5 || !strings.Contains(pending[3], "managed scope") || !strings.Contains(pending[4], patch.ManagedPointer) {
 		t.Fatalf("pending %q %v", pending, err)
 	}
 	if err := (Installer{}).Apply(ctx, tgt); err != nil {
@@ -285,7 +301,7 @@ func TestInstallRealTrees(t *testing.T) {
 				}
 			}
 			if rel.Mechanism == pins.GateSmartPlugin {
-				userCopyOverrides(t, tgt)
+				userCopyIgnored(t, tgt, rel)
 			}
 			if rel.ManagedScope {
 				stderr := hermesConfigSet(t, tgt, "approvals.mode", "off")
@@ -465,15 +481,16 @@ func gateFiles(t *testing.T, tgt Target, rel pins.HermesRelease) []string {
 // userCopyOverrides puts a copy of the plugin in HERMES_HOME/plugins, where
 // Hermes prefers it to the tree's: the health check names it, and the
 // installer removes it.
-func userCopyOverrides(t *testing.T, tgt Target) {
+func userCopyIgnored(t *testing.T, tgt Target, rel pins.HermesRelease) {
 	t.Helper()
 	ctx := context.Background()
 	for name, data := range PluginFiles() {
 		write(t, tgt.Home, UserPluginDir+"/"+name, string(data))
 	}
 	c, g := Health(ctx, tgt, time.Now())
-	if c.Status != health.StatusUnhealthy || !strings.Contains(c.Message, "(user), not root's copy in the Hermes tree's plugins/hermes-box-gate") {
-		t.Fatalf("a user copy of the plugin went unnoticed: %+v %+v", c, g)
+	eff, err := Probe(ctx, tgt, rel)
+	if err != nil || c.Status != health.StatusHealthy || eff.Plugin == nil || !eff.Plugin.Bundled {
+		t.Fatalf("Hermes loaded a plugin from HERMES_HOME: %+v %+v %+v %v", c, g, eff.Plugin, err)
 	}
 	pending, err := Installer{}.Pending(ctx, tgt)
 	if err != nil || len(pending) != 1 || !strings.Contains(pending[0], "remove the overriding copy") {

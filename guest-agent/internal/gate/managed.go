@@ -7,9 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -84,6 +89,93 @@ func WriteManaged(dir string, rel pins.HermesRelease) error {
 	}
 	if err := atomicfile.Write(filepath.Join(dir, "config.yaml"), data, 0o644); err != nil {
 		return fmt.Errorf("pinning the gate in the managed scope: %w", err)
+	}
+	return nil
+}
+
+// managedHealth says what is wrong with the managed scope as the gateway
+// meets it: the config.yaml that must parse (Hermes drops every pin of a
+// file that does not, with only a warning) and pin each of the mechanism's
+// keys at its value (a pinned list may hold what root added); the
+// directory Hermes resolves (the probe's eff.ManagedDir) must be it; and
+// the memory provider Hermes would import must be one of root's tree.
+func managedHealth(t Target, rel pins.HermesRelease, eff Effective) []string {
+	var out []string
+	data, err := os.ReadFile(t.managedConfig())
+	if err != nil {
+		return []string{fmt.Sprintf("the managed scope's %s cannot be read: %v", t.managedConfig(), err)}
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return []string{fmt.Sprintf("the managed scope's %s does not parse, so Hermes ignores every pin in it: %v", t.managedConfig(), err)}
+	}
+	for _, s := range hermesconfig.ManagedSettingsFor(rel.Mechanism) {
+		if !pinned(doc, s) {
+			out = append(out, fmt.Sprintf("%s does not pin %s at %v", t.managedConfig(), strings.Join(s.Path, "."), s.Value))
+		}
+	}
+	if !sameDir(eff.ManagedDir, t.Managed) {
+		out = append(out, fmt.Sprintf("Hermes reads its managed scope from %q, not root's %s", eff.ManagedDir, t.Managed))
+	}
+	if p := eff.MemoryProviderPath; p != "" && !within(p, filepath.Join(t.Source, "plugins", "memory")) {
+		out = append(out, fmt.Sprintf("Hermes would import the memory provider %q from %s, outside root's tree", eff.MemoryProvider, p))
+	}
+	return out
+}
+
+// pinned says whether doc holds s's value at its path: a scalar equal, a
+// List a list, a Member a list holding it.
+func pinned(doc map[string]any, s hermesconfig.Setting) bool {
+	var v any = doc
+	for _, key := range s.Path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[key]; !ok {
+			return false
+		}
+	}
+	switch want := s.Value.(type) {
+	case hermesconfig.List:
+		_, ok := v.([]any)
+		return ok
+	case hermesconfig.Member:
+		list, _ := v.([]any)
+		return slices.Contains(list, any(string(want)))
+	case int:
+		return v == any(want) || v == any(float64(want))
+	default:
+		return v == s.Value
+	}
+}
+
+func sameDir(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+func within(p, dir string) bool {
+	rp, err1 := filepath.EvalSymlinks(p)
+	rd, err2 := filepath.EvalSymlinks(dir)
+	return err1 == nil && err2 == nil && strings.HasPrefix(rp, rd+string(filepath.Separator))
+}
+
+// pointerPending says whether the tree's record of the managed directory
+// (patch.ManagedPointer) is missing or names another.
+func pointerPending(t Target) string {
+	got, err := os.ReadFile(filepath.Join(t.Source, patch.ManagedPointer))
+	if err == nil && string(got) == t.Managed+"\n" {
+		return ""
+	}
+	return fmt.Sprintf("record the managed directory %s in the tree (%s)", t.Managed, patch.ManagedPointer)
+}
+
+// writePointer records t.Managed in the tree, root's like the tree.
+func writePointer(t Target) error {
+	if err := atomicfile.Write(filepath.Join(t.Source, patch.ManagedPointer), []byte(t.Managed+"\n"), 0o644); err != nil {
+		return fmt.Errorf("recording the managed directory in the Hermes tree: %w", err)
 	}
 	return nil
 }

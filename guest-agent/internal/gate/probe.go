@@ -38,7 +38,12 @@ type Target struct {
 	Home   string
 	// Managed is Hermes' managed-scope directory (boxlayout.HermesManagedDir
 	// under the root), where releases that have one get the gate's settings.
+	// The gate step records it in the tree (patch.ManagedPointer): Hermes
+	// reads no other, whatever its environment says.
 	Managed string
+	// WorkDir is the gateway's working directory (boxlayout.WorkDir under
+	// the root), where the probe runs as the gateway does; empty: Source.
+	WorkDir string
 	Commit  string
 	// User, when set, runs the probe as that account (runuser), so Hermes
 	// writes nothing as root into its home.
@@ -70,8 +75,16 @@ type Effective struct {
 	// ManagedKeys are the dotted keys the managed scope pins, as
 	// hermes_cli.managed_scope reads them (from 0.17.0), or the source
 	// patch's reviewer module on 0.16.0.
-	ManagedKeys []string     `json:"managedKeys,omitempty"`
-	Plugin      *PluginState `json:"plugin,omitempty"`
+	ManagedKeys []string `json:"managedKeys,omitempty"`
+	// ManagedDir is the managed directory Hermes reads.
+	ManagedDir string `json:"managedDir"`
+	// MemoryProvider is memory.provider as Hermes resolves it, and
+	// MemoryProviderPath the directory plugins.memory would import it from
+	// (empty: none found, nothing is imported).
+	MemoryProvider     string       `json:"memoryProvider"`
+	MemoryProviderPath string       `json:"memoryProviderPath,omitempty"`
+	ContextEngine      string       `json:"contextEngine"`
+	Plugin             *PluginState `json:"plugin,omitempty"`
 }
 
 // PluginState is the hermes-box-gate plugin as Hermes' plugin manager
@@ -122,11 +135,16 @@ func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern str
 	if err := f.Close(); err != nil {
 		return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)
 	}
-	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism)}, Dir: t.Source, Timeout: timeout,
-		Env: append([]string{"HERMES_HOME=" + t.Home, "PYTHONNOUSERSITE=1"}, env...)}
-	if t.Managed != "" {
-		c.Env = append(c.Env, "HERMES_MANAGED_DIR="+t.Managed)
+	// As the supervisor starts the gateway (boot.GatewayEnv): its home, PATH
+	// and git settings, in its working directory, and no managed directory
+	// of the probe's own; probe.py loads .env as the gateway does.
+	dir := t.WorkDir
+	if dir == "" {
+		dir = t.Source
 	}
+	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism), t.Source}, Dir: dir, Timeout: timeout,
+		Env: append(append([]string{"HERMES_HOME=" + t.Home, "PATH=" + boxlayout.GatewayPath, "PYTHONNOUSERSITE=1"},
+			boxlayout.GatewayGitEnv()...), env...)}
 	if t.User != "" {
 		if err := os.Chmod(f.Name(), 0o644); err != nil {
 			return command.Output{}, fmt.Errorf("probing the approval gate: %w", err)

@@ -1,8 +1,13 @@
 """Ask an installed Hermes how it resolves its approval settings.
 
-hermes-box-agent runs this file with Hermes' own interpreter (its venv), in
-the Hermes source tree, with HERMES_HOME set, after provisioning and for every
-health report.  It imports Hermes' code and prints one JSON object on stdout:
+hermes-box-agent runs this file with Hermes' own interpreter (its venv), as
+the supervisor starts the gateway (the hermes user, the gateway's working
+directory and environment, no managed directory of its own), after
+provisioning and for every health report; its arguments are the mechanism
+and the Hermes source tree.  It loads the .env files as the gateway does
+first (gateway/run.py: hermes_cli.env_loader.load_hermes_dotenv), so what it
+reports is what the gateway resolves.  It imports Hermes' code and prints
+one JSON object on stdout:
 the approval mode as tools.approval normalises it, the timeouts and cron mode
 as tools.approval reads them, the reviewer settings (auxiliary.approval on
 Hermes 0.19, approvals.gate for the patched 0.16/0.17), and, where Hermes has
@@ -78,7 +83,45 @@ def managed(out):
     out["managedKeys"] = sorted(keys)
 
 
-def plugin(out, approval):
+def load_env(tree):
+    """The gateway's .env load, before anything reads the environment."""
+    from pathlib import Path
+    from hermes_cli.env_loader import load_hermes_dotenv
+    from hermes_constants import get_hermes_home
+    load_hermes_dotenv(hermes_home=get_hermes_home(), project_env=Path(tree) / ".env")
+
+
+def managed_dir(out):
+    """The managed directory Hermes reads (0.17.0 and later), or the source
+    patch's reviewer module (0.16.0)."""
+    try:
+        from hermes_cli import managed_scope
+        d = managed_scope.get_managed_dir()
+    except ImportError:
+        try:
+            from tools import gated_approval
+        except ImportError:
+            return
+        d = gated_approval.managed_dir()
+    out["managedDir"] = str(d or "")
+
+
+def code(out):
+    """The code the config selects: the memory provider (its directory, as
+    plugins.memory finds it) and the context engine."""
+    from hermes_cli.config import load_config
+    config = load_config()
+    memory = config.get("memory") if isinstance(config.get("memory"), dict) else {}
+    context = config.get("context") if isinstance(config.get("context"), dict) else {}
+    name = str(memory.get("provider") or "")
+    out["memoryProvider"] = name
+    if name:
+        from plugins.memory import find_provider_dir
+        out["memoryProviderPath"] = str(find_provider_dir(name) or "")
+    out["contextEngine"] = str(context.get("engine") or "compressor")
+
+
+def plugin(out, approval, tree):
     from hermes_cli import plugins
     plugins.discover_plugins()
     loaded = plugins.get_plugin_manager()._plugins.get(PLUGIN)
@@ -93,7 +136,7 @@ def plugin(out, approval):
         info["source"] = str(manifest.source or "")
         info["path"] = str(manifest.path or "")
         # Root's copy in the tree's plugins/, not one in HERMES_HOME overriding it.
-        bundled = os.path.realpath(os.path.join(os.getcwd(), "plugins", PLUGIN))
+        bundled = os.path.realpath(os.path.join(tree, "plugins", PLUGIN))
         info["bundled"] = bool(manifest.source == "bundled" and manifest.path
                                and os.path.realpath(str(manifest.path)) == bundled)
     out["plugin"] = info
@@ -101,12 +144,16 @@ def plugin(out, approval):
 
 def main():
     mechanism = sys.argv[1] if len(sys.argv) > 1 else ""
+    tree = sys.argv[2] if len(sys.argv) > 2 else os.getcwd()
+    load_env(tree)
     out = {"python": sys.version.split()[0], "mechanism": mechanism}
     approval, config = approvals(out)
     managed(out)
+    managed_dir(out)
+    code(out)
     if mechanism == "smart-plugin":
         reviewer_aux(out)
-        plugin(out, approval)
+        plugin(out, approval, tree)
     else:
         reviewer_060(out, config)
     json.dump(out, sys.stdout, sort_keys=True)
@@ -114,5 +161,5 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.getcwd())
+    sys.path.insert(0, os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.getcwd())
     main()

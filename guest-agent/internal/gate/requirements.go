@@ -132,13 +132,12 @@ var smartPluginNeeds = slices.Concat(
 
 // managedScopeNeeds is what pinning the gate in Hermes' managed scope
 // relies on (verified on 2bd1977d and 3ef6bbd2, Hermes 0.17.0 and 0.19.0):
-// the root-owned directory, the variable the probe and the tests name it
-// by, its keys winning when the config loads, and `hermes config set`
-// refusing them.
+// the root-owned directory (the variable that could name another is an
+// anchor: the gate's edit reads the tree's record instead), its keys
+// winning when the config loads, and `hermes config set` refusing them.
 var managedScopeNeeds = slices.Concat(
 	in(KindConfig, managedPy,
-		need{"managed scope in /etc/hermes", "_DEFAULT_MANAGED_DIR = Path(\"/etc/hermes\")\n"},
-		need{"HERMES_MANAGED_DIR names it", "    override = os.environ.get(\"HERMES_MANAGED_DIR\", \"\").strip()\n"}),
+		need{"managed scope in /etc/hermes", "_DEFAULT_MANAGED_DIR = Path(\"/etc/hermes\")\n"}),
 	in(KindConfig, configPy,
 		need{"managed keys win when the config loads", "        managed_config = managed_scope.load_managed_config()\n"},
 		need{"config set refuses a managed key", "    # Managed scope guard (D2): a key pinned by the managed layer cannot be set by\n"}))

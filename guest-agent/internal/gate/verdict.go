@@ -172,7 +172,8 @@ func verdictKey(t Target, rel pins.HermesRelease, seen *inputs) keyed {
 	k.str(rel.Version, rel.Commit, string(rel.Mechanism), t.Source, t.Home, t.Managed, t.User, t.Python)
 	k.path(t.Python, 0)
 	k.walk(t.Managed, 0)
-	for _, name := range []string{patch.SourceMarker, patch.MarkerFile, PluginDir} {
+	k.str(t.WorkDir)
+	for _, name := range []string{patch.SourceMarker, patch.MarkerFile, patch.ManagedPointer, PluginDir} {
 		k.walk(filepath.Join(t.Source, name), 0)
 	}
 	if reqs, err := Requirements(rel); err == nil {

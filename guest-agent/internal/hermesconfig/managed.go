@@ -21,14 +21,31 @@ type List []string
 // command_allowlist (commands approved for ever without review) empty, and
 // on 0.19's smart-plugin approvals.deny (rules that block without review)
 // as provisioned, so the agent can neither add an allowlist entry nor
-// remove a deny rule; both are edited in the managed file, as root.
+// remove a deny rule; both are edited in the managed file, as root. The
+// keys that select code Hermes imports are pinned too (CodeSettings).
 func ManagedSettingsFor(m pins.GateMechanism) []Setting {
 	out := append([]Setting(nil), SettingsFor(m)...)
 	out = append(out, Setting{[]string{"command_allowlist"}, List{}})
 	if m == pins.GateSmartPlugin {
 		out = append(out, Setting{[]string{"approvals", "deny"}, List{}})
 	}
+	out = append(out, CodeSettings...)
+	if m != pins.GateSmartPlugin {
+		// No plugin is enabled where the gate has none (0.16, 0.17).
+		out = append(out, Setting{[]string{"plugins", "enabled"}, List{}})
+	}
 	return out
+}
+
+// CodeSettings pin the keys that select code Hermes imports into the
+// gateway and every agent to root's bundled choices: no external memory
+// provider (Hermes' own memory stays), the bundled context compressor, and
+// no plugin disabled (the gate plugin cannot be switched off); which
+// plugins are enabled is pinned with the mechanism's settings.
+var CodeSettings = []Setting{
+	{[]string{"memory", "provider"}, ""},
+	{[]string{"context", "engine"}, "compressor"},
+	{[]string{"plugins", "disabled"}, List{}},
 }
 
 // Managed returns the managed scope's config.yaml pinning every setting at

@@ -305,10 +305,24 @@ def hardline(command):
 
 MANAGED_DIR = "/etc/hermes"
 
+# The file in the (root-owned) Hermes tree naming the managed directory, as
+# the gate step recorded it (patch.ManagedPointer); the environment is not
+# asked: the agent writes the .env Hermes loads into it.
+MANAGED_POINTER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".hermes-box-managed")
+
+
+def managed_dir():
+    """The managed directory: the tree's record of it, else /etc/hermes."""
+    try:
+        with open(MANAGED_POINTER, encoding="utf-8") as f:
+            return f.read().strip() or MANAGED_DIR
+    except (OSError, ValueError):
+        return MANAGED_DIR
+
 
 def managed_path():
-    """config.yaml of the managed scope: HERMES_MANAGED_DIR, else /etc/hermes."""
-    return os.path.join(os.environ.get("HERMES_MANAGED_DIR", "").strip() or MANAGED_DIR, "config.yaml")
+    """config.yaml of the managed scope (never HERMES_MANAGED_DIR's)."""
+    return os.path.join(managed_dir(), "config.yaml")
 
 
 def load_managed():

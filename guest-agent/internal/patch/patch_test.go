@@ -165,7 +165,11 @@ func TestPatchThenRerunChangesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []string{ModulePath, approvalFile, gatewayFile, auxClientFile, MarkerFile}
+			want := []string{ModulePath, approvalFile, gatewayFile, auxClientFile, envLoaderFile, pluginsFile, memoryInitFile}
+			if rel.ManagedScope {
+				want = append(want, managedFile)
+			}
+			want = append(want, MarkerFile)
 			if strings.Join(res.Written, ",") != strings.Join(want, ",") || res.AlreadyPatched || res.Set != rel.AnchorSet {
 				t.Fatalf("result %+v", res)
 			}
@@ -314,7 +318,8 @@ func TestPatch019EditsApprovalAndServiceTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(res.Written, ",") != approvalFile+","+auxClientFile+","+MarkerFile || res.Set != "hermes-0.19.0" {
+	want := []string{approvalFile, auxClientFile, envLoaderFile, pluginsFile, memoryInitFile, managedFile, MarkerFile}
+	if strings.Join(res.Written, ",") != strings.Join(want, ",") || res.Set != "hermes-0.19.0" {
 		t.Fatalf("wrote %v with %s", res.Written, res.Set)
 	}
 	if run.count() != 1 || run.cmds[0].Args[1] != "py_compile" {

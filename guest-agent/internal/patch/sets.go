@@ -234,13 +234,13 @@ func serviceTierAnchor() Anchor {
 }
 
 var sets = map[string]Set{
-	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: gatedAnchors(), Reviewer: true},
-	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(envSwitchAnchors019(),
+	"hermes-0.16.0": {ID: "hermes-0.16.0", Anchors: append(gatedAnchors(), inputAnchors(false)...), Reviewer: true},
+	"hermes-0.17.0": {ID: "hermes-0.17.0", Anchors: append(gatedAnchors(), inputAnchors(true)...), Reviewer: true},
+	"hermes-0.19.0": {ID: "hermes-0.19.0", Anchors: append(append(envSwitchAnchors019(),
 		headlessGuards(), headlessExecute("gate-headless-execute-ctx"),
 		headlessDangerous("        autoapprove_log_prefix=(\n"+
 			"            \"AUTO-APPROVED dangerous command in non-interactive non-gateway context\"\n", "gate-headless-dangerous-ctx"),
-		serviceTierAnchor())},
+		serviceTierAnchor()), inputAnchors(true)...)},
 }
 
 // SetByID returns the anchor set with the given id.

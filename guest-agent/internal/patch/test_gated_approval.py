@@ -35,6 +35,17 @@ def load_module(path=MODULE_PATH, name="hermes_box_gate_under_test"):
 gate = load_module()
 
 
+def set_managed(test, module, directory):
+    """Point module's managed scope at directory (as the gate step's record
+    in the tree does) for the length of one test."""
+    pointer = os.path.join(tempfile.mkdtemp(), ".hermes-box-managed")
+    with open(pointer, "w", encoding="utf-8") as f:
+        f.write(directory + "\n")
+    saved = module.MANAGED_POINTER
+    module.MANAGED_POINTER = pointer
+    test.addCleanup(setattr, module, "MANAGED_POINTER", saved)
+
+
 def set_env(test, name, value):
     """Set an environment variable for the length of one test."""
     old = os.environ.get(name)
@@ -252,11 +263,21 @@ class TestManagedFile(unittest.TestCase):
 
     def setUp(self):
         self.dir = tempfile.mkdtemp()
-        set_env(self, "HERMES_MANAGED_DIR", self.dir)
+        set_managed(self, gate, self.dir)
 
     def write(self, text):
         with open(os.path.join(self.dir, "config.yaml"), "w") as f:
             f.write(text)
+
+    def test_environment_names_no_managed_directory(self):
+        """HERMES_MANAGED_DIR (which the agent's .env could set) is not asked."""
+        self.write("approvals:\n  mode: gated\n")
+        other = tempfile.mkdtemp()
+        with open(os.path.join(other, "config.yaml"), "w") as f:
+            f.write("approvals:\n  mode: 'off'\n")
+        set_env(self, "HERMES_MANAGED_DIR", other)
+        self.assertEqual(gate.overlay_managed({})["approvals"]["mode"], "gated")
+        self.assertEqual(gate.managed_path(), os.path.join(self.dir, "config.yaml"))
 
     def test_leaves_win_and_siblings_stay(self):
         self.write("approvals:\n  mode: gated\n  gate:\n    model: gpt-5.5\ncommand_allowlist: []\n")
@@ -537,11 +558,13 @@ class TestPatchedHermes(GateTestCase):
             f.write("approvals:\n  mode: gated\n  cron_mode: deny\ncommand_allowlist: []\n")
         with open(os.path.join(os.environ["HERMES_HOME"], "config.yaml"), "w") as f:
             f.write("approvals:\n  mode: 'off'\n  cron_mode: approve\ncommand_allowlist:\n- '*'\n")
-        set_env(self, "HERMES_MANAGED_DIR", managed)
+        set_managed(self, self.installed, managed)
+        # The environment names another directory (as a .env line would): ignored.
+        set_env(self, "HERMES_MANAGED_DIR", tempfile.mkdtemp())
         self.assertEqual(self.approval._get_approval_mode(), "gated")
         self.assertEqual(self.approval._get_cron_approval_mode(), "deny")
         self.assertEqual(self.approval.load_permanent_allowlist(), set())
-        os.environ["HERMES_MANAGED_DIR"] = tempfile.mkdtemp()  # no managed file: the user's config shows
+        set_managed(self, self.installed, tempfile.mkdtemp())  # no managed file: the user's config shows
         self.assertEqual(self.approval._get_approval_mode(), "off")
         self.assertEqual(self.approval._get_cron_approval_mode(), "approve")
 

@@ -23,3 +23,15 @@ class PluginManager:
         repo_plugins = get_bundled_plugins_dir()
         enabled = _get_enabled_plugins()  # None = opt-in default (nothing enabled)
         return repo_plugins, enabled
+
+
+class _Scanner:
+    def _scan_directory(self, path, source):
+        return []
+
+    def scan(self, user_dir, project_dir, enable_project):
+        user_manifests = self._scan_directory(user_dir, source="user")
+        if enable_project:
+            project_manifests = self._scan_directory(project_dir, source="project")
+            return user_manifests + project_manifests
+        return user_manifests
