@@ -71,7 +71,19 @@ type SmolvmRelease struct {
 	// LandlockVar: SMOLVM_LANDLOCK=enforce confines the VMM's view of the
 	// host's files with Landlock on Linux, failing closed; unset means off.
 	LandlockVar bool
+	// ExportHelperMemoryVar: `pack create --from-vm` boots its helper VM
+	// with SMOLVM_EXPORT_HELPER_MEMORY_MIB MiB (from 1.16.2; before, a
+	// fixed 4096, or on Linux half the available memory if less, at
+	// least 1024).
+	ExportHelperMemoryVar bool
 }
+
+// ExportHelperMemoryMiB is the memory hermes-box gives `pack create`'s
+// helper VM where the release takes it (ExportHelperMemoryVar): the helper
+// only exports the stopped machine's disks, and a smaller guest boots
+// inside smolvm's fixed 30 s wait on a busy host where 4096 MiB may not
+// (smolvm itself goes down to 1024 on a host short of memory).
+const ExportHelperMemoryMiB = 2048
 
 // VMMConfinement says which of smolvm's VMM confinements the release
 // applies on goos/goarch when asked: seccomp and Landlock exist only on
@@ -156,6 +168,8 @@ var SmolvmLater = []struct {
 }{
 	{"1.13.0", "the default egress floor no longer lets a guest reach the host's loopback (PR #1060), the LAN still; hermes-box still passes the strict floor",
 		func(r *SmolvmRelease) { r.HostLoopbackAlias = false }},
+	{"1.16.2", "pack create --from-vm's helper VM memory is settable (SMOLVM_EXPORT_HELPER_MEMORY_MIB); hermes-box passes ExportHelperMemoryMiB",
+		func(r *SmolvmRelease) { r.ExportHelperMemoryVar = true }},
 	{"1.22.0", "exec reworked: doctor checks exit statuses, --timeout and a large exec -i", nil},
 	{"1.22.2", "pack create --from-vm reported to drop extended attributes", nil},
 	{"1.25.4", "newest release seen; machines can be paused and pausing (machine pause/resume), ls/status JSON gains keys", nil},
