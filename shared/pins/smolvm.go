@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,10 +127,64 @@ func smolvm19(v string) SmolvmRelease {
 // SmolvmRecommended is the release the install instructions name.
 const SmolvmRecommended = "1.9.3"
 
-// SmolvmInstallCommand installs a given smolvm release with upstream's
-// installer (scripts/install.sh takes the version without "v").
+// SmolvmArchive is one release archive of smolvm with its SHA-256 and
+// where that digest was read.
+type SmolvmArchive struct {
+	Version  string
+	Platform string // smolvm's name: darwin-arm64, linux-x86_64, linux-arm64
+	SHA256   string
+	Source   string
+}
+
+// smolvmTap193 is the tap commit whose formula is 1.9.3 ("Update smolvm to
+// 1.9.3", 2026-08-22).
+const smolvmTap193 = "smol-machines/homebrew-tap Formula/smolvm.rb at 256309b6bed556d871031928f1e915c902bbcf16"
+
+// SmolvmArchives are the release archives whose digests are known: the
+// install instructions check what they download against them. upstream's
+// install.sh checks an archive only when the release's checksums.sha256
+// downloads, and otherwise warns and installs it (smolvm #227, open).
+var SmolvmArchives = []SmolvmArchive{
+	{"1.9.3", "darwin-arm64", "5a84cfadd28f78b11010927ab1bbf6726ccfeb303c16c9cfd55498d0b1df09e9", smolvmTap193},
+	{"1.9.3", "linux-arm64", "2d32c1dbe1e9cf88395ea2c099ec04de0828f76e1f28ceb69ae20cce8c62a83e", smolvmTap193},
+	{"1.9.3", "linux-x86_64", "072e49e41b9bc4d6d3c0806e051ddf94e2af7e4d21915b040fe7e3f185fe0104", smolvmTap193},
+}
+
+// SmolvmTap is the Homebrew tap whose formula carries the per-archive
+// SHA-256s that brew checks.
+const SmolvmTap = "smol-machines/tap/smolvm"
+
+// SmolvmInstallCommand is how to install smolvm version on this host, in a
+// way that verifies what it installs (SmolvmInstallFor).
 func SmolvmInstallCommand(version string) string {
-	return "curl -sSL https://smolmachines.com/install.sh | bash -s -- --version " + version
+	return SmolvmInstallFor(runtime.GOOS, runtime.GOARCH, version)
+}
+
+// SmolvmInstallFor is how to install smolvm version on goos/goarch: on
+// macOS Homebrew's tap (brew checks the archive's SHA-256 from the
+// formula); on Linux the release archive, checked against its SHA-256
+// from SmolvmArchives before it is unpacked into ~/.smolvm (the layout
+// upstream's installer uses) and linked into ~/.local/bin.
+func SmolvmInstallFor(goos, goarch, version string) string {
+	if goos == "darwin" {
+		return "brew install " + SmolvmTap + " (Homebrew checks the archive's SHA-256 from the tap's formula; the tap installs its current release: if smolvm --version is not " +
+			version + ", qualify that release with hermes-box doctor)"
+	}
+	platform := "linux-" + map[string]string{"amd64": "x86_64", "arm64": "arm64"}[goarch]
+	file := "smolvm-" + version + "-" + platform + ".tar.gz"
+	url := "https://github.com/smol-machines/smolvm/releases/download/v" + version + "/" + file
+	check := "sha256sum -c smolvm.sha256"
+	sum := ""
+	for _, a := range SmolvmArchives {
+		if a.Version == version && a.Platform == platform {
+			sum = a.SHA256
+		}
+	}
+	if sum == "" {
+		return "download " + url + " and check it against the release's checksums.sha256 before unpacking it into ~/.smolvm"
+	}
+	return "cd \"$(mktemp -d)\" && curl -fsSLo " + file + " " + url + " && echo '" + sum + "  " + file + "' > smolvm.sha256 && " + check +
+		" && mkdir -p ~/.smolvm ~/.local/bin && tar -xzf " + file + " -C ~/.smolvm --strip-components=1 && ln -sf ~/.smolvm/smolvm ~/.local/bin/smolvm"
 }
 
 // ErrUnsupportedSmolvm is returned for a smolvm release not in the table.

@@ -39,7 +39,7 @@ func TestSmolvmRefusesUnlisted(t *testing.T) {
 	}{
 		{"1.8.3", false, "install a supported release"},
 		{"1.8.3", true, "install a supported release"},
-		{"1.10.0", false, "install a supported release: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3 (or qualify this newer release on this host with the disposable test `hermes-box doctor`"},
+		{"1.10.0", false, "install a supported release: " + SmolvmInstallCommand("1.9.3") + " (or qualify this newer release on this host with the disposable test `hermes-box doctor`"},
 		{"1.9.3-dirty", true, "unsupported smolvm release"},
 		{"", true, "unsupported smolvm release"},
 		{"01.10.0", true, "unsupported smolvm release"},
