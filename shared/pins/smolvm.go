@@ -250,7 +250,7 @@ func SmolvmBeyond(version string) SmolvmRelease {
 func SmolvmTable() string {
 	var b strings.Builder
 	b.WriteString("supported smolvm releases:\n")
-	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  VMM confinement (Linux)\n")
+	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  helper mem var  VMM confinement (Linux)\n")
 	for _, r := range SmolvmReleases {
 		exposed := "no"
 		if !r.DefaultFloorStrict {
@@ -259,8 +259,8 @@ func SmolvmTable() string {
 				exposed = "LAN, host loopback"
 			}
 		}
-		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %s\n", r.Version, r.Extract, exposed,
-			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), confinementText(r))
+		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %-15s %s\n", r.Version, r.Extract, exposed,
+			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), yesNo(r.ExportHelperMemoryVar), confinementText(r))
 	}
 	return b.String()
 }
