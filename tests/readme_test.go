@@ -25,7 +25,7 @@ func TestReadmeNewcomerOrder(t *testing.T) {
 	lines := strings.Split(text, "\n")
 	screen := strings.Join(lines[:min(firstScreen, len(lines))], "\n")
 	last := -1
-	for _, step := range []string{"smolmachines.com/install.sh | bash -s -- --version", "make init", "hermes-box ssh", "make test"} {
+	for _, step := range []string{"brew install smol-machines/tap/smolvm", "sha256sum -c", "make init", "hermes-box ssh", "make test"} {
 		i := strings.Index(screen, step)
 		if i < 0 || i < last {
 			t.Errorf("the first %d lines of the README do not have %q after the step before it", firstScreen, step)

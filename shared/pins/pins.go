@@ -29,9 +29,12 @@ const SupportedGuestArch = ARM64
 // UbuntuImage is the guest base image the builder starts from.
 const UbuntuImage = "ubuntu:24.04"
 
-// NodeMajor is the Node.js LTS line installed in the guest; the tarball is
-// verified against the release's SHASUMS256 list.
-const NodeMajor = 24
+// NodeMajor is the Node.js LTS line installed in the guest: 26, the Active
+// LTS since 2026-10-28 (24 is in maintenance). Digest source: the tarball
+// is verified against the SHA-256 the line's SHASUMS256.txt lists
+// (https://nodejs.org/dist/latest-v26.x/), fetched over TLS at install;
+// from Node 25 on the Linux builds need libatomic1, in the guest's packages.
+const NodeMajor = 26
 
 // DefaultHermesCommit is the Hermes commit a new box installs (0.19.0).
 const DefaultHermesCommit = "3ef6bbd201263d354fd83ec55b3c306ded2eb72a"

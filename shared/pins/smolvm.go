@@ -3,6 +3,7 @@ package pins
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,19 @@ type SmolvmRelease struct {
 	// LandlockVar: SMOLVM_LANDLOCK=enforce confines the VMM's view of the
 	// host's files with Landlock on Linux, failing closed; unset means off.
 	LandlockVar bool
+	// ExportHelperMemoryVar: `pack create --from-vm` boots its helper VM
+	// with SMOLVM_EXPORT_HELPER_MEMORY_MIB MiB (from 1.16.2; before, a
+	// fixed 4096, or on Linux half the available memory if less, at
+	// least 1024).
+	ExportHelperMemoryVar bool
 }
+
+// ExportHelperMemoryMiB is the memory hermes-box gives `pack create`'s
+// helper VM where the release takes it (ExportHelperMemoryVar): the helper
+// only exports the stopped machine's disks, and a smaller guest boots
+// inside smolvm's fixed 30 s wait on a busy host where 4096 MiB may not
+// (smolvm itself goes down to 1024 on a host short of memory).
+const ExportHelperMemoryMiB = 2048
 
 // VMMConfinement says which of smolvm's VMM confinements the release
 // applies on goos/goarch when asked: seccomp and Landlock exist only on
@@ -114,10 +127,64 @@ func smolvm19(v string) SmolvmRelease {
 // SmolvmRecommended is the release the install instructions name.
 const SmolvmRecommended = "1.9.3"
 
-// SmolvmInstallCommand installs a given smolvm release with upstream's
-// installer (scripts/install.sh takes the version without "v").
+// SmolvmArchive is one release archive of smolvm with its SHA-256 and
+// where that digest was read.
+type SmolvmArchive struct {
+	Version  string
+	Platform string // smolvm's name: darwin-arm64, linux-x86_64, linux-arm64
+	SHA256   string
+	Source   string
+}
+
+// smolvmTap193 is the tap commit whose formula is 1.9.3 ("Update smolvm to
+// 1.9.3", 2026-08-22).
+const smolvmTap193 = "smol-machines/homebrew-tap Formula/smolvm.rb at 256309b6bed556d871031928f1e915c902bbcf16"
+
+// SmolvmArchives are the release archives whose digests are known: the
+// install instructions check what they download against them. upstream's
+// install.sh checks an archive only when the release's checksums.sha256
+// downloads, and otherwise warns and installs it (smolvm #227, open).
+var SmolvmArchives = []SmolvmArchive{
+	{"1.9.3", "darwin-arm64", "5a84cfadd28f78b11010927ab1bbf6726ccfeb303c16c9cfd55498d0b1df09e9", smolvmTap193},
+	{"1.9.3", "linux-arm64", "2d32c1dbe1e9cf88395ea2c099ec04de0828f76e1f28ceb69ae20cce8c62a83e", smolvmTap193},
+	{"1.9.3", "linux-x86_64", "072e49e41b9bc4d6d3c0806e051ddf94e2af7e4d21915b040fe7e3f185fe0104", smolvmTap193},
+}
+
+// SmolvmTap is the Homebrew tap whose formula carries the per-archive
+// SHA-256s that brew checks.
+const SmolvmTap = "smol-machines/tap/smolvm"
+
+// SmolvmInstallCommand is how to install smolvm version on this host, in a
+// way that verifies what it installs (SmolvmInstallFor).
 func SmolvmInstallCommand(version string) string {
-	return "curl -sSL https://smolmachines.com/install.sh | bash -s -- --version " + version
+	return SmolvmInstallFor(runtime.GOOS, runtime.GOARCH, version)
+}
+
+// SmolvmInstallFor is how to install smolvm version on goos/goarch: on
+// macOS Homebrew's tap (brew checks the archive's SHA-256 from the
+// formula); on Linux the release archive, checked against its SHA-256
+// from SmolvmArchives before it is unpacked into ~/.smolvm (the layout
+// upstream's installer uses) and linked into ~/.local/bin.
+func SmolvmInstallFor(goos, goarch, version string) string {
+	if goos == "darwin" {
+		return "brew install " + SmolvmTap + " (Homebrew checks the archive's SHA-256 from the tap's formula; the tap installs its current release: if smolvm --version is not " +
+			version + ", qualify that release with hermes-box doctor)"
+	}
+	platform := "linux-" + map[string]string{"amd64": "x86_64", "arm64": "arm64"}[goarch]
+	file := "smolvm-" + version + "-" + platform + ".tar.gz"
+	url := "https://github.com/smol-machines/smolvm/releases/download/v" + version + "/" + file
+	check := "sha256sum -c smolvm.sha256"
+	sum := ""
+	for _, a := range SmolvmArchives {
+		if a.Version == version && a.Platform == platform {
+			sum = a.SHA256
+		}
+	}
+	if sum == "" {
+		return "download " + url + " and check it against the release's checksums.sha256 before unpacking it into ~/.smolvm"
+	}
+	return "cd \"$(mktemp -d)\" && curl -fsSLo " + file + " " + url + " && echo '" + sum + "  " + file + "' > smolvm.sha256 && " + check +
+		" && mkdir -p ~/.smolvm ~/.local/bin && tar -xzf " + file + " -C ~/.smolvm --strip-components=1 && ln -sf ~/.smolvm/smolvm ~/.local/bin/smolvm"
 }
 
 // ErrUnsupportedSmolvm is returned for a smolvm release not in the table.
@@ -156,6 +223,8 @@ var SmolvmLater = []struct {
 }{
 	{"1.13.0", "the default egress floor no longer lets a guest reach the host's loopback (PR #1060), the LAN still; hermes-box still passes the strict floor",
 		func(r *SmolvmRelease) { r.HostLoopbackAlias = false }},
+	{"1.16.2", "pack create --from-vm's helper VM memory is settable (SMOLVM_EXPORT_HELPER_MEMORY_MIB); hermes-box passes ExportHelperMemoryMiB",
+		func(r *SmolvmRelease) { r.ExportHelperMemoryVar = true }},
 	{"1.22.0", "exec reworked: doctor checks exit statuses, --timeout and a large exec -i", nil},
 	{"1.22.2", "pack create --from-vm reported to drop extended attributes", nil},
 	{"1.25.4", "newest release seen; machines can be paused and pausing (machine pause/resume), ls/status JSON gains keys", nil},
@@ -181,7 +250,7 @@ func SmolvmBeyond(version string) SmolvmRelease {
 func SmolvmTable() string {
 	var b strings.Builder
 	b.WriteString("supported smolvm releases:\n")
-	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  VMM confinement (Linux)\n")
+	b.WriteString("  version  extract          LAN+host by default  strict floor var  strict/none modes  large exec -i  helper mem var  VMM confinement (Linux)\n")
 	for _, r := range SmolvmReleases {
 		exposed := "no"
 		if !r.DefaultFloorStrict {
@@ -190,8 +259,8 @@ func SmolvmTable() string {
 				exposed = "LAN, host loopback"
 			}
 		}
-		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %s\n", r.Version, r.Extract, exposed,
-			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), confinementText(r))
+		fmt.Fprintf(&b, "  %-8s %-16s %-20s %-17s %-18s %-14s %-15s %s\n", r.Version, r.Extract, exposed,
+			yesNo(r.EgressFloorVar), yesNo(r.NetworkModesEnforced()), yesNo(r.LargeExecStdin), yesNo(r.ExportHelperMemoryVar), confinementText(r))
 	}
 	return b.String()
 }

@@ -39,7 +39,7 @@ func TestSmolvmRefusesUnlisted(t *testing.T) {
 	}{
 		{"1.8.3", false, "install a supported release"},
 		{"1.8.3", true, "install a supported release"},
-		{"1.10.0", false, "install a supported release: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3 (or qualify this newer release on this host with the disposable test `hermes-box doctor`"},
+		{"1.10.0", false, "install a supported release: " + SmolvmInstallCommand("1.9.3") + " (or qualify this newer release on this host with the disposable test `hermes-box doctor`"},
 		{"1.9.3-dirty", true, "unsupported smolvm release"},
 		{"", true, "unsupported smolvm release"},
 		{"01.10.0", true, "unsupported smolvm release"},
@@ -79,8 +79,8 @@ func TestSmolvmBeyond(t *testing.T) {
 func TestSmolvmTableText(t *testing.T) {
 	text := SmolvmTable()
 	for _, want := range []string{
-		"1.0.4    private          no                   no                no                 no             seccomp (amd64) + Landlock",
-		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes            seccomp (amd64, arm64) + Landlock",
+		"1.0.4    private          no                   no                no                 no             no              seccomp (amd64) + Landlock",
+		"1.9.3    shared-on-linux  LAN, host loopback   yes               yes                yes            no              seccomp (amd64, arm64) + Landlock",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
@@ -109,6 +109,21 @@ func TestSmolvmVMMConfinement(t *testing.T) {
 		}
 		if s, l := r.VMMConfinement(tt.goos, tt.goarch); s != tt.seccomp || l != tt.landlock {
 			t.Errorf("%s on %s/%s: seccomp %v, Landlock %v; want %v, %v", tt.version, tt.goos, tt.goarch, s, l, tt.seccomp, tt.landlock)
+		}
+	}
+}
+
+// TestExportHelperMemoryFrom1162: the helper VM's memory variable is a
+// capability of 1.16.2 and later, from SmolvmLater, never of a table row.
+func TestExportHelperMemoryFrom1162(t *testing.T) {
+	for v, want := range map[string]bool{"1.16.1": false, "1.16.2": true, "1.25.4": true} {
+		if got := SmolvmBeyond(v).ExportHelperMemoryVar; got != want {
+			t.Errorf("%s: %v, want %v", v, got, want)
+		}
+	}
+	for _, r := range SmolvmReleases {
+		if r.ExportHelperMemoryVar {
+			t.Errorf("%s takes the helper memory variable", r.Version)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func alive(pid int) bool {
 
 // forwardMain is the `_forward BIND [HOSTPORT=TARGET...]` daemon, the
 // machine's VMM process (smolvm's `_boot-vm`): it runs while the machine
-// does, confines itself first as the VMM does under SMOLVM_SECCOMP=enforce
+// does, makes itself non-dumpable (hardenSelf), confines itself as the VMM does under SMOLVM_SECCOMP=enforce
 // (failing closed), then, like 1.0.4, listens on BIND and best effort on
 // the IPv6 twin (127.0.0.1 → ::1, 0.0.0.0 → ::), reports "ok" on fd 3, and
 // forwards until SIGTERM.
@@ -110,6 +110,10 @@ func forwardMain(args []string) int {
 	if len(args) < 1 {
 		fmt.Fprintln(ready, "error: usage: _forward BIND [HOSTPORT=TARGET...]")
 		return 2
+	}
+	if err := hardenSelf(); err != nil {
+		fmt.Fprintf(ready, "error: harden_self: %v\n", err)
+		return 1
 	}
 	if os.Getenv("SMOLVM_SECCOMP") == "enforce" && !broken(brokenUnconfinedVMM) {
 		if err := installSeccomp(); err != nil {

@@ -52,7 +52,8 @@
 // through answers, on addresses no real network uses (floor.go).
 //
 // Every running machine has a VMM process (`_forward`, whose pid status
-// reports): under SMOLVM_SECCOMP=enforce it puts itself under a real
+// reports): it makes itself non-dumpable (PR_SET_DUMPABLE 0) on Linux
+// unless SMOLVM_FORKABLE is set, as smolvm's does; under SMOLVM_SECCOMP=enforce it puts itself under a real
 // seccomp filter before it reports ready, as smolvm's `_boot-vm` does.
 // Broken profiles ($FAKESMOLVM_BROKEN, profile.go) depart from smolvm on
 // purpose: a VMM that ignores SMOLVM_SECCOMP, a help that lacks a flag, a

@@ -80,8 +80,12 @@ func (l Layout) Entry() string { return layouts[l].entry }
 const maxPayloadRead = 1 << 20
 
 // DetectLayout tells which layout the release in dir holds, from its
-// files. A release holding the marker of both, or of neither, is refused.
+// files. A release holding the marker of both, or of neither, is refused;
+// one holding Executor v2's entry is refused by name.
 func DetectLayout(dir string) (Layout, error) {
+	if isV2Release(dir) {
+		return "", fmt.Errorf("release %s: %w (it holds %s)", dir, ErrExecutorV2, v2Marker)
+	}
 	var found []Layout
 	for _, l := range layoutOrder {
 		if _, err := os.Lstat(filepath.Join(dir, layouts[l].marker)); err == nil {

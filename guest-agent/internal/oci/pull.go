@@ -140,6 +140,9 @@ func pull(ctx context.Context, ref Reference, cacheDir string, tr http.RoundTrip
 	if err != nil {
 		return err
 	}
+	if err := checkNotV2(config); err != nil {
+		return err
+	}
 	if err := putBytes(cacheDir, string(m.Config.Digest), config); err != nil {
 		return err
 	}

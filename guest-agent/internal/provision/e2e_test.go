@@ -82,11 +82,11 @@ func TestProvisionEndToEnd(t *testing.T) {
 
 func checkOrder(t *testing.T, f *fixture) {
 	order := [][]string{
-		{"GET /node/latest-v24.x/SHASUMS256.txt", "GET /node/latest-v24.x/" + nodeTarball, "event node: " + nodeTarball + " verified", "event node: installed " + nodeTarball},
+		{"GET /node/latest-v26.x/SHASUMS256.txt", "GET /node/latest-v26.x/" + nodeTarball, "event node: " + nodeTarball + " verified", "event node: installed " + nodeTarball},
 		{"GET /uv/uv.tar.gz", "event uv: uv 0.11.21 verified", "run " + filepath.Join(f.root, "workspace/hermes-home/bin/uv") + " --version"},
 		{"GET /hermes/install.sh", "event hermes: Hermes installer verified", "--stage repository", "event hermes: installer stage complete done"},
 		// Nothing is downloaded before the system's packages are in.
-		{"run apt-get install", "GET /node/latest-v24.x/SHASUMS256.txt"},
+		{"run apt-get install", "GET /node/latest-v26.x/SHASUMS256.txt"},
 	}
 	for _, chain := range order {
 		prev := -1
@@ -104,7 +104,7 @@ func checkOrder(t *testing.T, f *fixture) {
 	if i := f.tl.index("GET /codex/codex.tar.gz"); i >= 0 {
 		t.Errorf("provisioning fetched Codex (timeline line %d); the first boot installs it", i)
 	}
-	for _, get := range []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/node/latest-v24.x/" + nodeTarball} {
+	for _, get := range []string{"/hermes/install.sh", "/uv/uv.tar.gz", "/node/latest-v26.x/" + nodeTarball} {
 		n := 0
 		for _, l := range f.tl.snapshot() {
 			if l == "GET "+get {
@@ -271,7 +271,7 @@ func checkProductionPins(t *testing.T) {
 			t.Errorf("production pins point at the test server: %s", a.URL)
 		}
 	}
-	if prod.NodeDist != "https://nodejs.org/dist/latest-v24.x/" {
+	if prod.NodeDist != "https://nodejs.org/dist/latest-v26.x/" {
 		t.Errorf("node dist %s", prod.NodeDist)
 	}
 }

@@ -273,7 +273,7 @@ func newArtifact(b []byte) artifact {
 	return artifact{body: b, sum: hex.EncodeToString(s[:])}
 }
 
-const nodeTarball = "node-v24.99.1-linux-arm64.tar.gz"
+const nodeTarball = "node-v26.99.1-linux-arm64.tar.gz"
 
 // fixture is a temp root, a loopback HTTPS server with stand-in artifacts,
 // a recording runner and a shared timeline.
@@ -342,7 +342,7 @@ func (f *fixture) makeArtifacts() {
 	top := strings.TrimSuffix(nodeTarball, ".tar.gz")
 	f.node = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
 		{Name: top + "/", Type: tar.TypeDir, Mode: 0o775},
-		{Name: top + "/bin/node", Body: "#!/bin/sh\necho v24.99.1\n", Mode: 0o775},
+		{Name: top + "/bin/node", Body: "#!/bin/sh\necho v26.99.1\n", Mode: 0o775},
 		{Name: top + "/lib/node_modules/npm/bin/npm-cli.js", Body: "// npm\n", Mode: 0o775},
 		{Name: top + "/lib/node_modules/npm/bin/npx-cli.js", Body: "// npx\n", Mode: 0o775},
 		{Name: top + "/lib/node_modules/corepack/dist/corepack.js", Body: "// corepack\n", Mode: 0o664},
@@ -350,13 +350,13 @@ func (f *fixture) makeArtifacts() {
 		tartest.Symlink(top+"/bin/npx", "../lib/node_modules/npm/bin/npx-cli.js"),
 		tartest.Symlink(top+"/bin/corepack", "../lib/node_modules/corepack/dist/corepack.js"),
 	}))
-	sums := fmt.Sprintf("%s  node-v24.99.1-linux-arm64.tar.xz\n%s  %s\n%s  node-v24.99.1-linux-x64.tar.gz\n%s  node-v24.99.1.tar.gz\n",
+	sums := fmt.Sprintf("%s  node-v26.99.1-linux-arm64.tar.xz\n%s  %s\n%s  node-v26.99.1-linux-x64.tar.gz\n%s  node-v26.99.1.tar.gz\n",
 		strings.Repeat("1", 64), f.node.sum, nodeTarball, strings.Repeat("2", 64), strings.Repeat("3", 64))
 	f.served["/hermes/install.sh"] = f.installer.body
 	f.served["/uv/uv.tar.gz"] = f.uv.body
 	f.served["/codex/codex.tar.gz"] = f.codex.body
-	f.served["/node/latest-v24.x/SHASUMS256.txt"] = []byte(sums)
-	f.served["/node/latest-v24.x/"+nodeTarball] = f.node.body
+	f.served["/node/latest-v26.x/SHASUMS256.txt"] = []byte(sums)
+	f.served["/node/latest-v26.x/"+nodeTarball] = f.node.body
 }
 
 // standInPins writes the test-only pins file and loads it the way the
@@ -370,7 +370,7 @@ func (f *fixture) standInPins() Pins {
 		Installer: &Artifact{URL: f.srv.URL + "/hermes/install.sh", SHA256: f.installer.sum},
 		UV:        &Artifact{URL: f.srv.URL + "/uv/uv.tar.gz", SHA256: f.uv.sum},
 		Codex:     &Artifact{URL: f.srv.URL + "/codex/codex.tar.gz", SHA256: f.codex.sum},
-		NodeDist:  f.srv.URL + "/node/latest-v24.x/",
+		NodeDist:  f.srv.URL + "/node/latest-v26.x/",
 	}
 	b, err := json.Marshal(f.testPins)
 	if err != nil {

@@ -110,8 +110,9 @@ func applyAptConfig(_ context.Context, p *Provisioner) error { return p.writeFil
 // Packages is the one apt transaction: what the box needs and what the
 // Hermes installer's python-deps stage would otherwise install itself. No
 // skopeo (the agent pulls images) and no supervisor (the agent supervises).
+// libatomic1: Node's Linux builds link it from Node 25 on (pins.NodeMajor).
 var Packages = []string{
-	"build-essential", "ca-certificates", "curl", "git", "libffi-dev", "ncurses-term",
+	"build-essential", "ca-certificates", "curl", "git", "libatomic1", "libffi-dev", "ncurses-term",
 	"openssh-server", "procps", "python3", "python3-dev", "ripgrep", "sudo", "tmux", "xz-utils",
 }
 

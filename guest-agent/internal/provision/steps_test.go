@@ -93,7 +93,7 @@ func TestAptSteps(t *testing.T) {
 		timeout time.Duration
 	}{
 		{"apt-get update -o APT::Update::Error-Mode=any", 3 * time.Minute},
-		{"apt-get install -y --no-install-recommends build-essential ca-certificates curl git libffi-dev ncurses-term openssh-server procps python3 python3-dev ripgrep sudo tmux xz-utils", 20 * time.Minute},
+		{"apt-get install -y --no-install-recommends build-essential ca-certificates curl git libatomic1 libffi-dev ncurses-term openssh-server procps python3 python3-dev ripgrep sudo tmux xz-utils", 20 * time.Minute},
 	}
 	for i, w := range wants {
 		if got[i].String() != w.line || got[i].Timeout != w.timeout || !contains(got[i].Env, "DEBIAN_FRONTEND=noninteractive") {
@@ -323,23 +323,23 @@ func TestWorkspaceStep(t *testing.T) {
 func TestNodeStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "node"))
-	f.wantFile("/usr/local/lib/nodejs/node-v24/bin/node", []byte("#!/bin/sh\necho v24.99.1\n"), 0o755, 0, 0)
-	f.wantFile("/usr/local/lib/nodejs/node-v24/lib/node_modules/corepack/dist/corepack.js", nil, 0o644, 0, 0)
-	f.wantFile("/usr/local/lib/nodejs/node-v24", nil, 0o755, 0, 0)
-	f.wantFile("/usr/local/lib/nodejs/node-v24/.hermes-box-node", []byte(nodeTarball+" sha256="+f.node.sum+"\n"), 0o644, 0, 0)
-	f.wantLink("/usr/local/lib/nodejs/node-v24/bin/npm", "../lib/node_modules/npm/bin/npm-cli.js")
+	f.wantFile("/usr/local/lib/nodejs/node-v26/bin/node", []byte("#!/bin/sh\necho v26.99.1\n"), 0o755, 0, 0)
+	f.wantFile("/usr/local/lib/nodejs/node-v26/lib/node_modules/corepack/dist/corepack.js", nil, 0o644, 0, 0)
+	f.wantFile("/usr/local/lib/nodejs/node-v26", nil, 0o755, 0, 0)
+	f.wantFile("/usr/local/lib/nodejs/node-v26/.hermes-box-node", []byte(nodeTarball+" sha256="+f.node.sum+"\n"), 0o644, 0, 0)
+	f.wantLink("/usr/local/lib/nodejs/node-v26/bin/npm", "../lib/node_modules/npm/bin/npm-cli.js")
 	for _, tool := range nodeTools {
-		f.wantLink("/usr/local/bin/"+tool, "/usr/local/lib/nodejs/node-v24/bin/"+tool)
-		f.wantLink("/home/hermes/.local/bin/"+tool, "/usr/local/lib/nodejs/node-v24/bin/"+tool)
+		f.wantLink("/usr/local/bin/"+tool, "/usr/local/lib/nodejs/node-v26/bin/"+tool)
+		f.wantLink("/home/hermes/.local/bin/"+tool, "/usr/local/lib/nodejs/node-v26/bin/"+tool)
 	}
-	if i, j := f.tl.index("GET /node/latest-v24.x/SHASUMS256.txt"), f.tl.index("GET /node/latest-v24.x/"+nodeTarball); i < 0 || j < i {
+	if i, j := f.tl.index("GET /node/latest-v26.x/SHASUMS256.txt"), f.tl.index("GET /node/latest-v26.x/"+nodeTarball); i < 0 || j < i {
 		t.Errorf("timeline %v: the checksum list must come before the tarball", f.tl.snapshot())
 	}
 }
 
 func TestNodeStepRefusesAMismatchedTarball(t *testing.T) {
 	f := newFixture(t)
-	f.served["/node/latest-v24.x/"+nodeTarball] = []byte("not the listed tarball")
+	f.served["/node/latest-v26.x/"+nodeTarball] = []byte("not the listed tarball")
 	_, err := f.provisioner(f.config(), "node").Run(t.Context())
 	if !errors.Is(err, download.ErrDigestMismatch) {
 		t.Fatalf("got %v, want a digest mismatch", err)

@@ -15,6 +15,9 @@ import (
 // the release can do, whatever HERMES_BOX_VMM_CONFINEMENT says.
 func Doctor(ctx context.Context, b *Box) (*doctor.Report, error) {
 	var rep *doctor.Report
+	if err := checkAgentSocket(b); err != nil {
+		return nil, err
+	}
 	err := withLock(b, func() error {
 		b.vm.Qualifying()
 		b.vm.ConfineVMM(true)

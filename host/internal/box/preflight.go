@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
 )
 
@@ -64,6 +66,7 @@ func preflight(ctx context.Context, b *Box, documents []string) error {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	add(b.hostCheck())
+	add(checkAgentSocket(b))
 	add(checkSmolvm(ctx, b))
 	add(config.CheckSecrets(b.cfg.Secrets, os.LookupEnv))
 	for _, dir := range []string{b.cfg.ImagesDir(), b.cfg.BackupsDir(), b.cfg.StateDir()} {
@@ -90,6 +93,19 @@ func preflight(ctx context.Context, b *Box, documents []string) error {
 		return fmt.Errorf("init preflight: %w", err)
 	}
 	return nil
+}
+
+// checkAgentSocket refuses a user for whom smolvm's agent socket path
+// would be too long to start any machine (macOS; the path's length does
+// not depend on the machine's name, so one check covers the box, the
+// builder and doctor's machine).
+func checkAgentSocket(b *Box) error {
+	goos := runtime.GOOS
+	if v := hookValue(hooks.hostOS); v != "" {
+		goos = v
+	}
+	return userr.WithHint(smolvm.CheckAgentSocket(goos, os.Getenv, b.cfg.MachineName),
+		"nothing was created; set SMOLVM_DATA_DIR to a short directory (for example /Users/Shared/smolvm) for both hermes-box and smolvm, or run them as a user with a shorter home directory, then run the command again")
 }
 
 // checkSmolvm wants a supported smolvm release and unused machine names.

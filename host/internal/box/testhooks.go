@@ -18,6 +18,7 @@ var hooks struct {
 	netprobePlan string // a JSON netproof.Plan whose targets replace the production ones (tests must not probe outside addresses)
 	netcheckHost string // the name the builder's netcheck resolves instead of the Ubuntu archive for its architecture (a test network that answers only some names)
 	lanGateway   string // the address doctor's egress row probes as the host's LAN gateway (tests must not probe the real one)
+	hostOS       string // the host OS (a GOOS value) the platform-specific preflight checks judge, e.g. darwin's socket path on Linux
 }
 
 // hookValue is the value of the hook variable name; "" when the binary

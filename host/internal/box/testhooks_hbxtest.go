@@ -12,4 +12,5 @@ func init() {
 	hooks.netprobePlan = "HBX_TEST_NETPROBE_PLAN"
 	hooks.netcheckHost = "HBX_TEST_NETCHECK_HOST"
 	hooks.lanGateway = "HBX_TEST_LAN_GATEWAY"
+	hooks.hostOS = "HBX_TEST_HOST_OS"
 }

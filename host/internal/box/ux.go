@@ -64,13 +64,17 @@ var (
 
 // resourceHint is the next step when smolvm refused the CPUs or memory the
 // configuration asks for: the setting is the problem, so running the same
-// command again fails the same way. It is "" for any other error.
+// command again fails the same way; a machine that missed smolvm's boot
+// wait gets the driver's next step (its memory). It is "" for any other
+// error.
 func resourceHint(b *Box, err error) string {
 	var se *smolvm.Error
 	if !errors.As(err, &se) {
 		return ""
 	}
 	switch {
+	case errors.Is(err, smolvm.ErrBootTimeout):
+		return userr.Hint(err)
 	case cpuWords.MatchString(se.Message):
 		return fmt.Sprintf("smolvm refused HERMES_BOX_CPUS=%d (this host has %d CPUs): set a smaller HERMES_BOX_CPUS in %s, then run the command again (unchanged, it fails the same way)",
 			b.cfg.CPUs, runtime.NumCPU(), b.cfg.File)

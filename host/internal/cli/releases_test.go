@@ -308,7 +308,7 @@ func TestUnlistedSmolvm(t *testing.T) {
 	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.16.2")
 	r := h.run("init")
 	for _, want := range []string{"smolvm 1.16.2 is not a release hermes-box supports (it supports 1.0.4, 1.9.0, 1.9.1, 1.9.2, 1.9.3)",
-		"next: install smolvm 1.9.3: curl -sSL https://smolmachines.com/install.sh | bash -s -- --version 1.9.3", "qualify it on this host with hermes-box doctor"} {
+		"next: install smolvm 1.9.3: " + pins.SmolvmInstallCommand("1.9.3"), "qualify it on this host with hermes-box doctor"} {
 		if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "shared-on-linux") {
 			t.Fatalf("init on 1.16.2: exit %d, want %q in\n%s", r.code, want, r.stderr)
 		}

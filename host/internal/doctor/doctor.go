@@ -87,9 +87,11 @@ type VM interface {
 	RecordDoctor(run smolvm.DoctorRun) error
 }
 
-// Loopback checks that a published port listens on loopback only.
+// Loopback checks that a published port listens on loopback only, and
+// that the machine's VMM (root) holds it.
 type Loopback interface {
 	CheckLoopback(ctx context.Context, port int) error
+	CheckOwner(ctx context.Context, port, root int) error
 }
 
 // Doctor is one qualification run.
@@ -124,9 +126,7 @@ func (d *Doctor) Run(ctx context.Context) (*Report, error) {
 	s.row(ctx, RowFlags, s.flags)
 	s.row(ctx, RowBoot, s.boot)
 	s.row(ctx, RowVMM, s.vmm)
-	s.row(ctx, RowPorts, func(ctx context.Context) (string, error) {
-		return fmt.Sprintf("port %d listens on 127.0.0.1/::1 only", d.Port), d.Listener.CheckLoopback(ctx, d.Port)
-	})
+	s.row(ctx, RowPorts, s.ports)
 	s.row(ctx, RowEgress, s.egressFloor)
 	s.row(ctx, RowExitStatus, s.exitStatus)
 	s.row(ctx, RowTimeout, s.timeout)
@@ -243,4 +243,26 @@ func (s *state) vmm(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the VMM ran without a seccomp filter and was stopped: smolvm ignored %s=%s", smolvm.SeccompEnv, smolvm.ConfineEnforce)
 	}
 	return "", errors.New(c.Detail)
+}
+
+// ports checks the published port listens on loopback only and is held by
+// the machine's VMM, as the Executor's port is checked for this user
+// (smolvm's VMM is not dumpable on Linux, so a normal user reads no
+// descriptors of it: listener.CheckOwner).
+func (s *state) ports(ctx context.Context) (string, error) {
+	d := s.d
+	if err := d.Listener.CheckLoopback(ctx, d.Port); err != nil {
+		return "", err
+	}
+	m, err := d.VM.Status(ctx, d.Name)
+	if err != nil {
+		return "", err
+	}
+	if m.PID == nil {
+		return "", fmt.Errorf("smolvm reports no VMM process of %s (%s)", d.Name, m.State)
+	}
+	if err := d.Listener.CheckOwner(ctx, d.Port, *m.PID); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("port %d listens on 127.0.0.1/::1 only, held by the VMM (pid %d)", d.Port, *m.PID), nil
 }

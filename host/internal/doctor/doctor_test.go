@@ -134,7 +134,7 @@ func (f *fakeVM) VMMConfinement(smolvm.Machine) smolvm.Confinement {
 }
 func (f *fakeVM) RecordDoctor(run smolvm.DoctorRun) error { f.recorded = &run; return nil }
 
-type loopback struct{ err error }
+type loopback struct{ err, ownerErr error }
 
 type gateways struct {
 	addr netip.Addr
@@ -144,6 +144,13 @@ type gateways struct {
 func (g gateways) DefaultGateway(context.Context) (netip.Addr, error) { return g.addr, g.err }
 
 func (l loopback) CheckLoopback(context.Context, int) error { return l.err }
+
+func (l loopback) CheckOwner(_ context.Context, _, root int) error {
+	if root != 42 {
+		return fmt.Errorf("root %d is not the VMM's pid", root)
+	}
+	return l.ownerErr
+}
 
 // TestRowsFail: each measured behaviour that differs from what hermes-box
 // relies on fails its own row (the others still run), the verdict is
@@ -172,7 +179,7 @@ func TestRowsFail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			vm := tt.vm
 			vm.machineSeen, vm.xattrs = map[string]bool{}, map[string]string{}
-			d := &Doctor{VM: &vm, Listener: loopback{tt.listen}, Gateways: gateways{addr: netip.MustParseAddr("192.0.2.1")}, Name: "doc", Port: 4000, Dir: t.TempDir(), StepTimeout: time.Minute}
+			d := &Doctor{VM: &vm, Listener: loopback{err: tt.listen}, Gateways: gateways{addr: netip.MustParseAddr("192.0.2.1")}, Name: "doc", Port: 4000, Dir: t.TempDir(), StepTimeout: time.Minute}
 			rep, err := d.Run(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -195,5 +202,27 @@ func TestRowsFail(t *testing.T) {
 				t.Errorf("deleted %v", vm.deleted)
 			}
 		})
+	}
+}
+
+// TestPortsRowChecksTheOwner: the loopback-ports row also asks that the
+// machine's VMM (its pid from status) holds the port, as the Executor's
+// port is checked.
+func TestPortsRowChecksTheOwner(t *testing.T) {
+	vm := fakeVM{status: probeStatus, machineSeen: map[string]bool{}, xattrs: map[string]string{}}
+	owner := errors.New("port 4000 is held by a process that is not the box's")
+	d := &Doctor{VM: &vm, Listener: loopback{ownerErr: owner}, Gateways: gateways{addr: netip.MustParseAddr("192.0.2.1")},
+		Name: "doc", Port: 4000, Dir: t.TempDir(), StepTimeout: time.Minute}
+	rep, err := d.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Failed(); strings.Join(got, ",") != RowPorts {
+		t.Fatalf("failed rows %v, want %s", got, RowPorts)
+	}
+	for _, r := range rep.Rows {
+		if r.Name == RowPorts && !strings.Contains(r.Detail, owner.Error()) {
+			t.Errorf("row %s: %q", r.Name, r.Detail)
+		}
 	}
 }

@@ -34,6 +34,9 @@ type Checker struct {
 	Lsof func(ctx context.Context, args ...string) ([]byte, error)
 	// GOOS overrides runtime.GOOS (tests).
 	GOOS string
+	// UID overrides the effective uid the Linux owner check judges
+	// sockets against (tests); nil means os.Geteuid().
+	UID *int
 }
 
 // Listening returns the local addresses listening on TCP port, as

@@ -100,6 +100,13 @@ func FuzzParseProcNet(f *testing.F) {
 	f.Add([]byte(procTCP), 2222)
 	f.Add([]byte(procTCP6), 2224)
 	f.Fuzz(func(t *testing.T, b []byte, port int) {
+		if ss, err := listenSockets(b, port); err == nil {
+			for _, s := range ss {
+				if s.uid < 0 || s.inode == "" {
+					t.Fatalf("bad socket %+v", s)
+				}
+			}
+		}
 		addrs, err := ParseProcNet(b, port)
 		if err != nil {
 			return

@@ -1,7 +1,6 @@
 package listener
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -19,10 +18,15 @@ import (
 // one (or its descendants) listens on the port.
 var ErrForeignListener = errors.New("held by a process that is not the box's")
 
-// CheckOwner returns nil when every process listening on TCP port is root
-// or a descendant of root (the box's VMM), so that what is sent to the
-// port goes to the box.
+// CheckOwner returns nil when every socket listening on TCP port is held
+// by root (the box's VMM) or a descendant of it, so that what is sent to
+// the port goes to the box. On Linux a socket no readable process holds is
+// judged by its owner (ownersFromProc): smolvm's VMM makes itself
+// non-dumpable, so a normal user cannot read its descriptors.
 func (c Checker) CheckOwner(ctx context.Context, port, root int) error {
+	if c.goos() == "linux" {
+		return c.checkOwnerProc(ctx, port, root)
+	}
 	pids, err := c.Owners(ctx, port)
 	if err != nil {
 		return err
@@ -30,6 +34,11 @@ func (c Checker) CheckOwner(ctx context.Context, port, root int) error {
 	if len(pids) == 0 {
 		return fmt.Errorf("port %d: %w", port, ErrNoListener)
 	}
+	return c.checkPIDs(ctx, port, root, pids)
+}
+
+// checkPIDs fails unless every pid is root or one of its descendants.
+func (c Checker) checkPIDs(ctx context.Context, port, root int, pids []int) error {
 	for _, pid := range pids {
 		if !c.descends(ctx, pid, root) {
 			return fmt.Errorf("port %d is %w: process %d listens on it, the box's VMM is %d", port, ErrForeignListener, pid, root)
@@ -59,11 +68,12 @@ func (c Checker) descends(ctx context.Context, pid, root int) bool {
 	return false
 }
 
-// Owners returns the processes holding a listening socket on TCP port.
+// Owners returns the processes holding (on Linux: seen to hold) a listening socket on TCP port.
 func (c Checker) Owners(ctx context.Context, port int) ([]int, error) {
 	switch c.goos() {
 	case "linux":
-		return c.ownersFromProc(port)
+		o, err := c.ownersFromProc(port)
+		return o.pids, err
 	case "darwin":
 		out, err := c.lsof(ctx, "-nP", "-F", "p", "-iTCP:"+strconv.Itoa(port), "-sTCP:LISTEN")
 		if err != nil {
@@ -86,68 +96,6 @@ func (c Checker) proc() string {
 		return c.ProcDir
 	}
 	return "/proc"
-}
-
-// ownersFromProc finds the listening sockets' inodes in /proc/net/tcp{,6}
-// and the processes whose descriptors point at them.
-func (c Checker) ownersFromProc(port int) ([]int, error) {
-	inodes := map[string]bool{}
-	for _, name := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(filepath.Join(c.proc(), "net", name))
-		if errors.Is(err, os.ErrNotExist) && name == "tcp6" {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("checking listeners: %w", err)
-		}
-		if err := listenInodes(b, port, inodes); err != nil {
-			return nil, fmt.Errorf("checking listeners in %s: %w", name, err)
-		}
-	}
-	if len(inodes) == 0 {
-		return nil, nil
-	}
-	entries, err := os.ReadDir(c.proc())
-	if err != nil {
-		return nil, fmt.Errorf("checking listeners: %w", err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fds, _ := os.ReadDir(filepath.Join(c.proc(), e.Name(), "fd")) // a process that is gone, or not ours to read
-		for _, fd := range fds {
-			link, _ := os.Readlink(filepath.Join(c.proc(), e.Name(), "fd", fd.Name()))
-			if inode, ok := strings.CutPrefix(link, "socket:["); ok && inodes[strings.TrimSuffix(inode, "]")] {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	slices.Sort(pids)
-	return pids, nil
-}
-
-// listenInodes adds the inodes of the sockets listening on port in the
-// text of /proc/net/tcp or tcp6 to inodes.
-func listenInodes(b []byte, port int, inodes map[string]bool) error {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if n == 1 || len(fields) < 10 || fields[3] != "0A" {
-			continue
-		}
-		_, p, err := parseHexAddr(fields[1])
-		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
-		}
-		if p == port {
-			inodes[fields[9]] = true
-		}
-	}
-	return sc.Err()
 }
 
 // ParseLsofPIDs returns the process ids in `lsof -F p` output.

@@ -2,11 +2,13 @@ package listener
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +57,31 @@ func TestParseLsofPIDs(t *testing.T) {
 	}
 	if _, err := ParseLsofPIDs([]byte("pxyz\n")); err == nil {
 		t.Error("a bad pid was accepted")
+	}
+}
+
+// TestCheckOwnerUnheldSockets: a socket no readable process holds is
+// judged by its uid (a /proc with no processes: nobody's descriptors).
+func TestCheckOwnerUnheldSockets(t *testing.T) {
+	proc := writeProc(t)
+	tests := []struct {
+		uid, port int
+		want      error
+		text      string
+	}{
+		{1000, 2222, ErrForeignListener, "a socket of uid 0 (this user is uid 1000)"},
+		{0, 2222, ErrForeignListener, "the box's VMM 77 does not hold it"},
+		{0, 2225, ErrNoListener, "port 2225"},
+	}
+	for _, tt := range tests {
+		c := Checker{ProcDir: proc, GOOS: "linux", UID: &tt.uid}
+		err := c.CheckOwner(t.Context(), tt.port, 77)
+		if !errors.Is(err, tt.want) || !strings.Contains(fmt.Sprint(err), tt.text) {
+			t.Errorf("uid %d port %d: %v; want %v mentioning %q", tt.uid, tt.port, err, tt.want, tt.text)
+		}
+	}
+	bad := "hdr\n 0: 0100007F:08AE 00000000:0000 0A 0:0 00:0 0 x 0 9\n"
+	if _, err := listenSockets([]byte(bad), 2222); err == nil || !strings.Contains(err.Error(), `line 2: bad uid "x"`) {
+		t.Errorf("a bad uid: %v", err)
 	}
 }

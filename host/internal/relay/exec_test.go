@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/health"
+	"github.com/hermes-box/hermes-box/shared/pins"
 	"github.com/hermes-box/hermes-box/shared/protocol"
 )
 
@@ -197,7 +198,7 @@ func TestExecStalledInput(t *testing.T) {
 	for _, hold := range []bool{true, false} {
 		tr := &Exec{Machine: "box", Execer: stalledExecer{}, HoldOutput: hold}
 		_, err := tr.Run(t.Context(), request("snapshot", "apply"), strings.NewReader("x"), nil, nil)
-		if !errors.Is(err, errStalledInput) || !strings.Contains(err.Error(), "1.8.1") || !strings.Contains(err.Error(), "install.sh") {
+		if !errors.Is(err, errStalledInput) || !strings.Contains(err.Error(), "1.8.1") || !strings.Contains(err.Error(), pins.SmolvmInstallCommand(pins.SmolvmRecommended)) {
 			t.Fatalf("HoldOutput %v: error %v, want errStalledInput naming the fix and the install command", hold, err)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // Port publishes a guest port on the host (`-p HOST:GUEST`). smolvm 1.0.4
@@ -243,9 +245,16 @@ func (d *Driver) PackCreate(ctx context.Context, s PackSpec) error {
 		args = append(args, "--smolfile", s.Smolfile)
 	}
 	args = append(args, "--output", s.Output)
+	if r, rerr := d.Release(ctx); rerr == nil && r.ExportHelperMemoryVar {
+		env = append(env, fmt.Sprintf("%s=%d", ExportHelperMemoryEnv, pins.ExportHelperMemoryMiB))
+	}
 	_, err = d.run(ctx, "pack create", s.FromVM, Cmd{Args: args, Env: env})
 	return err
 }
+
+// ExportHelperMemoryEnv sets the memory of `pack create --from-vm`'s
+// helper VM (pins.SmolvmRelease.ExportHelperMemoryVar).
+const ExportHelperMemoryEnv = "SMOLVM_EXPORT_HELPER_MEMORY_MIB"
 
 // ExecSpec is `machine exec`.
 type ExecSpec struct {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/config"
 )
 
@@ -186,10 +187,29 @@ func (d *Driver) Start(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err = d.run(ctx, "machine start", name, Cmd{Args: []string{"machine", "start", "--name", name}, Env: env}); err != nil {
-		return err
+		return d.explainBootTimeout(ctx, name, err)
 	}
 	return d.checkConfined(ctx, name)
 }
+
+// explainBootTimeout names a start that missed smolvm's boot wait as such,
+// with the machine's memory (from smolvm's status) as the likely cause
+// and the next step; other errors pass unchanged.
+func (d *Driver) explainBootTimeout(ctx context.Context, name string, err error) error {
+	if !errors.Is(err, ErrBootTimeout) {
+		return err
+	}
+	mem := "its memory setting"
+	if m, serr := d.Status(ctx, name); serr == nil && m.MemoryMiB > 0 {
+		mem = fmt.Sprintf("its memory, %d MiB,", m.MemoryMiB)
+	}
+	return userr.WithHint(fmt.Errorf("%w: %s did not boot within smolvm's fixed 30 s wait; %s is the likely cause (a large guest misses the wait on a busy or paging host): %w",
+		ErrBootTimeout, name, mem, err),
+		"free memory on this host and run the command again, or set a smaller "+MemorySetting+" in hermes-box.conf (the box and the builder both take it; 4096 boots in time where 8192 does not), then run the command again")
+}
+
+// MemorySetting is the hermes-box.conf key of the machines' memory.
+const MemorySetting = "HERMES_BOX_MEMORY_MIB"
 
 // Stop stops a machine.
 func (d *Driver) Stop(ctx context.Context, name string) error {

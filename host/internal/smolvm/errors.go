@@ -20,6 +20,15 @@ var ErrNotFound = errors.New("machine not found")
 // ErrTimeout is wrapped when an exec's --timeout expired (status 124).
 var ErrTimeout = errors.New("timed out")
 
+// ErrBootTimeout is wrapped when a machine missed smolvm's fixed boot
+// wait: smolvm waits 30 s for the guest's agent and then fails the call
+// with "agent did not become ready within 30 seconds" (AGENT_READY_TIMEOUT
+// and wait_for_ready in src/agent/manager.rs, 1.0.4 and 1.9.3).
+var ErrBootTimeout = errors.New("the machine missed smolvm's boot wait")
+
+// bootTimeoutText is smolvm's message for ErrBootTimeout.
+const bootTimeoutText = "agent did not become ready within"
+
 // Error is a smolvm invocation that failed.
 type Error struct {
 	// Op is the subcommand, e.g. "machine create".
@@ -45,11 +54,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("smolvm %s%s: %s (exit status %d)", e.Op, target, msg, e.ExitCode)
 }
 
-// Unwrap lets errors.Is find ErrNotFound and ErrTimeout.
+// Unwrap lets errors.Is find ErrNotFound, ErrTimeout and ErrBootTimeout.
 func (e *Error) Unwrap() error {
 	switch {
 	case e.ExitCode == ExitTimeout:
 		return ErrTimeout
+	case strings.Contains(e.Message, bootTimeoutText):
+		return ErrBootTimeout
 	case strings.Contains(e.Message, "not found"):
 		return ErrNotFound
 	}

@@ -153,3 +153,44 @@ func ImageDigest(t testing.TB, img v1.Image) string {
 	}
 	return d.String()
 }
+
+// ExecutorV2Layers is a small image shaped like Executor v2's self-host
+// beta (ghcr.io/usefulsoftwareco/executor-selfhost:beta): Node instead of
+// bun, the server at /app/apps/hosted/self-host/dist/main.mjs, its data in
+// /app/data. The agent must refuse it by name.
+func ExecutorV2Layers(t testing.TB) [][]byte {
+	t.Helper()
+	base := []tartest.Entry{
+		tartest.Dir("usr/"), tartest.Dir("usr/local/"), tartest.Dir("usr/local/bin/"),
+		{Name: "usr/local/bin/node", Type: tar.TypeReg, Body: "#!/bin/sh\n", Mode: 0o755},
+	}
+	app := []tartest.Entry{
+		tartest.Dir("app/"), tartest.Dir("app/data/"),
+		tartest.File("app/package.json", `{"name":"executor","private":true}`),
+		tartest.Dir("app/apps/"), tartest.Dir("app/apps/hosted/"), tartest.Dir("app/apps/hosted/self-host/"),
+		tartest.Dir("app/apps/hosted/self-host/dist/"),
+		tartest.File("app/apps/hosted/self-host/dist/main.mjs", "console.log('executor v2')\n"),
+	}
+	return [][]byte{tartest.Gzip(t, tartest.Tar(t, base)), tartest.Gzip(t, tartest.Tar(t, app))}
+}
+
+// ExecutorV2Image is ExecutorV2Layers as a linux image for arch, with v2's
+// config: USER node, port 4400, EXECUTOR_DATA_DIR=/app/data and
+// `node apps/hosted/self-host/dist/main.mjs` in /app.
+func ExecutorV2Image(t testing.TB, arch string) v1.Image {
+	t.Helper()
+	img := Image(t, "linux", arch, ExecutorV2Layers(t))
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.Config.User, cf.Config.WorkingDir = "node", "/app"
+	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "NODE_ENV=production", "PORT=4400", "EXECUTOR_DATA_DIR=/app/data"}
+	cf.Config.Cmd = []string{"node", "apps/hosted/self-host/dist/main.mjs"}
+	cf.Config.ExposedPorts = map[string]struct{}{"4400/tcp": {}}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
