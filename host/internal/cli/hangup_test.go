@@ -1,0 +1,119 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+)
+
+// TestHostileHangUpSnapshot: a snapshot whose terminal goes away with the
+// box's services stopped (SIGHUP: a closed window or SSH session; its
+// output pipe closed: `hermes-box snapshot x 2>&1 | head -3`) ends as
+// Ctrl-C does: status 130, the services started again, the box healthy.
+func TestHostileHangUpSnapshot(t *testing.T) {
+	t.Parallel()
+	t.Run("SIGHUP", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		initBox(t, h)
+		f := h.Hostile("snapshot.chunks", "hang")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		r := signalWhen(t, h.command(ctx, "snapshot", "x"), syscall.SIGHUP, func(string) bool {
+			_, err := os.Stat(f + ".reached")
+			return err == nil
+		})
+		boxtest.Must(t, os.Remove(f))
+		expectEndedSoon(t, "snapshot hung up in its stream", r)
+		if !strings.Contains(r.stderr, "snapshot interrupted") || !strings.Contains(r.stderr, "hermes-box is running, as it was") {
+			t.Errorf("the hung-up snapshot does not say the state it left:\n%s", r.stderr)
+		}
+		expectHealthy(t, h, "after the hung-up snapshot")
+	})
+	t.Run("closed output", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		initBox(t, h)
+		// The second part's stream takes 4 s: the reader goes once the
+		// first part's line is read, and the second's comes after, with
+		// the services stopped.
+		h.Hostile("snapshot.chunks", "from:2:drip:4s")
+		code, seen := snapshotIntoClosedPipe(t, h)
+		t.Logf("snapshot into a pipe closed after %q: exit %d", seen, code)
+		if code != 130 {
+			t.Errorf("exit %d after its output was closed, want 130", code)
+		}
+		expectHealthy(t, h, "after the snapshot whose output was closed")
+	})
+}
+
+// snapshotIntoClosedPipe runs `hermes-box snapshot x 2>&1 | head`, where
+// head reads up to the line of the snapshot's first part, then exits; it returns
+// hermes-box's exit status and the last line read.
+func snapshotIntoClosedPipe(t *testing.T, h *harness) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pr, pw, err := os.Pipe()
+	boxtest.Must(t, err)
+	cmd := h.command(ctx, "snapshot", "x")
+	cmd.Stdout, cmd.Stderr = pw, pw
+	boxtest.Must(t, cmd.Start())
+	pw.Close()
+	sc := bufio.NewScanner(pr)
+	var line string
+	for sc.Scan() {
+		if line = sc.Text(); partLine(line) {
+			break
+		}
+	}
+	pr.Close()
+	err = cmd.Wait()
+	if !partLine(line) {
+		t.Fatalf("the snapshot never printed its first part's line (last line %q): %v", line, err)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("hermes-box was killed by %v", ws.Signal())
+		}
+		return ee.ExitCode(), line
+	}
+	boxtest.Must(t, err)
+	return 0, line
+}
+
+// TestSnapshotResumesServicesOfKilledRun: a snapshot killed (SIGKILL,
+// nothing handled) while the box's services are stopped leaves them
+// stopped; the next snapshot starts them again and says so, and returns
+// the box to its state before the first: running and healthy.
+func TestSnapshotResumesServicesOfKilledRun(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	initBox(t, h)
+	f := h.Hostile("snapshot.chunks", "hang")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := signalWhen(t, h.command(ctx, "snapshot", "x"), syscall.SIGKILL, func(string) bool {
+		_, err := os.Stat(f + ".reached")
+		return err == nil
+	})
+	boxtest.Must(t, os.Remove(f))
+	t.Logf("the killed snapshot: exit %d", r.code)
+	r = mustRun(t, h, "snapshot", "y")
+	if !strings.Contains(r.stderr, "an earlier snapshot was interrupted and left hermes stopped; started again") {
+		t.Errorf("the next snapshot does not say it started the services again:\n%s", r.stderr)
+	}
+	expectHealthy(t, h, "after the snapshot that followed the killed one")
+}
+
+// partLine is the line a snapshot prints when a part is in.
+func partLine(line string) bool {
+	return strings.HasPrefix(line, "snapshot ") && strings.Contains(line, ": read ")
+}
