@@ -42,6 +42,10 @@ type Status struct {
 	Drift []string `json:"configDrift,omitempty"`
 	// DriftNext is how to apply them, when there are any.
 	DriftNext string `json:"configDriftNext,omitempty"`
+	// Operation is the command that holds the operation lock, as its
+	// holder file records it ("pid N: hermes-box snapshot x (since
+	// 03:00:01 UTC)"), while it runs.
+	Operation string `json:"operation,omitempty"`
 }
 
 // NetworkStatus is the network mode and its last proof (strict, none).
@@ -134,6 +138,9 @@ func Inspect(ctx context.Context, b *Box) (*Status, error) {
 		if m.State != smolvm.StateStopped {
 			st.State = m.State
 		}
+	}
+	if st.Operation = operationInProgress(b); st.Operation != "" && st.State != StateHealthy {
+		st.State = StateBusy
 	}
 	st.Box = summary(b, m, st)
 	return st, nil

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -116,4 +117,39 @@ func TestSnapshotResumesServicesOfKilledRun(t *testing.T) {
 // partLine is the line a snapshot prints when a part is in.
 func partLine(line string) bool {
 	return strings.HasPrefix(line, "snapshot ") && strings.Contains(line, ": read ")
+}
+
+// TestStatusDuringSnapshot: `status` while a snapshot holds the box (its
+// services stopped) says busy, exit 5, and names the snapshot, not
+// unhealthy (exit 1, which a monitor alerts on every night); --json's
+// .state is busy and .operation the command.
+func TestStatusDuringSnapshot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	initBox(t, h)
+	f := h.Hostile("snapshot.chunks", "hang")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var st, js result
+	r := signalWhen(t, h.command(ctx, "snapshot", "nightly"), os.Interrupt, func(string) bool {
+		if _, err := os.Stat(f + ".reached"); err != nil {
+			return false
+		}
+		st, js = h.run("status"), h.run("status", "--json")
+		return true
+	})
+	boxtest.Must(t, os.Remove(f))
+	expectEndedSoon(t, "the snapshot status was asked during", r)
+	if st.code != 5 || !strings.Contains(st.stdout, "busy") || !strings.Contains(st.stdout, "in progress: ") ||
+		!strings.Contains(st.stdout, "snapshot nightly") {
+		t.Errorf("status during a snapshot: exit %d, want 5, busy and the snapshot named\n%s%s", st.code, st.stdout, st.stderr)
+	}
+	var got struct{ State, Operation string }
+	if err := json.Unmarshal([]byte(js.stdout), &got); err != nil || js.code != 5 || got.State != "busy" ||
+		!strings.Contains(got.Operation, "snapshot nightly") {
+		t.Errorf("status --json during a snapshot: exit %d, state %q, operation %q (%v)", js.code, got.State, got.Operation, err)
+	}
+	if st := h.run("status"); st.code != 0 {
+		t.Errorf("status after the snapshot: exit %d\n%s", st.code, st.stdout)
+	}
 }
