@@ -153,3 +153,30 @@ func TestStatusDuringSnapshot(t *testing.T) {
 		t.Errorf("status after the snapshot: exit %d\n%s", st.code, st.stdout)
 	}
 }
+
+// TestSmolvmOutsideTableAfterInit: smolvm upgraded past the table under a
+// running box: status says so and names hermes-box doctor; restart refuses
+// before it stops anything (it used to stop the box, then refuse to start
+// it), and its next step is doctor, not --debug.
+func TestSmolvmOutsideTableAfterInit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	initBox(t, h)
+	h.Env = append(h.Env, "FAKESMOLVM_VERSION=1.16.2")
+	r := h.run("status")
+	if r.code != 1 || !strings.Contains(r.stdout, "smolvm-release") || !strings.Contains(r.stdout, "smolvm 1.16.2 is not a release hermes-box supports") ||
+		!strings.Contains(r.stdout, "next: hermes-box doctor") {
+		t.Errorf("status with smolvm 1.16.2: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = h.run("restart")
+	if r.code == 0 || !strings.Contains(r.stderr, "smolvm 1.16.2 is not a release hermes-box supports") ||
+		!strings.Contains(r.stderr, "hermes-box doctor") || strings.Contains(r.stderr, "--debug") {
+		t.Errorf("restart with smolvm 1.16.2: exit %d\n%s", r.code, r.stderr)
+	}
+	if i := boxtest.Index(r.calls, `^machine stop `); i >= 0 {
+		t.Errorf("restart stopped the box before refusing the release: %s", r.calls[i].Line)
+	}
+	if got := h.Machines()[boxtest.Machine]; got != "running" {
+		t.Errorf("after the refused restart the box is %s", got)
+	}
+}

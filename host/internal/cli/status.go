@@ -79,7 +79,8 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	for c, ch := range st.Checks {
 		// A stopped or missing box has only its machine check: the
 		// state says it.
-		quiet := st.State == box.StateStopped || st.State == box.StateMissing
+		// The smolvm release is what a start would refuse: shown.
+		quiet := (st.State == box.StateStopped || st.State == box.StateMissing) && c != box.CheckRelease
 		if long || ch.Status != health.StatusHealthy && !quiet {
 			codes = append(codes, string(c))
 		}
@@ -111,6 +112,9 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 
 // statusNext is the line after a state that is not healthy: what to run.
 func statusNext(st *box.Status) string {
+	if _, bad := st.Checks[box.CheckRelease]; bad {
+		return "next: hermes-box doctor (qualifies this smolvm on this host), or install the release the smolvm-release line names"
+	}
 	switch st.State {
 	case box.StateStopped:
 		return "start it with: hermes-box start"
