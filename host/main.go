@@ -22,8 +22,15 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	// Every way the caller can go away ends the command as Ctrl-C does,
+	// so the box is put back as it was: SIGHUP (a closed terminal or SSH
+	// session), and a closed stdout or stderr (cli.Output).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, gone := context.WithCancelCause(ctx)
+	// With SIGPIPE asked for, a write to a closed pipe returns EPIPE
+	// instead of killing the process; the signal itself is dropped.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	code := cli.Run(ctx, os.Args[1:], os.Stdin, cli.Output(os.Stdout, gone), cli.Output(os.Stderr, gone))
 	stop()
 	os.Exit(code)
 }

@@ -125,7 +125,9 @@ func (e *backupRun) snapshot(ctx context.Context, label string, leaveStopped boo
 	if err != nil {
 		return "", fmt.Errorf("snapshot: %w", err)
 	}
-	s := &backup.Snapshot{Ops: e.ops(), BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
+	ops := e.ops()
+	ops.mark = !leaveStopped
+	s := &backup.Snapshot{Ops: ops, BackupsDir: cfg.BackupsDir(), Port: cfg.SSHPort, Meta: e.meta(label, signer), LeaveStopped: leaveStopped}
 	if cfg.SnapshotIncremental {
 		s.Incremental = e.incremental(s.Meta)
 	}
@@ -141,6 +143,9 @@ type boxOps struct {
 	env *backupRun
 	// stopped are the services StopServices stopped, in stop order.
 	stopped []string
+	// mark records the services to stop in the state directory first
+	// (servicesStoppedMark), for a snapshot that is to start them again.
+	mark bool
 }
 
 // agent is the agent client of machine name (on SSH port) for the
@@ -166,14 +171,24 @@ func (o *boxOps) StopServices(ctx context.Context, name string) error {
 		return fmt.Errorf("the services of %s: %w", name, err)
 	}
 	o.stopped = nil
+	var stop []string
 	for _, s := range slices.Backward(st.Services) {
-		if s.Name == boxlayout.SSHDService || s.State != health.ServiceRunning {
-			continue
+		if s.Name != boxlayout.SSHDService && s.State == health.ServiceRunning {
+			stop = append(stop, s.Name)
 		}
-		if err := c.StopService(ctx, s.Name); err != nil {
+	}
+	if o.mark && len(stop) > 0 {
+		start := slices.Clone(stop)
+		slices.Reverse(start)
+		if err := markServicesStopped(o.env.box, name, start); err != nil {
 			return err
 		}
-		o.stopped = append(o.stopped, s.Name)
+	}
+	for _, s := range stop {
+		if err := c.StopService(ctx, s); err != nil {
+			return err
+		}
+		o.stopped = append(o.stopped, s)
 	}
 	return nil
 }
@@ -192,6 +207,9 @@ func (o *boxOps) StartServices(ctx context.Context, name string) error {
 		}
 	}
 	o.stopped = nil
+	if o.mark {
+		unmarkServicesStopped(o.env.box)
+	}
 	return nil
 }
 

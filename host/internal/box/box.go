@@ -12,8 +12,11 @@ package box
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -139,8 +142,18 @@ func New(cfg *config.Config, ui UI) *Box {
 		b.timing = fastTimings()
 		b.timing.heartbeat, b.timing.machineCheck = time.Second, 250*time.Millisecond
 	}
-	if hookValue(hooks.host) == "supported" {
+	switch hookValue(hooks.host) {
+	case "supported":
 		b.hostCheck = func() error { return nil }
+	case "kvm-missing", "kvm-denied":
+		// A Linux host whose /dev/kvm is missing or not the user's.
+		errno := syscall.ENOENT
+		if hookValue(hooks.host) == "kvm-denied" {
+			errno = syscall.EACCES
+		}
+		b.hostCheck = func() error {
+			return hostPlatform("linux", runtime.GOARCH, func() error { return &fs.PathError{Op: "open", Path: "/dev/kvm", Err: errno} })
+		}
 	}
 	if v := hookValue(hooks.sshUser); v != "" {
 		b.sshUser = v

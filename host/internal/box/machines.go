@@ -126,12 +126,16 @@ func waitAnswers(ctx context.Context, b *Box, w *waiter, name string, tr relay.T
 	defer cancel()
 	var last error
 	var unanswered noAnswers
+	var same sameFailures
 	for {
 		last = agent.New(tr, nil).Answers(ctx)
 		if last == nil {
 			return nil
 		}
 		if err := unanswered.note(last); err != nil {
+			return err
+		}
+		if err := same.note(last); err != nil {
 			return err
 		}
 		if err := w.beat(ctx, last); err != nil {

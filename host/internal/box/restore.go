@@ -50,6 +50,7 @@ func restore(ctx context.Context, b *Box, env *backupRun, src string, opts Resto
 		if err := restoreHostChecks(ctx, b); err != nil {
 			return err
 		}
+		resumeServices(ctx, b)
 		staged, err := restorePreflight(ctx, env, src, opts.LegacyOK)
 		if err != nil {
 			return fmt.Errorf("restore preflight: %w", err)

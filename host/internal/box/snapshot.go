@@ -20,6 +20,7 @@ func Snapshot(ctx context.Context, b *Box, label string) (string, error) {
 	}
 	var dir string
 	err = env.locked(ctx, func() error {
+		resumeServices(ctx, b)
 		recordAuditHead(ctx, b)
 		dir, err = env.snapshot(ctx, label, false)
 		return err

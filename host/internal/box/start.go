@@ -32,6 +32,9 @@ func startBox(ctx context.Context, b *Box) error {
 		return &userr.Error{Err: fmt.Errorf("the box %s is %s (smolvm machine pause froze it); nothing was changed", m.Name, m.State),
 			Next: "resume it with: smolvm machine resume --name " + m.Name + " (then hermes-box start verifies it)"}
 	}
+	if err := checkSmolvmVersion(ctx, b); err != nil {
+		return err
+	}
 	if err := checkAgentSocket(b); err != nil {
 		return err
 	}

@@ -21,6 +21,10 @@ const (
 	checkListener health.Code = "loopback-listener"
 	checkJournal  health.Code = "restore-journal"
 	checkVMM      health.Code = "vmm-confinement"
+	// CheckRelease is the smolvm on PATH: a release outside the table
+	// that hermes-box doctor has not qualified fails it (start and
+	// restart refuse such a binary).
+	CheckRelease health.Code = "smolvm-release"
 )
 
 // Status is what `status --json` prints: a health report (it decodes with
@@ -42,6 +46,10 @@ type Status struct {
 	Drift []string `json:"configDrift,omitempty"`
 	// DriftNext is how to apply them, when there are any.
 	DriftNext string `json:"configDriftNext,omitempty"`
+	// Operation is the command that holds the operation lock, as its
+	// holder file records it ("pid N: hermes-box snapshot x (since
+	// 03:00:01 UTC)"), while it runs.
+	Operation string `json:"operation,omitempty"`
 }
 
 // NetworkStatus is the network mode and its last proof (strict, none).
@@ -100,6 +108,9 @@ func Inspect(ctx context.Context, b *Box) (*Status, error) {
 		return nil, err
 	}
 	st.Machine = m.Raw
+	if c, ok := releaseCheck(ctx, b, now); !ok {
+		st.Checks[CheckRelease] = c
+	}
 	running := m.State == smolvm.StateRunning
 	st.Checks[checkMachine] = hostCheck(running, health.SeverityCritical, "machine "+m.Name+" is "+m.State, now)
 	if safety, err := backup.Interrupted(b.cfg.StateDir()); err != nil || safety != "" {
@@ -134,6 +145,9 @@ func Inspect(ctx context.Context, b *Box) (*Status, error) {
 		if m.State != smolvm.StateStopped {
 			st.State = m.State
 		}
+	}
+	if st.Operation = operationInProgress(b); st.Operation != "" && st.State != StateHealthy {
+		st.State = StateBusy
 	}
 	st.Box = summary(b, m, st)
 	return st, nil
@@ -267,3 +281,18 @@ func CheckExecutorListener(ctx context.Context, b *Box) error {
 
 // StateRunning is the machine state of a running box (MachineState).
 const StateRunning = smolvm.StateRunning
+
+// releaseCheck is the check of the smolvm release on PATH (one `smolvm
+// --version`): a warning naming hermes-box doctor when start would refuse
+// it; ok when the release is driven.
+func releaseCheck(ctx context.Context, b *Box, now time.Time) (health.Check, bool) {
+	err := checkSmolvmVersion(ctx, b)
+	if err == nil {
+		return health.Check{}, true
+	}
+	msg := err.Error() + "; start and restart refuse it: hermes-box doctor qualifies this binary on this host"
+	if hint := userr.Hint(err); hint != "" {
+		msg = err.Error() + "; start and restart refuse it (" + hint + ")"
+	}
+	return hostCheck(false, health.SeverityWarning, msg, now), false
+}

@@ -28,7 +28,15 @@ const (
 	StateUnhealthy = "unhealthy"
 	StateStopped   = "stopped"
 	StateMissing   = "missing"
+	// StateBusy is a box that is not healthy while another hermes-box
+	// command holds the operation lock (a nightly snapshot stops the
+	// gateway): not an alert, the command puts it back when it ends.
+	StateBusy = "busy"
 )
+
+// ExitBusy is the exit status of `status` for a busy box (README "Exit
+// codes"): neither healthy (0) nor unhealthy (1).
+const ExitBusy = 5
 
 // StateExitCode is the exit status of `status` for a box in state.
 func StateExitCode(state string) int {
@@ -39,6 +47,8 @@ func StateExitCode(state string) int {
 		return userr.ExitStopped
 	case StateMissing:
 		return userr.ExitNoBox
+	case StateBusy:
+		return ExitBusy
 	}
 	return userr.ExitFailure
 }

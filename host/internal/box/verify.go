@@ -147,10 +147,14 @@ func waitRunning(ctx context.Context, b *Box, w *waiter, tr relay.Transport) err
 func waitFor(ctx context.Context, b *Box, w *waiter, tr relay.Transport, wantDeep bool) error {
 	var last error
 	unanswered := noAnswers{lateFrom: time.Now().Add(healthGrace)}
+	var same sameFailures
 	deep := false
 	for {
 		report, err := client(b, tr).Health(ctx, deep)
 		if err := unanswered.note(err); err != nil {
+			return err
+		}
+		if err := same.note(err); err != nil {
 			return err
 		}
 		if err == nil {

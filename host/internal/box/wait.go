@@ -67,9 +67,25 @@ func (w *waiter) beat(ctx context.Context, last error) error {
 	}
 	if now.Sub(w.lastBeat) >= w.b.timing.heartbeat {
 		w.lastBeat = now
-		w.b.ui.Info("waiting for %s: %s so far, giving up after %s", w.what, progress.Duration(now.Sub(w.start)), w.bound(ctx))
+		w.b.ui.Info("waiting for %s: %s so far, giving up after %s%s", w.what, progress.Duration(now.Sub(w.start)), w.bound(ctx), lastTry(last))
 	}
 	return nil
+}
+
+// maxLastTry bounds the last failure a heartbeat line quotes.
+const maxLastTry = 200
+
+// lastTry is the heartbeat's note of the last try's failure ("" for none):
+// one line, at most maxLastTry characters.
+func lastTry(err error) string {
+	if err == nil {
+		return ""
+	}
+	text := termsafe.String(strings.Join(strings.Fields(err.Error()), " "))
+	if r := []rune(text); len(r) > maxLastTry {
+		text = string(r[:maxLastTry]) + "…"
+	}
+	return "; the last try: " + text
 }
 
 // bound is what is left of the wait's deadline at its start, as said.

@@ -41,7 +41,8 @@ func destroyAction(cmd *cobra.Command, _ []string) error {
 		case !asked:
 			return userr.Usage("destroy needs --force off a terminal (%s)", loss)
 		case !yes:
-			return userr.WithCode(fmt.Errorf("nothing destroyed"), userr.ExitFailure)
+			return &userr.Error{Err: fmt.Errorf("destroy declined: nothing destroyed"), Code: userr.ExitFailure,
+				Next: "nothing: the box is as it was (hermes-box destroy --force deletes it without asking)"}
 		}
 	}
 	deleted, err := box.Destroy(cmd.Context(), b)

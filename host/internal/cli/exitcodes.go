@@ -11,7 +11,9 @@ const exitCodesText = `hermes-box exits with:
   2    bad usage: an unknown command, flag or argument
   3    status: the box is stopped
   4    status: there is no box; other commands: run hermes-box init first
-  130  interrupted (Ctrl-C)
+  5    status: the box is busy: another hermes-box command (a snapshot, a
+       restore, …) holds it and puts it back when it ends
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, or its output closed)
 
 ssh COMMAND and the agent's verbs pass their own exit status through.`
 

@@ -78,6 +78,18 @@ var errorClasses = []errorClass{
 		next: func(*cobra.Command, error) string {
 			return "correct the setting named above (hermes-box.conf.example lists every setting and its values), then run the command again"
 		}},
+	// Before the general permission class: /dev/kvm's fixes are known.
+	{name: "no /dev/kvm", match: func(err error) bool { return kvmError(err) != nil && errors.Is(kvmError(err), fs.ErrNotExist) },
+		cause: "this Linux host has no /dev/kvm, which smolvm needs",
+		next: func(*cobra.Command, error) string {
+			return "load the KVM module (sudo modprobe kvm_intel, or kvm_amd; lsmod | grep kvm shows it), with virtualisation (VT-x/AMD-V) on in the firmware; " +
+				"on a virtual machine, turn on nested virtualisation in its host (grep -cE 'vmx|svm' /proc/cpuinfo must not print 0); then run the command again"
+		}},
+	{name: "/dev/kvm denied", match: func(err error) bool { return kvmError(err) != nil },
+		cause: "this user may not open /dev/kvm, which smolvm needs",
+		next: func(*cobra.Command, error) string {
+			return "add yourself to the kvm group (sudo usermod -aG kvm $USER), log in again (id -nG lists kvm then), and run the command again"
+		}},
 	{name: "permission", match: func(err error) bool { return errors.Is(err, fs.ErrPermission) },
 		cause: "permission denied",
 		next: func(*cobra.Command, error) string {
@@ -88,6 +100,15 @@ var errorClasses = []errorClass{
 		next: func(cmd *cobra.Command, _ error) string {
 			return "hermes-box status shows the box's state; hermes-box logs and hermes-box shell show why it is slow"
 		}},
+}
+
+// kvmError is the error of opening /dev/kvm inside err (nil for none).
+func kvmError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == "/dev/kvm" {
+		return pe
+	}
+	return nil
 }
 
 // missingProgram is the name of the executable whose absence err reports,

@@ -34,6 +34,8 @@ func TestExplainEveryClass(t *testing.T) {
 		"smolvm missing":     wrap(&exec.Error{Name: "/opt/smolvm/bin/smolvm", Err: exec.ErrNotFound}),
 		"program missing":    wrap(&exec.Error{Name: "dbus-launch", Err: exec.ErrNotFound}),
 		"configuration":      wrap(&config.Error{File: "f", Line: 1, Msg: "bad"}),
+		"no /dev/kvm":        wrap(&fs.PathError{Op: "open", Path: "/dev/kvm", Err: syscall.ENOENT}),
+		"/dev/kvm denied":    wrap(&fs.PathError{Op: "open", Path: "/dev/kvm", Err: syscall.EACCES}),
 		"permission":         wrap(fs.ErrPermission),
 		"timeout":            wrap(context.DeadlineExceeded),
 	}

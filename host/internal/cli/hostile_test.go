@@ -290,6 +290,12 @@ func (h *harness) runInterrupted(reached string, args ...string) result {
 // from the signal. It waits for ready at most 2 minutes.
 func interruptWhen(t testing.TB, cmd *exec.Cmd, ready func(stdout string) bool) result {
 	t.Helper()
+	return signalWhen(t, cmd, os.Interrupt, ready)
+}
+
+// signalWhen is interruptWhen with the signal sig.
+func signalWhen(t testing.TB, cmd *exec.Cmd, sig os.Signal, ready func(stdout string) bool) result {
+	t.Helper()
 	var stdout, stderr sshdtest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	boxtest.Must(t, cmd.Start())
@@ -302,7 +308,7 @@ func interruptWhen(t testing.TB, cmd *exec.Cmd, ready func(stdout string) bool) 
 		time.Sleep(100 * time.Millisecond)
 	}
 	signalled := time.Now()
-	boxtest.Must(t, cmd.Process.Signal(os.Interrupt))
+	boxtest.Must(t, cmd.Process.Signal(sig))
 	err := cmd.Wait()
 	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(signalled)}
 	if ee, ok := err.(*exec.ExitError); ok {

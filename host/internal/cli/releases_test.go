@@ -198,7 +198,7 @@ func TestLifecycleAcrossReleases(t *testing.T) {
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			r = mustRun(t, h, "restart")
-			boxtest.ExpectCalls(t, r.calls, slices.Concat(status, []string{"machine stop --name hermes-box", status[0], "--version"}, boxtest.Started(boxtest.Machine)))
+			boxtest.ExpectCalls(t, r.calls, slices.Concat(status, []string{"--version", "machine stop --name hermes-box", status[0]}, boxtest.Started(boxtest.Machine)))
 			expectEnv(t, release, r.calls)
 			all = append(all, r.calls...)
 			big := bigWorkspaceFile(t, h)

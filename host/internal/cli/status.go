@@ -20,10 +20,11 @@ func newStatusCommand() *cobra.Command {
 	cmd := boxCommand(&cobra.Command{
 		Use:   "status",
 		Short: "One line per box (state, CPUs, memory, ports, network, uptime); exit 0 only when healthy",
-		Long: "status prints one line per box: its state (healthy, degraded, unhealthy, stopped or missing),\n" +
+		Long: "status prints one line per box: its state (healthy, degraded, unhealthy, stopped, missing or busy),\n" +
 			"CPUs, memory, published loopback ports, network mode and uptime, then the checks that fail.\n" +
 			"--long adds the network proof and every check and service. The exit status says the state:\n" +
-			"  0 healthy   1 unhealthy or degraded   3 stopped   4 missing (run hermes-box init)",
+			"  0 healthy   1 unhealthy or degraded   3 stopped   4 missing (run hermes-box init)\n" +
+			"  5 busy: another hermes-box command (a snapshot, a restore, …) holds the box and puts it back when it ends",
 		Args: cobra.NoArgs,
 	}, func(cmd *cobra.Command, b *box.Box, _ []string) error {
 		st, err := box.Inspect(cmd.Context(), b)
@@ -78,7 +79,8 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	for c, ch := range st.Checks {
 		// A stopped or missing box has only its machine check: the
 		// state says it.
-		quiet := st.State == box.StateStopped || st.State == box.StateMissing
+		// The smolvm release is what a start would refuse: shown.
+		quiet := (st.State == box.StateStopped || st.State == box.StateMissing) && c != box.CheckRelease
 		if long || ch.Status != health.StatusHealthy && !quiet {
 			codes = append(codes, string(c))
 		}
@@ -99,13 +101,44 @@ func printStatus(w io.Writer, st *box.Status, long bool) error {
 	if st.DriftNext != "" {
 		fmt.Fprintf(tw, "  \t%s\n", st.DriftNext)
 	}
-	switch st.State {
-	case box.StateStopped:
-		fmt.Fprintln(tw, "start it with: hermes-box start")
-	case box.StateMissing:
-		fmt.Fprintln(tw, "create it with: hermes-box init (or hermes-box restore BACKUP)")
+	if st.Operation != "" {
+		fmt.Fprintf(tw, "  operation\t%s\n", st.Operation)
+	}
+	if next := statusNext(st); next != "" {
+		fmt.Fprintln(tw, next)
 	}
 	return tw.Flush()
+}
+
+// statusNext is the line after a state that is not healthy: what to run.
+func statusNext(st *box.Status) string {
+	if _, bad := st.Checks[box.CheckRelease]; bad {
+		return "next: hermes-box doctor (qualifies this smolvm on this host), or install the release the smolvm-release line names"
+	}
+	switch st.State {
+	case box.StateStopped:
+		return "start it with: hermes-box start"
+	case box.StateMissing:
+		return "create it with: hermes-box init (or hermes-box restore BACKUP)"
+	case box.StateBusy:
+		return "in progress: " + operationName(st.Operation) + "; it puts the box back when it ends (run hermes-box status again then)"
+	case box.StateUnhealthy, box.StateDegraded:
+		return "next: hermes-box logs (the gateway's log), hermes-box status --long (every check); hermes-box restart restarts every service"
+	}
+	return ""
+}
+
+// operationName is the command of a holder line ("pid N: hermes-box
+// snapshot x (since …)" → "hermes-box snapshot x").
+func operationName(holder string) string {
+	_, cmd, ok := strings.Cut(holder, ": ")
+	if !ok {
+		return holder
+	}
+	if i := strings.LastIndex(cmd, " (since "); i >= 0 {
+		cmd = cmd[:i]
+	}
+	return cmd
 }
 
 func dash(n int, s string) string {

@@ -1,0 +1,55 @@
+package cli_test
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+)
+
+// TestNextStepsOfABox: init on a box that exists, and a destroy declined
+// at its prompt, each end with a next step of their own, not the catch-all
+// "again with --debug" (which prints nothing new for them).
+func TestNextStepsOfABox(t *testing.T) {
+	t.Parallel()
+	needScript(t)
+	h := newHarness(t)
+	initBox(t, h)
+	expectFailure(t, "init of an existing box", h.run("init"), 1,
+		[]string{`machine "hermes-box" already exists`, "next: the box exists already: hermes-box start starts it", "hermes-box snapshot"}, "--debug")
+	code, out := h.runTTYInput("n\n", "destroy")
+	if code != 1 || !strings.Contains(out, "destroy declined: nothing destroyed") || !strings.Contains(out, "next: nothing: the box is as it was") ||
+		strings.Contains(out, "--debug") {
+		t.Errorf("a declined destroy: exit %d\n%s", code, out)
+	}
+	if got := h.Machines()[boxtest.Machine]; got != "running" {
+		t.Errorf("after the declined destroy the box is %q", got)
+	}
+}
+
+// runTTYInput is runTTY with input typed on the terminal.
+func (h *harness) runTTYInput(input string, args ...string) (int, string) {
+	h.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	quoted := []string{"exec", shellQuote(bins.hermesBox)}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	record := filepath.Join(h.T.TempDir(), "typescript")
+	cmd := exec.CommandContext(ctx, "script", "-q", "-e", "-c", strings.Join(quoted, " "), record)
+	cmd.Env = append(append([]string(nil), h.Env...), h.Extra...)
+	cmd.Stdin = strings.NewReader(input)
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.T.Fatalf("script: %v", err)
+	}
+	return code, string(boxtest.ReadFile(h.T, record))
+}
