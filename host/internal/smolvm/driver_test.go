@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermes-box/hermes-box/shared/bounded"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // recorder is a Runner that records each call and answers from a script.
@@ -160,7 +161,7 @@ func TestReleaseGate(t *testing.T) {
 	}
 	r = &versioned{version: "1.16.2"}
 	d = New(r)
-	if err := d.Start(ctx, "box"); err == nil || !strings.Contains(err.Error(), "--version 1.9.3") || len(r.calls) != 0 {
+	if err := d.Start(ctx, "box"); err == nil || !strings.Contains(err.Error(), pins.SmolvmInstallCommand(pins.SmolvmRecommended)) || len(r.calls) != 0 {
 		t.Errorf("unlisted release: %v after %d calls", err, len(r.calls))
 	}
 	d = onHost(New(r), "darwin", "arm64", nil)
