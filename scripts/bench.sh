@@ -27,27 +27,49 @@ unpack, disk | BenchmarkUnpackRealShaped agent-disk-s | BenchmarkUnpackRealShape
 unpack peak memory, tmpfs | BenchmarkUnpackRealShaped agent-peak-rss-tmpfs-MiB | - | <= | 40
 unpack peak memory, disk | BenchmarkUnpackRealShaped agent-peak-rss-disk-MiB | - | <= | 40
 hermes-box status, whole process | BenchmarkStatusWholeProcess status-ms | - | <= | 100
-incremental: 2nd adds vs a full v2 | BenchmarkIncrementalBox inc-second-added-MB | BenchmarkIncrementalBox v2-second-MB | <= | 0.05
-incremental: 2nd snapshot vs v2 | BenchmarkIncrementalBox inc-second-s | BenchmarkIncrementalBox v2-second-s | <= | 0.15
-incremental: 2nd adds vs restic | BenchmarkIncrementalBox inc-second-added-MB | BenchmarkIncrementalBox restic-second-added-MB | <= | 1.0
-incremental: 2nd snapshot vs restic | BenchmarkIncrementalBox inc-second-s | BenchmarkIncrementalBox restic-second-s | <= | 0.5
-incremental: 1st snapshot vs v2 | BenchmarkIncrementalBox inc-first-s | BenchmarkIncrementalBox v2-first-s | <= | 1.1
-incremental: restore vs v2 | BenchmarkIncrementalBox inc-restore-s | BenchmarkIncrementalBox v2-restore-s | <= | 1.2
-incremental: peak heap, 1st snapshot | BenchmarkIncrementalBox inc-first-peak-MiB | - | <= | 128
-incremental: peak heap, 2nd snapshot | BenchmarkIncrementalBox inc-second-peak-MiB | - | <= | 128
-incremental: peak heap, restore | BenchmarkIncrementalBox inc-restore-peak-MiB | - | <= | 128
+synthetic: 2nd adds vs a full v2 | BenchmarkIncrementalBox/synthetic inc-second-added-MB | BenchmarkIncrementalBox/synthetic v2-second-MB | <= | 0.05
+real: 2nd adds vs a full v2 | BenchmarkIncrementalBox/real inc-second-added-MB | BenchmarkIncrementalBox/real v2-second-MB | <= | 0.05
+synthetic: 2nd snapshot vs v2 | BenchmarkIncrementalBox/synthetic inc-second-s | BenchmarkIncrementalBox/synthetic v2-second-s | <= | 0.15
+real: 2nd snapshot vs v2 | BenchmarkIncrementalBox/real inc-second-s | BenchmarkIncrementalBox/real v2-second-s | <= | 0.15
+synthetic: 1st snapshot vs v2 | BenchmarkIncrementalBox/synthetic inc-first-s | BenchmarkIncrementalBox/synthetic v2-first-s | <= | 1.1
+real: 1st snapshot vs v2 | BenchmarkIncrementalBox/real inc-first-s | BenchmarkIncrementalBox/real v2-first-s | <= | 1.1
+synthetic: restore stage vs v2 | BenchmarkIncrementalBox/synthetic inc-restore-s | BenchmarkIncrementalBox/synthetic v2-restore-s | <= | 1.2
+real: restore stage vs v2 | BenchmarkIncrementalBox/real inc-restore-s | BenchmarkIncrementalBox/real v2-restore-s | <= | 1.2
+synthetic: 2nd snapshot vs restic | BenchmarkIncrementalBox/synthetic inc-second-s | BenchmarkIncrementalBox/synthetic restic-second-s | <= | 0.3
+real: 2nd snapshot vs restic | BenchmarkIncrementalBox/real inc-second-s | BenchmarkIncrementalBox/real restic-second-s | <= | 0.3
+synthetic: 2nd snapshot vs borg | BenchmarkIncrementalBox/synthetic inc-second-s | BenchmarkIncrementalBox/synthetic borg-second-s | <= | 0.3
+real: 2nd snapshot vs borg | BenchmarkIncrementalBox/real inc-second-s | BenchmarkIncrementalBox/real borg-second-s | <= | 0.3
+synthetic: 2nd adds on disk vs restic | BenchmarkIncrementalBox/synthetic inc-second-added-MB | BenchmarkIncrementalBox/synthetic restic-second-added-MB | <= | 0.9
+real: 2nd adds on disk vs restic | BenchmarkIncrementalBox/real inc-second-added-MB | BenchmarkIncrementalBox/real restic-second-added-MB | <= | 0.9
+synthetic: 2nd adds on disk vs borg | BenchmarkIncrementalBox/synthetic inc-second-added-MB | BenchmarkIncrementalBox/synthetic borg-second-added-MB | <= | 0.8
+real: 2nd adds on disk vs borg | BenchmarkIncrementalBox/real inc-second-added-MB | BenchmarkIncrementalBox/real borg-second-added-MB | <= | 0.8
+synthetic: full restore vs restic | BenchmarkIncrementalBox/synthetic inc-restore-full-s | BenchmarkIncrementalBox/synthetic restic-restore-s | <= | 0.5
+real: full restore vs restic | BenchmarkIncrementalBox/real inc-restore-full-s | BenchmarkIncrementalBox/real restic-restore-s | <= | 0.5
+synthetic: full restore vs borg | BenchmarkIncrementalBox/synthetic inc-restore-full-s | BenchmarkIncrementalBox/synthetic borg-restore-s | <= | 0.7
+real: full restore vs borg | BenchmarkIncrementalBox/real inc-restore-full-s | BenchmarkIncrementalBox/real borg-restore-s | <= | 0.7
+synthetic: 1st snapshot vs restic | BenchmarkIncrementalBox/synthetic inc-first-s | BenchmarkIncrementalBox/synthetic restic-first-s | <= | 0.8
+real: 1st snapshot vs restic | BenchmarkIncrementalBox/real inc-first-s | BenchmarkIncrementalBox/real restic-first-s | <= | 0.8
+synthetic: peak heap, 1st snapshot | BenchmarkIncrementalBox/synthetic inc-first-peak-MiB | - | <= | 64
+real: peak heap, 1st snapshot | BenchmarkIncrementalBox/real inc-first-peak-MiB | - | <= | 64
+synthetic: peak heap, 2nd snapshot | BenchmarkIncrementalBox/synthetic inc-second-peak-MiB | - | <= | 64
+real: peak heap, 2nd snapshot | BenchmarkIncrementalBox/real inc-second-peak-MiB | - | <= | 64
+synthetic: peak heap, restore | BenchmarkIncrementalBox/synthetic inc-restore-peak-MiB | - | <= | 64
+real: peak heap, restore | BenchmarkIncrementalBox/real inc-restore-peak-MiB | - | <= | 64
 EOF_GOALS
-# restic, Debian's package, is the incremental snapshot benchmark's
-# baseline: installed here when it is missing (as root, through apt-get);
-# without it the benchmark leaves its restic figures out and their goal
-# lines say so.
-if ! command -v restic >/dev/null; then
+# restic and borg, Debian's packages, are the incremental snapshot
+# benchmark's baselines: installed here when missing (as root, through
+# apt-get); without one the benchmark leaves its figures out and their
+# goal lines say not measured.
+missing=()
+command -v restic >/dev/null || missing+=(restic)
+command -v borg >/dev/null || missing+=(borgbackup)
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-    echo "bench.sh: installing restic (Debian's package) for the incremental snapshot benchmark" >&2
+    echo "bench.sh: installing ${missing[*]} (Debian's packages) for the incremental snapshot benchmark" >&2
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends restic >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
-    echo "bench.sh: restic is not installed and cannot be installed here (needs root and apt-get): the restic goal lines will say not measured" >&2
+    echo "bench.sh: ${missing[*]} not installed and cannot be installed here (needs root and apt-get): their goal lines will say not measured" >&2
   fi
 fi
 go test -run '^$' -bench "${HB_BENCH:-.}" -benchmem -count "$count" -timeout 3h ./... | tee "$out"

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
@@ -65,6 +66,9 @@ func genBox(dir string, mb int) error {
 				return err
 			}
 		}
+	}
+	if err := boxAccounts(dir); err != nil {
+		return err
 	}
 	ws := filepath.Join(dir, "workspace")
 	for _, d := range []string{"hermes-home", "codex-home"} {
@@ -253,26 +257,40 @@ func buildAgent(dir string) (string, error) {
 }
 
 var (
-	boxOnce  sync.Once
-	boxDir   string
-	boxAgent string
-	boxErr   error
+	boxOnce   sync.Once
+	boxDir    string
+	boxErr    error
+	agentOnce sync.Once
+	benchDir  string
+	boxAgent  string
+	agentErr  error
 )
 
-// pristineBox generates the tree and builds the agent once per process.
+// benchAgent builds the agent once per process, in the benchmarks'
+// directory.
+func benchAgent(b *testing.B) (dir, agent string) {
+	agentOnce.Do(func() {
+		if benchDir, agentErr = os.MkdirTemp("", "hb-store-bench-"); agentErr == nil {
+			boxAgent, agentErr = buildAgent(benchDir)
+		}
+	})
+	if agentErr != nil {
+		b.Fatal(agentErr)
+	}
+	return benchDir, boxAgent
+}
+
+// pristineBox generates the synthetic tree once per process.
 func pristineBox(b *testing.B) (dir, agent string) {
+	base, agent := benchAgent(b)
 	boxOnce.Do(func() {
-		if boxDir, boxErr = os.MkdirTemp("", "hb-store-bench-"); boxErr == nil {
-			boxErr = genBox(filepath.Join(boxDir, "pristine"), boxBenchMB())
-		}
-		if boxErr == nil {
-			boxAgent, boxErr = buildAgent(boxDir)
-		}
+		boxDir = filepath.Join(base, "synthetic")
+		boxErr = genBox(filepath.Join(boxDir, "pristine"), boxBenchMB())
 	})
 	if boxErr != nil {
 		b.Fatal(boxErr)
 	}
-	return boxDir, boxAgent
+	return boxDir, agent
 }
 
 // peakHeap samples the live heap every 5 ms while f runs and returns the
@@ -321,29 +339,44 @@ func timed(f func() error) (float64, error) {
 	return time.Since(start).Seconds(), err
 }
 
-// BenchmarkIncrementalBox runs the issue's scenario on the box-shaped
-// tree, each snapshot through the real agent (built as a release builds
-// it, run on the tree as its root): a v2 snapshot (`snapshot write`, into
+// BenchmarkIncrementalBox runs the issue's scenario on two box-shaped
+// trees, synthetic (genBox, change1pct) and real (genReal, changeReal),
+// each snapshot through the real agent (built as a release builds it, run
+// on the tree as its root): a v2 snapshot (`snapshot write`, into
 // backup.Write) and an incremental one (`snapshot chunks` with its cache
-// and the held-chunk exchange, into Ingest), the 1% change, again both,
-// and restic's two backups of the same tree; then a restore of each (the
-// v2 backup staged; the incremental one staged from the store). The
-// incremental restore must give the v2 restore's root file system
-// listing.
+// and the held-chunk exchange, into Ingest), the change, again both, and
+// restic's and borg's two backups of the same tree; then a restore of
+// each: the v2 backup staged; the incremental one staged from the store,
+// and in full (staged, then applied by the agent into an empty root, as a
+// fresh restore does); restic's restore and borg's extract into an empty
+// directory. The incremental restore must give the v2 restore's root
+// file system listing. Added bytes are every tool's growth on disk.
 func BenchmarkIncrementalBox(b *testing.B) {
-	base, agent := pristineBox(b)
-	for b.Loop() {
-		m, err := runBox(b, base, agent)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for k, v := range m {
-			b.ReportMetric(v, k)
-		}
+	trees := []struct {
+		name   string
+		make   func(*testing.B) (string, string)
+		change func(context.Context, string) error
+	}{
+		{"synthetic", pristineBox, func(_ context.Context, dir string) error { return change1pct(dir) }},
+		{"real", pristineReal, changeReal},
+	}
+	for _, tr := range trees {
+		b.Run(tr.name, func(b *testing.B) {
+			base, agent := tr.make(b)
+			for b.Loop() {
+				m, err := runBox(b, base, agent, tr.change)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for k, v := range m {
+					b.ReportMetric(v, k)
+				}
+			}
+		})
 	}
 }
 
-func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
+func runBox(b *testing.B, base, agent string, change func(context.Context, string) error) (map[string]float64, error) {
 	ctx := context.Background()
 	work := b.TempDir()
 	box := filepath.Join(work, "box")
@@ -351,13 +384,13 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 		return nil, fmt.Errorf("cp -al: %v: %s", err, out)
 	}
 	m := map[string]float64{}
-	v2Dir, incDir, stateDir := filepath.Join(work, "v2"), filepath.Join(work, "inc"), filepath.Join(work, "state")
-	restic := newRestic(b, filepath.Join(work, "restic"))
+	v2Dir, incDir := filepath.Join(work, "v2"), filepath.Join(work, "inc")
+	tools := baselines(b, work)
 	var v2Last, incLast string
 	for _, gen := range []string{"first", "second"} {
 		if gen == "second" {
-			if err := change1pct(box); err != nil {
-				return nil, err
+			if err := change(ctx, box); err != nil {
+				return nil, fmt.Errorf("changing the tree: %w", err)
 			}
 		}
 		mt := meta(len(gen))
@@ -368,6 +401,7 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 		}
 		m["v2-"+gen+"-s"], m["v2-"+gen+"-MB"] = t, float64(dirSize(v2Dir)-before)/1e6
 		var rec *Record
+		before = dirSize(incDir)
 		start := time.Now()
 		peak, err := peakHeap(func() (err error) {
 			incLast, rec, err = Ingest(ctx, incDir, mt, agentChunks(agent, box), nil)
@@ -376,18 +410,43 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("incremental %s: %w", gen, err)
 		}
-		m["inc-"+gen+"-s"], m["inc-"+gen+"-added-MB"], m["inc-"+gen+"-peak-MiB"] = time.Since(start).Seconds(), float64(rec.Added.Stored)/1e6, peak
+		m["inc-"+gen+"-s"], m["inc-"+gen+"-peak-MiB"] = time.Since(start).Seconds(), peak
+		// On disk: packs, index and record, as the baselines' repositories
+		// are measured; the chunks' own compressed bytes beside it.
+		m["inc-"+gen+"-added-MB"], m["inc-"+gen+"-stored-MB"] = float64(dirSize(incDir)-before)/1e6, float64(rec.Added.Stored)/1e6
 		if m["inc-"+gen+"-tree-B-per-entry"], err = treeBytesPerEntry(incDir, rec); err != nil {
 			return nil, err
 		}
-		if restic != nil {
-			t, added, err := restic.backup(ctx, box)
+		for name, tool := range tools {
+			t, added, err := tool.backup(ctx, box)
 			if err != nil {
-				return nil, fmt.Errorf("restic %s: %w", gen, err)
+				return nil, fmt.Errorf("%s %s: %w", name, gen, err)
 			}
-			m["restic-"+gen+"-s"], m["restic-"+gen+"-added-MB"] = t, added/1e6
+			m[name+"-"+gen+"-s"], m[name+"-"+gen+"-added-MB"] = t, float64(added)/1e6
+			if r, ok := tool.(*resticRepo); ok {
+				m["restic-"+gen+"-data-added-raw-MB"] = r.raw / 1e6
+			}
 		}
 	}
+	if err := restores(ctx, m, work, v2Last, incDir, incLast, agent); err != nil {
+		return nil, err
+	}
+	for name, tool := range tools {
+		t, err := tool.restore(ctx, filepath.Join(work, name+"-restored"))
+		if err != nil {
+			return nil, err
+		}
+		m[name+"-restore-s"] = t
+		os.RemoveAll(filepath.Join(work, name+"-restored"))
+	}
+	return m, nil
+}
+
+// restores stages the v2 and the incremental backup, checks that they
+// list the same root file system, and restores the incremental one in
+// full: staged, then applied by the agent into an empty root.
+func restores(ctx context.Context, m map[string]float64, work, v2Last, incDir, incLast, agent string) error {
+	stateDir := filepath.Join(work, "state")
 	var v2Sums, incSums backup.Sums
 	t, err := timed(func() error {
 		s, err := backup.Stage(ctx, v2Last, stateDir, trust, testLimits)
@@ -397,19 +456,24 @@ func runBox(b *testing.B, base, agent string) (map[string]float64, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("v2 restore: %w", err)
+		return fmt.Errorf("v2 restore: %w", err)
 	}
 	m["v2-restore-s"] = t
 	start := time.Now()
-	peak, err := peakHeap(func() (err error) { incSums, err = restoreInc(ctx, incDir, incLast, stateDir); return err })
+	target := filepath.Join(work, "inc-restored")
+	var stage float64
+	peak, err := peakHeap(func() (err error) {
+		incSums, stage, err = restoreInc(ctx, incDir, incLast, stateDir, agent, target)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("incremental restore: %w", err)
+		return fmt.Errorf("incremental restore: %w", err)
 	}
-	m["inc-restore-s"], m["inc-restore-peak-MiB"] = time.Since(start).Seconds(), peak
+	m["inc-restore-s"], m["inc-restore-full-s"], m["inc-restore-peak-MiB"] = stage, time.Since(start).Seconds(), peak
 	if v2Sums[backup.FileListing] != incSums[backup.FileListing] {
-		return nil, fmt.Errorf("the incremental backup restores another root file system listing than the v2 backup of the same tree")
+		return fmt.Errorf("the incremental backup restores another root file system listing than the v2 backup of the same tree")
 	}
-	return m, nil
+	return os.RemoveAll(target)
 }
 
 // treeBytesPerEntry is the size of rec's trees (both parts, plaintext)
@@ -438,72 +502,50 @@ func treeBytesPerEntry(backups string, rec *Record) (float64, error) {
 	return float64(bytes) / float64(entries), nil
 }
 
-// restoreInc is the host's side of restoring an incremental backup: load
-// its record and stage it in one pass from the store (every chunk
-// re-hashed), as the restore then applies it. It returns the staged
-// backup's sums.
-func restoreInc(ctx context.Context, backups, dir, stateDir string) (backup.Sums, error) {
+// restoreInc is a full restore of an incremental backup into target:
+// the host loads its record and stages it in one pass from the store
+// (every chunk re-hashed), then the agent applies the staged parts into
+// target as a fresh restore does (`snapshot apply`). It returns the
+// staged backup's sums and the seconds the host's side (load and stage)
+// took.
+func restoreInc(ctx context.Context, backups, dir, stateDir, agent, target string) (backup.Sums, float64, error) {
+	start := time.Now()
 	rec, err := Load(dir, trust)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s, err := Open(StoreDir(backups, "box"))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer s.Close()
 	staged, err := s.Stage(ctx, rec, stateDir, testLimits, projectKey)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return staged.Sums, staged.Remove()
+	defer staged.Remove()
+	stage := time.Since(start).Seconds()
+	if err := applyInto(ctx, staged.Dir, agent, target); err != nil {
+		return nil, 0, err
+	}
+	return staged.Sums, stage, nil
 }
 
-// resticRepo drives Debian's restic on a local repository.
-type resticRepo struct {
-	repo string
-	env  []string
-}
-
-// newRestic initialises a repository, or returns nil when restic is not
-// installed (outside CI only: bench does not run in CI).
-func newRestic(b *testing.B, repo string) *resticRepo {
-	if _, err := exec.LookPath("restic"); err != nil {
-		b.Logf("restic not installed: its figures are not measured")
-		return nil
+// applyInto streams the staged backup in dir to the agent's `snapshot
+// apply` on the root target.
+func applyInto(ctx context.Context, dir, agent, target string) error {
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return err
 	}
-	r := &resticRepo{repo: repo, env: append(os.Environ(), "RESTIC_PASSWORD=bench", "RESTIC_CACHE_DIR="+repo+"-cache")}
-	cmd := exec.Command("restic", "init", "--repo", repo)
-	cmd.Env = r.env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("restic init: %v: %s", err, out)
-	}
-	return r
-}
-
-// backup runs `restic backup` of dir and returns its time and the bytes
-// it added to the repository (its summary's data_added).
-func (r *resticRepo) backup(ctx context.Context, dir string) (float64, float64, error) {
-	cmd := exec.CommandContext(ctx, "restic", "backup", "--repo", r.repo, "--json",
-		"--exclude", filepath.Join(dir, boxlayout.InRoot(boxlayout.CacheDir)), dir)
-	cmd.Env = r.env
-	var out []byte
-	t, err := timed(func() (err error) { out, err = cmd.Output(); return err })
+	pr, pw := io.Pipe()
+	key := ssh.MarshalAuthorizedKey(projectKey.PublicKey())
+	go func() { pw.CloseWithError(backup.WriteApply(dir, key, pw)) }()
+	cmd := exec.CommandContext(ctx, agent, "--root", target, "snapshot", "apply")
+	cmd.Stdin = pr
+	err := runAgent(cmd)
+	pr.CloseWithError(err)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w: %s", err, out)
+		return fmt.Errorf("applying the staged backup: %w", err)
 	}
-	var added float64 = -1
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		var msg struct {
-			MessageType string  `json:"message_type"`
-			DataAdded   float64 `json:"data_added"`
-		}
-		if json.Unmarshal(line, &msg) == nil && msg.MessageType == "summary" {
-			added = msg.DataAdded
-		}
-	}
-	if added < 0 {
-		return 0, 0, fmt.Errorf("restic printed no summary")
-	}
-	return t, added, nil
+	return nil
 }

@@ -23,8 +23,8 @@ func TestMain(m *testing.M) {
 		os.Exit(crashHelper(op))
 	}
 	code := m.Run()
-	if boxDir != "" {
-		_ = os.RemoveAll(boxDir) // the box benchmark's tree
+	if benchDir != "" {
+		_ = os.RemoveAll(benchDir) // the box benchmark's trees and agent
 	}
 	os.Exit(code)
 }
