@@ -34,7 +34,7 @@ suite=bookworm
 # Hermes 0.19.0 tree's approval code, auxiliary client and CLI import, which the
 # stand-in installer's venv (tests/e2e/testdata/standin/install.sh) takes
 # from the system Python instead of fetching them from PyPI.
-packages=openssh-server,sudo,tmux,python3,ca-certificates,iproute2,procps,kmod,e2fsprogs,build-essential,curl,git,libffi-dev,ncurses-term,python3-dev,ripgrep,xz-utils,python3-yaml,python3-httpx,python3-requests,python3-dotenv,python3-rich
+packages=openssh-server,sudo,tmux,python3,ca-certificates,iproute2,procps,kmod,e2fsprogs,build-essential,curl,git,libatomic1,libffi-dev,ncurses-term,python3-dev,ripgrep,xz-utils,python3-yaml,python3-httpx,python3-requests,python3-dotenv,python3-rich
 image_size=8G
 init_path=sbin/smolvm-qemu-init
 arch=${E2E_ARCH:-amd64}
