@@ -28,11 +28,13 @@ type PartProgress struct {
 }
 
 // Ingest writes an incremental backup below backupsDir from the agent's
-// chunk streams: for each part, it tells the agent which chunks the
-// machine's store holds, receives only the others, re-hashes each one
-// (bounded in size and decompression), and checks the part's tree: every
-// chunk it names held or received, every entry within today's rules and
-// meta.Limits. Then it commits as Snapshot does. report, when set, is
+// chunk streams: for each part, it tells the agent which chunks of the
+// box's own newest backup the store holds (held.go), receives only the
+// others, re-hashes each one (bounded in size and decompression), and
+// checks the part's tree: every chunk it names held or received, every
+// chunk received named by it, every entry within today's rules,
+// meta.Limits and StreamLimits, all checked as the stream runs. Then it
+// commits as Snapshot does; a refused part commits nothing. report, when set, is
 // told of each part's progress. The caller holds the operation lock.
 func Ingest(ctx context.Context, backupsDir string, meta backup.Meta, src ChunkSource, report func(PartProgress)) (dir string, rec *Record, err error) {
 	if report == nil {
