@@ -236,7 +236,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	ids := make([]snaptree.ID, len(tree))
 	for i, id := range tree {
 		if !s.Has(ID(id)) {
-			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrMissing, ID(id))
+			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrStream, ID(id))
 		}
 		named(ID(id))
 		ids[i], p.Tree[i] = id, ID(id).String()
@@ -244,7 +244,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	sizeOf := func(id snaptree.ID) (int64, error) {
 		n, ok := s.RawSize(ID(id))
 		if !ok {
-			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrMissing, ID(id))
+			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrStream, ID(id))
 		}
 		named(ID(id))
 		return n, nil

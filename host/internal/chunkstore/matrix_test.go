@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -300,6 +301,12 @@ func runStreamCase(t *testing.T, base string, dirs []string, limit string, c str
 		t.Fatalf("err = %v, want one saying %q", err, c.want)
 	case err != nil:
 		row.verdict = "refused: " + shortErr(err.Error(), c.want)
+		if !errors.Is(err, ErrStream) && !errors.Is(err, chunkwire.ErrFormat) && !errors.Is(err, snaptree.ErrInvalid) && !errors.Is(err, backup.ErrLimit) {
+			t.Errorf("the box's fault is not said to be the box's: %v", err)
+		}
+		if strings.Contains(err.Error(), "repair") {
+			t.Errorf("the box's fault sends the user to repair: %v", err)
+		}
 		if after := files(t, storeDir); !slices.Equal(after, before) {
 			t.Fatalf("a refused stream changed the store:\n%v\nwas\n%v", after, before)
 		}
