@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -172,6 +173,11 @@ func (in *ingester) receive(r io.Reader) (*chunkwire.End, error) {
 	end, err := in.frames(chunkwire.NewReader(r), v)
 	if cerr := v.close(); err == nil {
 		err = cerr
+	}
+	if errors.Is(err, ErrCorrupt) {
+		// A chunk as the box sent it (unpack's check): the box's fault,
+		// not the store's.
+		err = fmt.Errorf("%w: %s", ErrStream, strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "))
 	}
 	if err != nil {
 		return nil, err
