@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
@@ -28,11 +29,13 @@ type PartProgress struct {
 }
 
 // Ingest writes an incremental backup below backupsDir from the agent's
-// chunk streams: for each part, it tells the agent which chunks the
-// machine's store holds, receives only the others, re-hashes each one
-// (bounded in size and decompression), and checks the part's tree: every
-// chunk it names held or received, every entry within today's rules and
-// meta.Limits. Then it commits as Snapshot does. report, when set, is
+// chunk streams: for each part, it tells the agent which chunks of the
+// box's own newest backup the store holds (held.go), receives only the
+// others, re-hashes each one (bounded in size and decompression), and
+// checks the part's tree: every chunk it names held or received, every
+// chunk received named by it, every entry within today's rules,
+// meta.Limits and StreamLimits, all checked as the stream runs. Then it
+// commits as Snapshot does; a refused part commits nothing. report, when set, is
 // told of each part's progress. The caller holds the operation lock.
 func Ingest(ctx context.Context, backupsDir string, meta backup.Meta, src ChunkSource, report func(PartProgress)) (dir string, rec *Record, err error) {
 	if report == nil {
@@ -171,6 +174,11 @@ func (in *ingester) receive(r io.Reader) (*chunkwire.End, error) {
 	if cerr := v.close(); err == nil {
 		err = cerr
 	}
+	if errors.Is(err, ErrCorrupt) {
+		// A chunk as the box sent it (unpack's check): the box's fault,
+		// not the store's.
+		err = fmt.Errorf("%w: %s", ErrStream, strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +242,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	ids := make([]snaptree.ID, len(tree))
 	for i, id := range tree {
 		if !s.Has(ID(id)) {
-			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrMissing, ID(id))
+			return PartRecord{}, nil, fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrStream, ID(id))
 		}
 		named(ID(id))
 		ids[i], p.Tree[i] = id, ID(id).String()
@@ -242,7 +250,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	sizeOf := func(id snaptree.ID) (int64, error) {
 		n, ok := s.RawSize(ID(id))
 		if !ok {
-			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrMissing, ID(id))
+			return 0, fmt.Errorf("%w: chunk %s is neither held nor sent", ErrStream, ID(id))
 		}
 		named(ID(id))
 		return n, nil

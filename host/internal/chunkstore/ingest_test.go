@@ -113,6 +113,9 @@ func TestIngestRefusesHostileAgent(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tt.want)
 			}
+			if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrMissing) || strings.Contains(err.Error(), "repair") {
+				t.Fatalf("the box's fault is said to be the store's: %v", err)
+			}
 			if entries, _ := os.ReadDir(backups); len(entries) != 2 {
 				t.Fatalf("the backups directory holds %v", entries)
 			}

@@ -126,7 +126,7 @@ func (s *Store) checkTreeChunks(tree []chunkwire.ID) error {
 	for i, id := range tree {
 		n, ok := s.RawSize(ID(id))
 		if !ok {
-			return fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrMissing, ID(id))
+			return fmt.Errorf("%w: tree chunk %s is neither held nor sent", ErrStream, ID(id))
 		}
 		if n < snaptree.MinChunk && i < len(tree)-1 {
 			return fmt.Errorf("%w: tree chunk %d of %d has %d bytes, short of the %d every one but the last has", ErrStream, i, len(tree), n, snaptree.MinChunk)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -220,6 +221,7 @@ type matrixRow struct {
 	box                  int64
 	heap, secs           float64
 	verify, stage        float64 // a published backup's, with every chunk read
+	rss                  string  // the process's peak RSS during Ingest (Linux), the box's side included
 	intact               bool
 }
 
@@ -259,13 +261,13 @@ func TestHostileStreamMatrix(t *testing.T) {
 		run("-", c)
 	}
 	var b strings.Builder
-	b.WriteString("\n| limit | case | bytes from the box | host peak heap | seconds | verdict | verify / stage s | earlier backups intact |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| limit | case | bytes from the box | host peak heap | peak RSS | seconds | verdict | verify / stage s | earlier backups intact |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		vs := "-"
 		if r.verdict == "published" {
 			vs = fmt.Sprintf("%.2f / %.2f", r.verify, r.stage)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.0f MiB | %.2f | %s | %s | %v |\n", r.limit, r.name, r.box, r.heap, r.secs, r.verdict, vs, r.intact)
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f MiB | %s | %.2f | %s | %s | %v |\n", r.limit, r.name, r.box, r.heap, r.rss, r.secs, r.verdict, vs, r.intact)
 	}
 	t.Log(b.String())
 }
@@ -284,13 +286,14 @@ func runStreamCase(t *testing.T, base string, dirs []string, limit string, c str
 	src := hostileSource(boxParts(2)[boxlayout.PartWorkspace], c.box, &sent)
 	var dir string
 	var rec *Record
+	resetPeakRSS()
 	start := time.Now()
 	heap, err := peakHeap(func() error {
 		var err error
 		dir, rec, err = Ingest(context.Background(), backups, m, src, nil)
 		return err
 	})
-	row := matrixRow{limit: limit, name: c.name, box: sent, heap: heap, secs: time.Since(start).Seconds(), verdict: "published"}
+	row := matrixRow{limit: limit, name: c.name, box: sent, heap: heap, secs: time.Since(start).Seconds(), verdict: "published", rss: peakRSS()}
 	switch {
 	case c.want == "" && err != nil:
 		t.Fatalf("a stream within the limits refused: %v", err)
@@ -298,6 +301,12 @@ func runStreamCase(t *testing.T, base string, dirs []string, limit string, c str
 		t.Fatalf("err = %v, want one saying %q", err, c.want)
 	case err != nil:
 		row.verdict = "refused: " + shortErr(err.Error(), c.want)
+		if !errors.Is(err, ErrStream) && !errors.Is(err, chunkwire.ErrFormat) && !errors.Is(err, snaptree.ErrInvalid) && !errors.Is(err, backup.ErrLimit) {
+			t.Errorf("the box's fault is not said to be the box's: %v", err)
+		}
+		if strings.Contains(err.Error(), "repair") {
+			t.Errorf("the box's fault sends the user to repair: %v", err)
+		}
 		if after := files(t, storeDir); !slices.Equal(after, before) {
 			t.Fatalf("a refused stream changed the store:\n%v\nwas\n%v", after, before)
 		}
@@ -350,6 +359,26 @@ func intact(t *testing.T, backups string, dirs []string) {
 		t.Fatalf("collecting garbage: %v", err)
 	}
 	check(1)
+}
+
+// resetPeakRSS resets the process's peak RSS (Linux; elsewhere nothing).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is the process's peak RSS since resetPeakRSS, or "-".
+func peakRSS() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "-"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+			var kb int64
+			if _, err := fmt.Sscan(f[1], &kb); err == nil {
+				return fmt.Sprintf("%d MiB", kb>>10)
+			}
+		}
+	}
+	return "-"
 }
 
 func shortErr(s, want string) string {
