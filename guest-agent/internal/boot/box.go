@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,8 +87,10 @@ func ReadBoxOptions(root string) (BoxOptions, error) {
 // (boxlayout.GatewayGitEnv). The gate's health probe starts Hermes with
 // the same.
 func GatewayEnv() []string {
-	return append([]string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=" + boxlayout.ServiceHome, "PATH=" + boxlayout.GatewayPath},
+	env := append([]string{"HERMES_HOME=" + boxlayout.HermesHome, "HOME=" + boxlayout.ServiceHome, "PATH=" + boxlayout.GatewayPath},
 		boxlayout.GatewayGitEnv()...)
+	slices.Sort(env) // the order the table's wire form reads back in
+	return env
 }
 
 // BoxTable is the box's program table (sshd, Executor when enabled, the

@@ -59,7 +59,11 @@ func TestBoxTable(t *testing.T) {
 			if hermes.Dir != filepath.Join(root, "workspace/work") || hermes.StopWait != 30*time.Second || hermes.StartRetries != 20 || hermes.StopSignal != syscall.SIGTERM || hermes.AutoRestart != supervise.RestartUnexpected {
 				t.Errorf("hermes: %+v", hermes)
 			}
-			if !slices.Contains(hermes.Env, "HERMES_HOME=/workspace/hermes-home") {
+			// The gateway's git settings (GitSpawn): a repository's config
+			// runs no fsmonitor or hook program.
+			if !slices.Contains(hermes.Env, "HERMES_HOME=/workspace/hermes-home") || !slices.Contains(hermes.Env, "GIT_CONFIG_COUNT=8") ||
+				!slices.Contains(hermes.Env, "GIT_CONFIG_KEY_0=core.fsmonitor") || !slices.Contains(hermes.Env, "GIT_CONFIG_VALUE_0=false") ||
+				!slices.Contains(hermes.Env, "GIT_CONFIG_KEY_1=core.hooksPath") {
 				t.Errorf("hermes env %v", hermes.Env)
 			}
 			if ex, ok := byName["executor"]; ok {

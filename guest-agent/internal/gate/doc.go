@@ -14,6 +14,9 @@
 // the table refuses (0.18.x) or does not know, and counts every anchor, hook,
 // seam, config key and flag the release's mechanism relies on; each must
 // occur exactly once. Probe asks the installed Hermes itself, with its own
-// interpreter, how it resolves the approval settings; Verify compares that
-// with what the mechanism needs.
+// interpreter, how it resolves the approval settings, started as the
+// gateway starts (its working directory, environment and .env); Verify
+// compares that with what the mechanism needs. Inputs classifies every
+// input the gateway's and the agent's start-up and approval code read
+// (inventory_test.go lists them from the real trees).
 package gate

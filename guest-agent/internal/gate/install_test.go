@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermesconfig"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/hermestest"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/patch"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
@@ -232,15 +233,20 @@ func TestHealthWithoutAGate(t *testing.T) {
 func TestProbeRunsAsTheHermesUser(t *testing.T) {
 	run := &fakeRunner{probe: answer(t, intended(pins.GateSmartPlugin))}
 	tgt := fixtureTarget(t, "0.19.0", run)
-	tgt.User = "hermes"
+	tgt.User, tgt.WorkDir = "hermes", t.TempDir()
 	if _, err := Probe(context.Background(), tgt, release(t, "0.19.0")); err != nil {
 		t.Fatal(err)
 	}
+	// As the gateway: in its working directory, with its PATH and git
+	// settings, and no managed directory of the probe's own.
 	c := run.cmds[0]
-	if c.Path != "runuser" || strings.Join(c.Args[:4], " ") != "-u hermes -- python3" || c.Args[5] != "smart-plugin" || c.Dir != tgt.Source {
+	if c.Path != "runuser" || strings.Join(c.Args[:4], " ") != "-u hermes -- python3" || c.Args[5] != "smart-plugin" ||
+		c.Args[6] != tgt.Source || c.Dir != tgt.WorkDir {
 		t.Fatalf("%+v", c)
 	}
-	if !strings.Contains(strings.Join(c.Env, " "), "HERMES_HOME="+tgt.Home) {
+	env := strings.Join(c.Env, " ")
+	if !strings.Contains(env, "HERMES_HOME="+tgt.Home) || !strings.Contains(env, "GIT_CONFIG_KEY_0=core.fsmonitor") ||
+		!strings.Contains(env, "PATH="+boxlayout.GatewayPath) || strings.Contains(env, "HERMES_MANAGED_DIR") {
 		t.Fatalf("env %q", c.Env)
 	}
 	run.probe = "not json"

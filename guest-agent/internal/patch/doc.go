@@ -5,7 +5,11 @@
 // their anchor text to occur exactly once in one file and insert a hunk
 // (embedded from hunks/*.pyfrag) at a fixed point inside or beside it. The
 // anchors are grouped into sets keyed by shared/pins' HermesRelease.AnchorSet
-// ("hermes-0.16.0", "hermes-0.17.0", "hermes-0.19.0").
+// ("hermes-0.16.0", "hermes-0.17.0", "hermes-0.19.0"). Every set also has
+// the input edits (inputs.go): a .env load leaves the variables that decide
+// policy or code loading as the process started with them, the managed
+// directory is the one recorded in the tree (ManagedPointer), and no plugin
+// or memory provider loads from HERMES_HOME or the working directory.
 //
 // Which commit a tree holds is read from its .git/HEAD (a detached commit, or
 // a ref resolved through the loose ref or packed-refs). Because the installed
