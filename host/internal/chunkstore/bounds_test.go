@@ -163,7 +163,7 @@ func publishTrees(t testing.TB, backups string, gen int, trees map[string][]ID) 
 }
 
 // TestRecordThatWouldNotLoadIsRefused: a snapshot whose record would be
-// over what Load reads (a workspace tree of 22,000 tiny chunks: 1.6 MB of
+// over what Load reads (a workspace tree of 16,000 tiny chunks: 1.2 MB of
 // record) is refused before the store's commit: no backup directory
 // appears, the store is as it was, and the last backup restores.
 func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
@@ -172,10 +172,10 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 	ws := boxParts(0)[boxlayout.PartWorkspace]
 	_, _, wsTree := boxChunks(t, 1) // the tree the agent sends next
 	padded := ws
-	for i := range 15000 {
+	for i := range 5000 {
 		padded = append(padded, tfile{fmt.Sprintf("work/d%05d/", i), nil})
 	}
-	// The padded tree's bytes, held as 16-byte chunks.
+	// The padded tree's bytes, held as 8-byte chunks.
 	s := openStore(t, StoreDir(backups, "box"))
 	w, err := s.NewWriter()
 	must(t, err)
@@ -191,7 +191,7 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 	}
 	var tiny []chunkwire.ID
 	for len(treeBytes) > 0 {
-		n := min(16, len(treeBytes))
+		n := min(8, len(treeBytes))
 		id := Sum(treeBytes[:n])
 		_, err := w.Put(id, treeBytes[:n])
 		must(t, err)
@@ -199,7 +199,7 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 	}
 	must(t, w.Commit())
 	s.Close()
-	if len(tiny) < 22000 {
+	if len(tiny) < 15000 { // 74 bytes of record each
 		t.Fatalf("the tree is %d chunks, too few for a record over %d bytes", len(tiny), maxRecord)
 	}
 	before := files(t, StoreDir(backups, "box"))
@@ -212,6 +212,7 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the limit of %d", maxRecord)) {
 		t.Fatalf("err = %v, want the record refused as over %d bytes", err, maxRecord)
 	}
+	t.Logf("a workspace tree of %d chunks: %v", len(tiny), err)
 	if entries, _ := os.ReadDir(backups); len(entries) != 2 {
 		t.Fatalf("the backups directory holds %v", entries)
 	}

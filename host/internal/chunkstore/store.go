@@ -7,12 +7,16 @@
 // an index names it, and an index is complete before a snapshot record that
 // needs it is published, so a crash at any point leaves at worst files that
 // nothing references (removed by GC) and never a reference to something
-// missing. Every index can be rebuilt from the packs' own headers (Repair).
+// missing. Every index can be rebuilt from the packs' own headers (Repair),
+// and is written from them. GC removes nothing before it has read its new
+// index and packs back and found every live chunk there, and Repair drops
+// no chunk a kept backup needs unless forced.
 //
 // Layout of the store directory (0700, files 0400):
 //
 //	packs/<sha256>.pack   blobs, then a header of 41-byte entries, then the
-//	                      entry count (uint32 LE) and "HBXPACK1"
+//	                      entry count (uint32 LE) and "HBXPACK1"; closed
+//	                      at 16 MiB or maxPackEntries entries
 //	index/<sha256>.idx    "HBXIDX01", then per pack: its id, a count
 //	                      (uint32 LE) and 45-byte entries (the header's
 //	                      fields plus the blob's offset)
