@@ -209,8 +209,10 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 		}
 	}}
 	_, _, _, err = ingestGen(t, backups, 1, mut)
-	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the limit of %d", maxRecord)) {
-		t.Fatalf("err = %v, want the record refused as over %d bytes", err, maxRecord)
+	// The stream's own bound on a part's tree chunks (chunkwire.MaxTree)
+	// refuses it first now; seal's check below stands behind it.
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the limit of %d", chunkwire.MaxTree)) {
+		t.Fatalf("err = %v, want the tree refused as over %d chunks", err, chunkwire.MaxTree)
 	}
 	t.Logf("a workspace tree of %d chunks: %v", len(tiny), err)
 	if entries, _ := os.ReadDir(backups); len(entries) != 2 {
@@ -222,6 +224,22 @@ func TestRecordThatWouldNotLoadIsRefused(t *testing.T) {
 	restored(t, backups, dir0, 0)
 	if _, err := Collect(context.Background(), backups, "box", trust); err != nil {
 		t.Fatalf("a collection after the refused snapshot: %v", err)
+	}
+	// A record over what Load reads is refused where it is sealed, before
+	// any commit.
+	m := meta(1)
+	rec := &Record{Format: RecordFormat, Chunker: cdc.Name, Created: m.Now.UTC().Format(time.RFC3339),
+		Machine: m.Machine, Label: m.Label, Smolvm: m.Smolvm, GOOS: m.GOOS, Parts: map[string]PartRecord{},
+		Fingerprint: keys.Fingerprint(m.Signer.PublicKey())}
+	for _, part := range Parts {
+		p := PartRecord{}
+		for _, id := range tiny {
+			p.Tree = append(p.Tree, ID(id).String())
+		}
+		rec.Parts[part] = p
+	}
+	if _, _, err := rec.seal(m); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the limit of %d", maxRecord)) {
+		t.Fatalf("sealing a record of two trees of %d chunks: err = %v, want it refused as over %d bytes", len(tiny), err, maxRecord)
 	}
 }
 

@@ -44,11 +44,13 @@ func heapPeak() (stop func() uint64) {
 	}
 }
 
-// floodFiles are files of chunks (4096 a file), as a tree lists them.
-func floodFiles(dir string, chunks func(yield func([]byte) bool)) []knownFile {
+// floodFiles are files of chunks (perFile a file), as a tree lists them:
+// a chunk under cdc.MinSize can only be a file's last, so the tiny ones
+// are a file each.
+func floodFiles(dir string, perFile int, chunks func(yield func([]byte) bool)) []knownFile {
 	var out []knownFile
 	for c := range chunks {
-		if len(out) == 0 || len(out[len(out)-1].ids) == 4096*len(ID{}) {
+		if len(out) == 0 || len(out[len(out)-1].ids) == perFile*len(ID{}) {
 			out = append(out, knownFile{name: fmt.Sprintf("%s/f%04d", dir, len(out))})
 		}
 		k := &out[len(out)-1]
@@ -152,10 +154,10 @@ func TestTinyChunkFlood(t *testing.T) {
 
 	// O's tree (all of X and Y) and H's (Y), both written in one go.
 	ws := boxParts(0)[boxlayout.PartWorkspace]
-	ys := floodFiles("y", floodOf(true))
+	ys := floodFiles("y", 1, floodOf(true))
 	w, err = s.NewWriter()
 	must(t, err)
-	treeO := encodeTree(t, w, ws, append(floodFiles("x", floodOf(false)), ys...))
+	treeO := encodeTree(t, w, ws, append(floodFiles("x", 4096, floodOf(false)), ys...))
 	treeH := encodeTree(t, w, ws, ys)
 	must(t, w.Commit())
 	s.Close()
