@@ -35,6 +35,12 @@ func CheckLabel(label string) error {
 	if err := backup.CheckLabel(label); err != nil {
 		return err
 	}
+	// A label goes into a file name as it is: one that would have to be
+	// rewritten ("../../etc" was "....etc") is refused, not changed.
+	if clean := backup.SanitizeLabel(label); clean != label {
+		return fmt.Errorf("the label %q has characters a backup's name cannot carry (%s): a label is letters, digits, '.', '_' and '-'",
+			label, strings.Join(unsafeRunes(label), " "))
+	}
 	if n := len(backup.SanitizeLabel(label)); n > MaxLabelBytes {
 		return fmt.Errorf("the label is %d characters long; a label has at most %d", n, MaxLabelBytes)
 	}
