@@ -40,6 +40,11 @@ func TestNextStepsOfABox(t *testing.T) {
 		t.Errorf("restore latest did not restore %s:\n%s%s", nightly, r.stdout, r.stderr)
 	}
 	expectHealthy(t, h, "after restore latest")
+
+	// --yes is destroy's "do not ask", as it is hostkey repin's.
+	if r := h.run("destroy", "--yes"); r.code != 0 || !strings.Contains(r.stdout, "destroyed hermes-box") || len(h.Machines()) != 0 {
+		t.Errorf("destroy --yes: exit %d, machines %v\n%s%s", r.code, h.Machines(), r.stdout, r.stderr)
+	}
 }
 
 // runTTYInput is runTTY with input typed on the terminal.
