@@ -3,7 +3,9 @@ package box
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/relay"
+	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
@@ -109,4 +112,51 @@ func moveAuditAnchorAside(ctx context.Context, b *Box) error {
 		b.ui.Info("moved the audit anchor of the deleted box aside to %s", aside)
 	}
 	return err
+}
+
+// ErrAuditBroken is the error of an audit whose chain does not hold; the
+// verdict itself is in the Result, printed once by the caller.
+var ErrAuditBroken = errors.New("the audit chain does not hold")
+
+// AuditOptions are audit's flags.
+type AuditOptions struct {
+	// Reset moves the host's anchor aside first (--reset-anchor).
+	Reset bool
+	// Keep keeps the records for display (not --verify).
+	Keep bool
+}
+
+// Audit checks the running box's audit log against the project's anchor
+// (CheckAudit), after moving the anchor aside when opts.Reset asks. A
+// chain that does not hold is the Result and an error wrapping
+// ErrAuditBroken with the next step.
+func Audit(ctx context.Context, b *Box, opts AuditOptions) (auditanchor.Result, error) {
+	c, err := QuietClient(ctx, b, "the audit log is read from the running box")
+	if err != nil {
+		return auditanchor.Result{}, err
+	}
+	return AuditWith(ctx, c, auditAnchor(b), opts)
+}
+
+// AuditWith is Audit through the agent client c, with the anchor file
+// anchor.
+func AuditWith(ctx context.Context, c *agent.Client, anchor string, opts AuditOptions) (auditanchor.Result, error) {
+	if opts.Reset {
+		aside, err := auditanchor.Reset(ctx, anchor, time.Now())
+		if err != nil {
+			return auditanchor.Result{}, err
+		}
+		slog.Warn("audit anchor reset: this check anchors the log the box holds now", "moved_to", aside,
+			"logged_in", filepath.Join(filepath.Dir(anchor), auditanchor.ResetLog))
+	}
+	res, err := CheckAudit(ctx, c, anchor, opts.Keep)
+	if err != nil {
+		return res, fmt.Errorf("reading the audit log from the box: %w", err)
+	}
+	if !res.OK {
+		return res, userr.WithHint(fmt.Errorf("%w (the verdict above)", ErrAuditBroken),
+			"the box's log was changed after the host recorded it: keep the box as it is, compare with a backup's log "+
+				"(hermes-box backups; restore one to inspect it), and once you have dealt with it, hermes-box audit --reset-anchor anchors what the box holds now")
+	}
+	return res, nil
 }

@@ -45,7 +45,7 @@ func TestBackupVerbs(t *testing.T) {
 	if e, ok := LastGoodBackup(p.ctx(), p.box()); !ok || e.Path != dir || e.Label != "first" {
 		t.Errorf("last good backup %+v %v, want %s", e, ok, dir)
 	}
-	for _, arg := range []string{name, strings.TrimSuffix(name, ".hermesbox"), dir} {
+	for _, arg := range []string{name, strings.TrimSuffix(name, ".hermesbox"), dir, "first", "latest"} {
 		if got, err := ResolveBackup(p.box(), arg); err != nil || got != dir {
 			t.Errorf("resolve %q: %q %v", arg, got, err)
 		}

@@ -35,6 +35,12 @@ func CheckLabel(label string) error {
 	if err := backup.CheckLabel(label); err != nil {
 		return err
 	}
+	// A label goes into a file name as it is: one that would have to be
+	// rewritten ("../../etc" was "....etc") is refused, not changed.
+	if clean := backup.SanitizeLabel(label); clean != label {
+		return fmt.Errorf("the label %q has characters a backup's name cannot carry (%s): a label is letters, digits, '.', '_' and '-'",
+			label, strings.Join(unsafeRunes(label), " "))
+	}
 	if n := len(backup.SanitizeLabel(label)); n > MaxLabelBytes {
 		return fmt.Errorf("the label is %d characters long; a label has at most %d", n, MaxLabelBytes)
 	}
@@ -79,10 +85,16 @@ func BackupNames(ctx context.Context, b *Box) []string {
 	return names
 }
 
-// ResolveBackup turns what a user gave for a backup into its path: a path
-// that exists is taken as it is; a bare name is one `backups` prints (with
-// or without its .hermesbox suffix) in the backups directory.
+// ResolveBackup is ResolveBackupIn on a context of its own.
 func ResolveBackup(b *Box, arg string) (string, error) {
+	return ResolveBackupIn(context.Background(), b, arg)
+}
+
+// ResolveBackupIn turns what a user gave for a backup into its path: a path
+// that exists is taken as it is; a bare name is one `backups` prints (with
+// or without its .hermesbox suffix) in the backups directory; else
+// "latest" or a label (backupByLabel).
+func ResolveBackupIn(ctx context.Context, b *Box, arg string) (string, error) {
 	if arg == "" {
 		return "", userr.Usage("a backup is needed: a name `hermes-box backups` prints, or a path")
 	}
@@ -95,8 +107,11 @@ func ResolveBackup(b *Box, arg string) (string, error) {
 	}
 	p := filepath.Join(b.cfg.BackupsDir(), name)
 	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		if e, ok := backupByLabel(ctx, b, arg); ok {
+			return e.Path, nil
+		}
 		return "", userr.WithHint(fmt.Errorf("no backup named %s in %s", arg, b.cfg.BackupsDir()),
-			"hermes-box backups lists the backups by name")
+			"hermes-box backups lists the backups by name and label; latest is the newest")
 	}
 	return p, nil
 }

@@ -42,7 +42,8 @@ func TestLifecycleVerbs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	boxtest.ExpectCalls(t, calls, append(append(status, "machine stop --name hermes-box"), append(append(status, "--version"), boxtest.Started(boxtest.Machine)...)...))
+	// The release is checked before the box stops.
+	boxtest.ExpectCalls(t, calls, append(append(status, "--version", "machine stop --name hermes-box"), append(status, boxtest.Started(boxtest.Machine)...)...))
 
 	st := p.inspect()
 	if st.Box.State != string(health.StatusHealthy) || st.Status != health.StatusHealthy || st.Agent.Version == "" {

@@ -1,18 +1,13 @@
 package cli
 
 import (
-	"fmt"
-	"log/slog"
-	"path/filepath"
-	"time"
+	"errors"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/box"
-	"github.com/hermes-box/hermes-box/shared/filenames"
-	"github.com/hermes-box/hermes-box/shared/termsafe"
 )
 
 // auditTarget is where the audit log is read from and where the host keeps
@@ -22,19 +17,9 @@ type auditTarget struct {
 	anchor string // the anchor file
 }
 
-// boxAudit returns the agent client of the box (over the SSH relay with
-// the project key and the pinned host key) and the project's anchor file.
-var boxAudit = func(cmd *cobra.Command) (auditTarget, error) {
-	b, err := loadBox(cmd)
-	if err != nil {
-		return auditTarget{}, err
-	}
-	c, err := box.QuietClient(cmd.Context(), b, "the audit log is read from the running box")
-	if err != nil {
-		return auditTarget{}, err
-	}
-	return auditTarget{box: c, anchor: filepath.Join(b.Config().StateDir(), filenames.AuditAnchor)}, nil
-}
+// boxAudit is nil: audit goes through box.Audit like every other command;
+// tests set a target of their own (a fake transport, a temp anchor).
+var boxAudit func(cmd *cobra.Command) (auditTarget, error)
 
 func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Command {
 	cmd := &cobra.Command{
@@ -53,35 +38,40 @@ func newAuditCommand(target func(*cobra.Command) (auditTarget, error)) *cobra.Co
 	verify := cmd.Flags().Bool("verify", false, "verify the chain instead of listing the entries")
 	reset := cmd.Flags().Bool("reset-anchor", false, "move the host's audit anchor aside (logged) and anchor the log the box holds now")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		t, err := target(cmd)
-		if err != nil {
+		opts := box.AuditOptions{Reset: *reset, Keep: !*verify}
+		res, err := auditResult(cmd, target, opts)
+		if err != nil && !errors.Is(err, box.ErrAuditBroken) {
 			return err
 		}
-		if *reset {
-			aside, err := auditanchor.Reset(cmd.Context(), t.anchor, time.Now())
-			if err != nil {
-				return err
-			}
-			slog.Warn("audit anchor reset: this check anchors the log the box holds now", "moved_to", aside,
-				"logged_in", filepath.Join(filepath.Dir(t.anchor), auditanchor.ResetLog))
-		}
-		res, err := box.CheckAudit(cmd.Context(), t.box, t.anchor, !*verify)
-		if err != nil {
-			return fmt.Errorf("reading the audit log from the box: %w", err)
-		}
+		// The verdict is printed once, here; a broken chain's error
+		// adds only what to do.
+		var werr error
 		if *asJSON {
-			err = res.WriteJSON(cmd.OutOrStdout(), !*verify)
+			werr = res.WriteJSON(cmd.OutOrStdout(), opts.Keep)
 		} else {
-			err = res.WriteText(cmd.OutOrStdout(), !*verify)
+			werr = res.WriteText(cmd.OutOrStdout(), opts.Keep)
 		}
-		if err != nil {
-			return err
+		if werr != nil {
+			return werr
 		}
-		if !res.OK {
-			fmt.Fprintf(cmd.ErrOrStderr(), "hermes-box: %s\n", termsafe.String(res.Err().Error()))
-			return box.ExitStatus(1)
-		}
-		return nil
+		return err
 	}
 	return cmd
+}
+
+// auditResult is box.Audit, or box.AuditWith on target's client when a test
+// set one.
+func auditResult(cmd *cobra.Command, target func(*cobra.Command) (auditTarget, error), opts box.AuditOptions) (auditanchor.Result, error) {
+	if target == nil {
+		b, err := loadBox(cmd)
+		if err != nil {
+			return auditanchor.Result{}, err
+		}
+		return box.Audit(cmd.Context(), b, opts)
+	}
+	t, err := target(cmd)
+	if err != nil {
+		return auditanchor.Result{}, err
+	}
+	return box.AuditWith(cmd.Context(), t.box, t.anchor, opts)
 }

@@ -15,15 +15,18 @@ import (
 
 func newDestroyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "destroy [--force]",
+		Use:   "destroy [--yes]",
 		Short: "Delete the box and any builder; keep keys, images and backups",
 		Long: "destroy deletes the box's machine (its root file system and /workspace: everything not in a\n" +
 			"backup) and any builder. It says what is lost and when the box's last good backup was taken;\n" +
-			"on a terminal it asks first, elsewhere it needs --force. Keys, images and backups are kept.",
+			"on a terminal it asks first, elsewhere it needs --yes (--force is the same). Keys, images and backups are kept.",
 		Args: cobra.NoArgs,
 		RunE: destroyAction,
 	}
-	cmd.Flags().Bool("force", false, "do not ask: really delete the machines")
+	// --yes is "do not ask" here as in hostkey repin; --force, its name
+	// before, stays for the scripts and messages that use it.
+	cmd.Flags().BoolP("yes", "y", false, "do not ask: really delete the machines")
+	cmd.Flags().Bool("force", false, "the same as --yes")
 	return cmd
 }
 
@@ -33,16 +36,18 @@ func destroyAction(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	loss := lossLine(cmd.Context(), b)
-	if force, _ := cmd.Flags().GetBool("force"); !force {
-		yes, asked, err := prompt.Confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), "destroy "+b.Config().MachineName+"? "+loss+".")
+	yes, _ := cmd.Flags().GetBool("yes")
+	force, _ := cmd.Flags().GetBool("force")
+	if !yes && !force {
+		agreed, asked, err := prompt.Confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), "destroy "+b.Config().MachineName+"? "+loss+".")
 		switch {
 		case err != nil:
 			return err
 		case !asked:
-			return userr.Usage("destroy needs --force off a terminal (%s)", loss)
-		case !yes:
+			return userr.Usage("destroy needs --yes (or --force) off a terminal (%s)", loss)
+		case !agreed:
 			return &userr.Error{Err: fmt.Errorf("destroy declined: nothing destroyed"), Code: userr.ExitFailure,
-				Next: "nothing: the box is as it was (hermes-box destroy --force deletes it without asking)"}
+				Next: "nothing: the box is as it was (hermes-box destroy --yes deletes it without asking)"}
 		}
 	}
 	deleted, err := box.Destroy(cmd.Context(), b)

@@ -35,7 +35,7 @@ hermes-box ssh -- sudo hermes-box-agent services status`,
 	"logs": `hermes-box logs                       # the Hermes gateway's last lines
 hermes-box logs -f sshd               # follow sshd's log; Ctrl-C ends it
 hermes-box logs -n 500 hermes`,
-	"destroy":  "hermes-box destroy --force            # keeps keys, images and backups",
+	"destroy":  "hermes-box destroy --yes              # keeps keys, images and backups (--force is the same)",
 	"audit":    "hermes-box audit\nhermes-box audit --verify\nhermes-box audit --json | jq .",
 	"snapshot": "hermes-box snapshot\nhermes-box snapshot before-upgrade",
 	"backups": `hermes-box backups

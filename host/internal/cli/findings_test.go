@@ -63,6 +63,8 @@ func TestErrorClassesBeforeInit(t *testing.T) {
 			want: []string{`unknown command "frobnicate"`, "next: see hermes-box --help"}},
 		{name: "reserved label", args: []string{"snapshot", "list"}, code: 2, noCalls: true,
 			want: []string{`"list" is a reserved word`, "next: see hermes-box snapshot --help"}},
+		{name: "unsafe label", args: []string{"snapshot", "../../etc"}, code: 2, noCalls: true,
+			want: []string{`the label "../../etc" has characters a backup's name cannot carry ('/'): a label is letters, digits`}},
 		{name: "label too long", args: []string{"snapshot", strings.Repeat("x", 65)}, code: 2, noCalls: true,
 			want: []string{"the label is 65 characters long; a label has at most 64"}},
 		{name: "package of an empty backup name", args: []string{"package", "--snapshot", ""}, code: 2, noCalls: true,

@@ -107,6 +107,11 @@ func TestSnapshotResumesServicesOfKilledRun(t *testing.T) {
 	})
 	boxtest.Must(t, os.Remove(f))
 	t.Logf("the killed snapshot: exit %d", r.code)
+	// Its lock holder is gone: status says unhealthy, not busy, and what
+	// to run.
+	if st := h.run("status"); st.code != 1 || !strings.Contains(st.stdout, "unhealthy") || !strings.Contains(st.stdout, "next: hermes-box logs") {
+		t.Errorf("status after the killed snapshot: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
 	r = mustRun(t, h, "snapshot", "y")
 	if !strings.Contains(r.stderr, "an earlier snapshot was interrupted and left hermes stopped; started again") {
 		t.Errorf("the next snapshot does not say it started the services again:\n%s", r.stderr)

@@ -268,6 +268,11 @@ func TestHostileAuditRewrite(t *testing.T) {
 			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) {
 				t.Fatalf("audit --verify after %s: exit %d, want %q\nstdout: %s\nstderr: %s", tc.name, r.code, want, r.stdout, r.stderr)
 			}
+			// The verdict once, then what to do.
+			if n := strings.Count(r.stdout+r.stderr, want); n != 1 || !strings.Contains(r.stderr, "next: ") ||
+				!strings.Contains(r.stderr, "hermes-box audit --reset-anchor") {
+				t.Errorf("audit --verify after %s: the verdict %d times, or no next step\nstdout: %s\nstderr: %s", tc.name, n, r.stdout, r.stderr)
+			}
 		})
 	}
 }

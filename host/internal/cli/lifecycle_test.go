@@ -190,7 +190,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("ssh CMD exited %d (want 7) %q %s", r.code, r.stdout, r.stderr)
 	}
 
-	if r = h.run("destroy"); r.code != 2 || !strings.Contains(r.stderr, "destroy needs --force off a terminal") {
+	if r = h.run("destroy"); r.code != 2 || !strings.Contains(r.stderr, "destroy needs --yes (or --force) off a terminal") {
 		t.Errorf("destroy without --force: %d %s", r.code, r.stderr)
 	}
 	r = h.run("destroy", "--force")

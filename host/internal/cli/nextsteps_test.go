@@ -29,6 +29,22 @@ func TestNextStepsOfABox(t *testing.T) {
 	if got := h.Machines()[boxtest.Machine]; got != "running" {
 		t.Errorf("after the declined destroy the box is %q", got)
 	}
+
+	// restore takes a label, or latest, as well as a name or path.
+	nightly := strings.TrimSpace(mustRun(t, h, "snapshot", "nightly").stdout)
+	if r := h.run("restore", "nosuch"); r.code == 0 || !strings.Contains(r.stderr, "no backup named nosuch") {
+		t.Errorf("restore of no backup: exit %d\n%s", r.code, r.stderr)
+	}
+	r := mustRun(t, h, "restore", "latest")
+	if !strings.Contains(r.stdout, "restored hermes-box from "+nightly) || !strings.Contains(r.stderr, "latest is "+filepath.Base(nightly)) {
+		t.Errorf("restore latest did not restore %s:\n%s%s", nightly, r.stdout, r.stderr)
+	}
+	expectHealthy(t, h, "after restore latest")
+
+	// --yes is destroy's "do not ask", as it is hostkey repin's.
+	if r := h.run("destroy", "--yes"); r.code != 0 || !strings.Contains(r.stdout, "destroyed hermes-box") || len(h.Machines()) != 0 {
+		t.Errorf("destroy --yes: exit %d, machines %v\n%s%s", r.code, h.Machines(), r.stdout, r.stderr)
+	}
 }
 
 // runTTYInput is runTTY with input typed on the terminal.

@@ -19,9 +19,11 @@ func completeBackups(cmd *cobra.Command, args []string, _ string) ([]string, cob
 
 func newRestoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "restore NAME|PATH",
+		Use:   "restore NAME|PATH|LABEL|latest",
 		Short: "Restore a backup: directly when there is no box, else through a candidate box",
-		Long: "restore takes a backup by the name `hermes-box backups` prints (or its path), verifies it and stages a read-only copy. Without a box it creates one in\n" +
+		Long: "restore takes a backup by the name `hermes-box backups` prints (or its path, or its label: the newest\n" +
+			"good backup of the box with that label; latest: the newest that is not a safety snapshot), verifies it\n" +
+			"and stages a read-only copy. Without a box it creates one in\n" +
 			"restore mode and applies the backup. With a box it first takes a safety snapshot,\n" +
 			"proves the backup on a candidate box on a random loopback port, then replaces the box,\n" +
 			"rolling back from the safety snapshot if that fails. Before anything else, the backup's\n" +
@@ -42,7 +44,7 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	src, err := box.ResolveBackup(b, args[0])
+	src, err := box.ResolveBackupIn(cmd.Context(), b, args[0])
 	if err != nil {
 		return err
 	}

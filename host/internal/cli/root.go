@@ -139,6 +139,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.SetVersionTemplate(box.VersionLine() + "\n")
+	root.SetHelpCommand(newHelpCommand())
 	root.SetFlagErrorFunc(flagError)
 	flags := root.PersistentFlags()
 	flags.String("log-level", "info", "log level: debug, info, warn or error")

@@ -420,12 +420,19 @@ func TestHelpVersionAndExitCodes(t *testing.T) {
 		t.Errorf("--version: %d %q", r.code, r.stdout)
 	}
 	r = h.run("version", "--json")
+	// .smolvm is one string, the release to install (`jq -r .smolvm`);
+	// .smolvmSupported the table.
 	var v struct {
-		Version string
-		Smolvm  []string
+		Version         string
+		Smolvm          string
+		SmolvmSupported []string
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || !slices.Contains(v.Smolvm, "1.0.4") || v.Version == "" {
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Smolvm != pins.SmolvmRecommended ||
+		!slices.Contains(v.SmolvmSupported, "1.0.4") || v.Version == "" {
 		t.Errorf("version --json: %d %v %q", r.code, err, r.stdout)
+	}
+	if r := h.run("help", "nosuch"); r.code != 2 || !strings.Contains(r.stderr, `there is no help topic "nosuch"`) {
+		t.Errorf("help of an unknown topic: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = h.run("help", "exit-codes")
 	for _, want := range []string{"0    success", "2    bad usage", "3    status: the box is stopped", "130  interrupted"} {
