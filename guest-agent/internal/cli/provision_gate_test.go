@@ -23,9 +23,10 @@ func TestGatePatcherPendingOnFreshRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pending) != 4 || !strings.Contains(pending[0], "edit the Hermes 0.19.0 source") ||
+	if len(pending) != 5 || !strings.Contains(pending[0], "edit the Hermes 0.19.0 source") ||
 		!strings.Contains(pending[1], "gate plugin") || !strings.Contains(pending[2], "seed") ||
-		!strings.Contains(pending[3], "managed scope "+filepath.Join(root, "etc/hermes/config.yaml")) {
+		!strings.Contains(pending[3], "managed scope "+filepath.Join(root, "etc/hermes/config.yaml")) ||
+		!strings.Contains(pending[4], "record the managed directory "+filepath.Join(root, "etc/hermes")) {
 		t.Fatalf("pending %q", pending)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 // ErrExecutorV2 is wrapped when an image is Executor v2's (beta): another
 // runtime and layout, which hermes-box does not run yet.
+//
+//lint:ignore ST1005 it starts with the product's name, as the user reads it
 var ErrExecutorV2 = errors.New("Executor v2 is not supported yet; pin a v1 image")
 
 // v2Marker is the server entry of Executor v2's self-host image
