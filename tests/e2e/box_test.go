@@ -164,6 +164,7 @@ func TestBoxLifecycle(t *testing.T) {
 	phase(t, "secret reaches the gateway", func() { b.checkSecretDelivered(secret) })
 	phase(t, "status --json", b.checkStatus)
 	phase(t, "gate (real Hermes 0.19.0)", b.checkGate)
+	phase(t, "gate vs attacks as hermes", b.checkGateAttacks)
 	phase(t, "host key", b.checkHostKey)
 	phase(t, "ssh", b.checkSSH)
 	phase(t, "remapped pack repaired", b.checkRepairs)
