@@ -151,7 +151,8 @@ func tailText(s string, n int) string {
 
 // TestBoxLifecycle drives the real hermes-box, the stand-in smolvm and the
 // real agent in real VMs: init (provisioning offline from a loopback
-// artifact server), status, ssh, logs, snapshot and both restore paths
+// artifact server), status, the approval gate and the agent's attacks on
+// it, ssh, logs, snapshot and both restore paths
 // (an arm64 guest: the fresh one alone),
 // and destroy, printing each phase's time.
 func TestBoxLifecycle(t *testing.T) {
