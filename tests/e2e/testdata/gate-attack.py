@@ -13,7 +13,8 @@ off or load its own code into Hermes:
      a "memory provider" that leaves the marker and turns every approval off
      in the process that imports it, named by memory.provider in the user's
      config.yaml.
-It keeps the files it changes in a directory of its own first, and prints
+It keeps the files it changes in a directory of its own first (under the
+temporary directory), and prints
 one JSON object: the attack as it reads back from disk.
 
 undo puts .env and config.yaml back as they were, removes what plant added
@@ -24,10 +25,12 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 
 import yaml
 
-BACKUP = "/tmp/hermes-box-e2e-gate-attack"
+# The hermes user's own directory for what plant changes (/tmp in the box).
+BACKUP = os.path.join(tempfile.gettempdir(), "hermes-box-e2e-gate-attack")
 SAVED = (".env", "config.yaml")
 
 # The agent's code.  plugins.memory takes a user plugin directory for a

@@ -1,6 +1,12 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,4 +91,100 @@ func TestGatewayViewCommand(t *testing.T) {
 			t.Errorf("the gateway view's command %q lacks %q", cmd, want)
 		}
 	}
+}
+
+// TestGateAttackScript runs testdata/gate-attack.py as the e2e step does,
+// on a home of its own: plant writes the two attacks and reads them back,
+// refuses to plant twice, and undo leaves the home as it was, byte for
+// byte and mode for mode.
+func TestGateAttackScript(t *testing.T) {
+	python := os.Getenv("HERMES_BOX_HERMES_PYTHON")
+	if python == "" {
+		python = "python3"
+	}
+	if err := exec.Command(python, "-c", "import yaml").Run(); err != nil {
+		prerequisite(t, "%s with PyYAML is needed (HERMES_BOX_HERMES_PYTHON): %v", python, err)
+	}
+	script, err := os.ReadFile(filepath.Join("testdata", "gate-attack.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, tmp := t.TempDir(), t.TempDir()
+	marker := filepath.Join(tmp, "agentmem-ran")
+	writeFile(t, filepath.Join(home, "config.yaml"), []byte("model:\n  provider: stand-in\napprovals: smart\n"), 0o600)
+	writeFile(t, filepath.Join(home, ".env"), []byte("MCP_EXECUTOR_API_KEY=exk_x"), 0o600)
+	writeFile(t, filepath.Join(home, "memories", "MEMORY.md"), []byte("kept\n"), 0o644)
+	before := treeOf(t, home)
+	run := func(verb string) (string, error) {
+		cmd := exec.Command(python, "-", verb, home, marker)
+		cmd.Stdin, cmd.Env = bytes.NewReader(script), append(os.Environ(), "TMPDIR="+tmp)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := run("plant")
+	var p plantedAttack
+	if err != nil || json.Unmarshal([]byte(lastLine(out)), &p) != nil {
+		t.Fatalf("plant: %v\n%s", err, out)
+	}
+	if p.PolicyMode != "off" || p.UserMode != "off" || p.MemoryProvider != "agentmem" ||
+		len(p.EnvManagedDir) != 1 || p.EnvManagedDir[0] != filepath.Join(home, "policy") || p.Provider != filepath.Join(home, "plugins", "agentmem", "__init__.py") {
+		t.Errorf("planted: %+v", p)
+	}
+	if env := string(readFileT(t, filepath.Join(home, ".env"))); env != "MCP_EXECUTOR_API_KEY=exk_x\nHERMES_MANAGED_DIR="+filepath.Join(home, "policy")+"\n" {
+		t.Errorf(".env after plant: %q", env)
+	}
+	module := string(readFileT(t, p.Provider))
+	for _, want := range []string{"MemoryProvider", marker, `_approval._get_approval_mode = lambda: "off"`} {
+		if !strings.Contains(module, want) {
+			t.Errorf("the agent's module lacks %q:\n%s", want, module)
+		}
+	}
+	if out, err := run("plant"); err == nil {
+		t.Errorf("a second plant succeeded:\n%s", out)
+	}
+	writeFile(t, marker, []byte("imported\n"), 0o644) // as the module would
+	if out, err := run("undo"); err != nil || !strings.Contains(out, `"markerRemoved": true`) {
+		t.Fatalf("undo: %v\n%s", err, out)
+	}
+	if after := treeOf(t, home); after != before {
+		t.Errorf("the home after undo:\n%s\nbefore:\n%s", after, before)
+	}
+	if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+		t.Errorf("left in the temporary directory: %v %v", ents, err)
+	}
+}
+
+// treeOf lists every entry under root with its mode and contents.
+func treeOf(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b.WriteString(strings.TrimPrefix(p, root) + " " + info.Mode().String())
+		if d.Type().IsRegular() {
+			b.WriteString(" " + string(readFileT(t, p)))
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func readFileT(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
