@@ -47,9 +47,10 @@ type gatewayView struct {
 // gateway is restarted. Then Hermes' own code, started as the gateway
 // starts, must still resolve the intended mode without importing the
 // agent's module while status reports the gate healthy; or status must be
-// unhealthy naming the gate (judgeGateAttack). The attack is then undone
-// and the gateway restarted, and the box must be healthy with the gate
-// active, so the later phases see a normal box.
+// unhealthy naming the gate (judgeGateAttack, judged once the attack is
+// undone, so a failure leaves no attack behind). With the gateway
+// restarted again the box must be healthy with the gate active, so the
+// later phases see a normal box.
 func (b *box) checkGateAttacks() {
 	t := b.t
 	const want = "smart" // Hermes 0.19.0's smart-plugin mechanism (wantGate)
@@ -62,21 +63,23 @@ func (b *box) checkGateAttacks() {
 		"the attack as planted: %+v", planted)
 	b.restartGateway()
 	view := b.gatewayView()
-	marker := b.run(2*time.Minute, "ssh", "--", "test -e "+gateAttackMarker).Code == 0
 	r := b.run(2*time.Minute, "status", "--json")
+	// undo says whether the marker was there: whether the agent's module
+	// was imported by the gateway, the view or the health check.
+	var undone struct {
+		Undone bool `json:"undone"`
+		Marker bool `json:"markerRemoved"`
+	}
+	b.gateAttack(script, "undo", &undone)
+	mustf(t, undone.Undone, "gate-attack.py undo: %+v", undone)
 	rep, err := health.Decode([]byte(r.Stdout))
 	mustf(t, err == nil, "status --json after the attacks: exit %d: %v\n%s", r.Code, err, r.Stderr)
-	outcome, err := judgeGateAttack(*rep, view, marker, want)
+	outcome, err := judgeGateAttack(*rep, view, undone.Marker, want)
 	if err != nil {
 		t.Fatalf("after the agent's .env and memory-provider attacks: %v\ngateway view: %+v\nstatus --json:\n%s", err, view, r.Stdout)
 	}
 	t.Logf("after the agent's .env and memory-provider attacks (status exit %d): %s", r.Code, outcome)
 
-	var undone struct {
-		Undone bool `json:"undone"`
-	}
-	b.gateAttack(script, "undo", &undone)
-	mustf(t, undone.Undone, "gate-attack.py undo: %+v", undone)
 	b.restartGateway()
 	r = b.must(2*time.Minute, "status", "--json")
 	rep, err = health.Decode([]byte(r.Stdout))
