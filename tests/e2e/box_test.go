@@ -151,7 +151,8 @@ func tailText(s string, n int) string {
 
 // TestBoxLifecycle drives the real hermes-box, the stand-in smolvm and the
 // real agent in real VMs: init (provisioning offline from a loopback
-// artifact server), status, ssh, logs, snapshot and both restore paths
+// artifact server), status, the approval gate and the agent's attacks on
+// it, ssh, logs, snapshot and both restore paths
 // (an arm64 guest: the fresh one alone),
 // and destroy, printing each phase's time.
 func TestBoxLifecycle(t *testing.T) {
@@ -164,6 +165,7 @@ func TestBoxLifecycle(t *testing.T) {
 	phase(t, "secret reaches the gateway", func() { b.checkSecretDelivered(secret) })
 	phase(t, "status --json", b.checkStatus)
 	phase(t, "gate (real Hermes 0.19.0)", b.checkGate)
+	phase(t, "gate vs attacks as hermes", b.checkGateAttacks)
 	phase(t, "host key", b.checkHostKey)
 	phase(t, "ssh", b.checkSSH)
 	phase(t, "remapped pack repaired", b.checkRepairs)
