@@ -67,8 +67,8 @@ func runPatch(ctx context.Context, e *env, args []string) error {
 }
 
 // seedGate installs the release's plugin, if its mechanism has one, into
-// the tree at source, seeds config for the mechanism and pins it in the managed scope
-// where the release has one.
+// the tree at source, seeds config for the mechanism, pins it in the managed scope
+// where the release has one and records that directory in the tree.
 func seedGate(commit, source, config, managed string) error {
 	rel, err := pins.Hermes(commit)
 	if err != nil {
@@ -85,7 +85,12 @@ func seedGate(commit, source, config, managed string) error {
 	if _, err := hermesconfig.SeedFileWith(config, hermesconfig.SettingsFor(rel.Mechanism)); err != nil {
 		return err
 	}
-	return gate.WriteManaged(managed, rel)
+	if err := gate.WriteManaged(managed, rel); err != nil {
+		return err
+	}
+	// The tree records the managed directory Hermes reads (relative to the
+	// tree), as the gate step does.
+	return gate.WritePointer(source, managed)
 }
 
 func runPatchCheck(e *env, dir string, asJSON bool) error {

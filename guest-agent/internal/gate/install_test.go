@@ -48,7 +48,7 @@ func withManagedDir(answer, tree string) string {
 	}
 	e["managedDir"] = "/etc/hermes"
 	if b, err := os.ReadFile(filepath.Join(tree, patch.ManagedPointer)); err == nil {
-		e["managedDir"] = strings.TrimSpace(string(b))
+		e["managedDir"] = filepath.Join(tree, strings.TrimSpace(string(b)))
 	}
 	b, _ := json.Marshal(e)
 	return string(b)

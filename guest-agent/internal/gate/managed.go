@@ -165,16 +165,38 @@ func within(p, dir string) bool {
 // pointerPending says whether the tree's record of the managed directory
 // (patch.ManagedPointer) is missing or names another.
 func pointerPending(t Target) string {
-	got, err := os.ReadFile(filepath.Join(t.Source, patch.ManagedPointer))
-	if err == nil && string(got) == t.Managed+"\n" {
+	want, err := pointerRecord(t)
+	got, rerr := os.ReadFile(filepath.Join(t.Source, patch.ManagedPointer))
+	if err == nil && rerr == nil && string(got) == want {
 		return ""
 	}
 	return fmt.Sprintf("record the managed directory %s in the tree (%s)", t.Managed, patch.ManagedPointer)
 }
 
+// pointerRecord is the record of t.Managed: relative to the tree
+// (../../../../etc/hermes in the box), so that a tree copied below
+// another root, as the tests' boxes do, reads that root's directory.
+func pointerRecord(t Target) (string, error) {
+	rel, err := filepath.Rel(t.Source, t.Managed)
+	if err != nil {
+		return "", fmt.Errorf("recording the managed directory %s relative to the Hermes tree: %w", t.Managed, err)
+	}
+	return rel + "\n", nil
+}
+
+// WritePointer records managed in the Hermes tree at source, as the gate
+// step does (`patch hermes` outside it).
+func WritePointer(source, managed string) error {
+	return writePointer(Target{Source: source, Managed: managed})
+}
+
 // writePointer records t.Managed in the tree, root's like the tree.
 func writePointer(t Target) error {
-	if err := atomicfile.Write(filepath.Join(t.Source, patch.ManagedPointer), []byte(t.Managed+"\n"), 0o644); err != nil {
+	rec, err := pointerRecord(t)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(t.Source, patch.ManagedPointer), []byte(rec), 0o644); err != nil {
 		return fmt.Errorf("recording the managed directory in the Hermes tree: %w", err)
 	}
 	return nil

@@ -312,12 +312,17 @@ MANAGED_POINTER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_
 
 
 def managed_dir():
-    """The managed directory: the tree's record of it, else /etc/hermes."""
+    """The managed directory: the tree's record of it (relative to the tree,
+    so that a tree copied below another root reads that root's), else
+    /etc/hermes."""
     try:
         with open(MANAGED_POINTER, encoding="utf-8") as f:
-            return f.read().strip() or MANAGED_DIR
+            record = f.read().strip()
     except (OSError, ValueError):
         return MANAGED_DIR
+    if not record:
+        return MANAGED_DIR
+    return os.path.normpath(os.path.join(os.path.dirname(MANAGED_POINTER), record))
 
 
 def managed_path():
