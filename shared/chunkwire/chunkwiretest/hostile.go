@@ -16,8 +16,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/hermes-box/hermes-box/shared/cdc"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
@@ -113,12 +111,7 @@ func Write(c Case, in io.Reader, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	zw, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return err
-	}
-	defer zw.Close()
-	b := &Box{held: held, fw: chunkwire.NewWriter(w), zw: zw, sent: map[chunkwire.ID]bool{}}
+	b := &Box{held: held, fw: chunkwire.NewWriter(w), sent: map[chunkwire.ID]bool{}}
 	return c.Run(b)
 }
 
@@ -127,22 +120,21 @@ func Write(c Case, in io.Reader, w io.Writer) error {
 type Box struct {
 	held *chunkwire.Held
 	fw   *chunkwire.Writer
-	zw   *zstd.Encoder
 	sent map[chunkwire.ID]bool
 	tw   io.WriteCloser // the tree, cut and sent as it is written
 	tree []chunkwire.ID
 	err  error
 }
 
-// Send sends data as a chunk unless it is held or sent, and returns its
-// id.
+// Send sends data as a chunk, plain (shared/ links only the standard
+// library: no zstd here), unless it is held or sent, and returns its id.
 func (b *Box) Send(data []byte) chunkwire.ID {
 	id := chunkwire.ID(sha256.Sum256(data))
 	if b.held.Has(id) || b.sent[id] || b.err != nil {
 		return id
 	}
 	b.sent[id] = true
-	b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Zstd, Stored: b.zw.EncodeAll(data, nil)})
+	b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Stored: data})
 	return id
 }
 
@@ -228,8 +220,7 @@ func (b *Box) endWith(tree []chunkwire.ID) error {
 	return b.fw.End(chunkwire.End{Entries: 1, Tree: tree})
 }
 
-// content is n bytes of chunk i's content: zeros after a counter, so
-// that it compresses (the box's cheapest stream).
+// content is n bytes of chunk i's content: zeros after a counter.
 func content(n, i int) []byte {
 	c := make([]byte, n)
 	copy(c, binary.BigEndian.AppendUint64(nil, uint64(i)))
