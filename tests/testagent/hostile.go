@@ -11,7 +11,8 @@ package main
 // NAME.hits beside the file, its argv as a JSON array; "hang" also records
 // that it was reached (NAME.reached) and when the host let go of the call
 // (NAME.released); "from:N:CASE" lets the first N-1 calls through, then
-// is CASE; "once:CASE" is CASE for the first call, and removes the file.
+// is CASE; "once:CASE" is CASE for the first call, and removes the file;
+// "stream:NAME" answers snapshot chunks with chunkwiretest's stream NAME.
 // Everything here stays on the relay's stdout and stderr: nothing is sent
 // anywhere but back to the host that asked.
 
@@ -32,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermes-box/hermes-box/shared/chunkwire/chunkwiretest"
 	"github.com/hermes-box/hermes-box/shared/hangup"
 	"github.com/hermes-box/hermes-box/shared/health"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -80,6 +82,9 @@ func (t *agent) hostile(req protocol.Request) (int, bool) {
 	}
 	if n, ok := strings.CutPrefix(c, "steps:"); ok {
 		return t.steps(req, n), true
+	}
+	if name, ok := strings.CutPrefix(c, "stream:"); ok {
+		return t.stream(name), true
 	}
 	switch c {
 	case "escape":
@@ -262,6 +267,21 @@ func (t *agent) floodEvents() int {
 				return 1
 			}
 		}
+	}
+	return 0
+}
+
+// stream answers snapshot chunks with chunkwiretest's hostile stream
+// name: the host's held list read from stdin, the stream on stdout.
+func (t *agent) stream(name string) int {
+	c, ok := chunkwiretest.Find(name)
+	if !ok {
+		t.fail("unknown hostile stream %q", name)
+		return 2
+	}
+	if err := chunkwiretest.Write(c, t.in, os.Stdout); err != nil {
+		t.fail("stream %s: %v", name, err)
+		return 1
 	}
 	return 0
 }

@@ -106,7 +106,8 @@ type ingester struct {
 	// fresh are the chunks this part added to the store, each kept only
 	// if the part's tree names it; small counts those under
 	// snaptree.MinChunk. Both are bounded by the stream's table
-	// (smallChunks, partChunks).
+	// (smallChunks, partChunks), and the store with them by
+	// maxStoreChunks.
 	fresh *freshChunks
 	small int64
 }
@@ -221,6 +222,9 @@ func (in *ingester) add(s *slot) error {
 		if in.small++; in.small > smallChunks(in.lim) {
 			return fmt.Errorf("%w: more than %d new chunks under %d bytes (a file's last chunk each, and the tree's)", ErrStream, smallChunks(in.lim), snaptree.MinChunk)
 		}
+	}
+	if err := checkStoreChunks(in.s); err != nil {
+		return err
 	}
 	if max := partChunks(in.lim); int64(len(in.fresh.keys)) >= max {
 		return fmt.Errorf("%w: more than %d new chunks in one part", ErrStream, max)

@@ -55,7 +55,21 @@ const (
 	// tens of bytes.
 	maxTreeText   = 64 << 20
 	treeTextRatio = 64
+	// storeChunks is the most chunks a machine's store may hold after a
+	// snapshot. The host keeps the store's index in memory, 52 bytes a
+	// chunk (index.go's entry), and a refused snapshot reads it again
+	// while the copy it drops may not be collected yet: 1,000,000 chunks
+	// are 50 MiB, twice that with a snapshot's window stays within the
+	// host's 128 MiB heap (TestStoreCapHeap; 2,000,000 measured 210 MiB
+	// refusing). Retention keeps what every backup names, and a box may
+	// push a million tiny chunks a snapshot (a file's last chunk each),
+	// so without it a few snapshots would pass that bound. Honest stores
+	// are far from it: the 2 GB benchmark box holds about 101,000 chunks.
+	storeChunks = 1_000_000
 )
+
+// maxStoreChunks is storeChunks, lowered by tests.
+var maxStoreChunks int64 = storeChunks
 
 // StreamLimits are the bounds of the chunk stream, each checked as the
 // stream runs, in memory bounded by the table itself.
@@ -84,6 +98,8 @@ var StreamLimits = []StreamLimit{
 		Rule: "entries + tree chunks", Checked: "as each chunk is added"},
 	{Key: "part-chunks", What: "new chunks a part may bring", Value: partChunks(backup.Limits{}), Unit: "chunks",
 		Rule: "entries + unpacked bytes / 64 KiB + tree chunks; each one its tree names, or nothing is kept", Checked: "as each chunk is added; named, once the tree is read"},
+	{Key: "store-chunks", What: "chunks the machine's store holds after a snapshot (its index: 52 bytes of host heap each)", Value: storeChunks, Unit: "chunks",
+		Checked: "as each new chunk is added, the store's chunks and the snapshot's counted; refused, the snapshot keeps nothing"},
 	{Key: "names", What: "control characters in an entry's name or link", Value: 0, Unit: "characters",
 		Checked: "as the tree is read"},
 	{Key: "record", What: "a backup's record (snapshot.json), the largest that loads", Value: maxRecord, Unit: "bytes",
@@ -116,6 +132,20 @@ func (l StreamLimit) Shown() string {
 		v = l.Rule
 	}
 	return v
+}
+
+// checkStoreChunks refuses a snapshot that would leave the store s
+// holding more than maxStoreChunks chunks (its own new ones counted, as
+// the writer adds them to the index). The store is full whoever filled
+// it: the error names the cap and how to free chunks.
+func checkStoreChunks(s *Store) error {
+	if n := int64(s.Len()); n > maxStoreChunks {
+		return fmt.Errorf("%w: the machine's chunk store would hold more than %d chunks, the most whose index fits the host's memory "+
+			"(this snapshot is not kept; the earlier backups are as they were): delete old backups with `hermes-box backups delete NAME` "+
+			"or `hermes-box backups prune --keep-last N`, which frees the chunks only they name, then snapshot again",
+			backup.ErrLimit, maxStoreChunks)
+	}
+	return nil
 }
 
 // checkTreeChunks checks a part's tree chunks, as the end frame names

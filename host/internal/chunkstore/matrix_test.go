@@ -280,6 +280,7 @@ func runStreamCase(t *testing.T, base string, dirs []string, limit string, c str
 	}
 	storeDir := StoreDir(backups, "box")
 	before := files(t, storeDir)
+	defer capStore(t, storeDir, c.name)()
 	m := meta(2)
 	m.Limits = matrixLimits
 	var sent int64
