@@ -1,17 +1,28 @@
 package cli_test
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
+	"github.com/hermes-box/hermes-box/host/internal/chunktest"
+	"github.com/hermes-box/hermes-box/host/internal/keys"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 )
 
 // writeRandomFile writes n random bytes (content no store holds yet) to
@@ -107,15 +118,28 @@ func TestOffsiteCopyRestoresOnAFreshHost(t *testing.T) {
 }
 
 // TestPruneDryRunFreesWhatThePruneFrees: a dry run's figure is the one
-// the prune then reports, byte for byte, with packs dropped, and the
-// packs on disk shrink by it; `backups` shows the directory's total.
+// the prune then reports, byte for byte, with packs dropped and a pack
+// repacked, and the packs on disk shrink by it; `backups` shows the
+// directory's total. The backups are written as the box's agent sends
+// them (chunktest), with no box: prune needs none.
 func TestPruneDryRunFreesWhatThePruneFrees(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	initBox(t, h)
-	for _, label := range []string{"one", "two", "three"} {
-		writeRandomFile(t, h, "workspace/work/blob.bin", 3<<20)
-		mustRun(t, h, "snapshot", label)
+	signer, err := keys.LoadProjectKey(filepath.Join(h.Root, "state", "hermes-box-ed25519"))
+	boxtest.Must(t, err)
+	shared := randomBytes(512 << 10)
+	// The oldest holds 3 MiB of its own beside the shared file, in one
+	// pack: once it goes, that pack is mostly dead and is repacked.
+	for i, own := range []int{3 << 20, 1 << 20, 0} {
+		files := map[string][]byte{"usr/lib/shared.so": shared}
+		if own > 0 {
+			files[fmt.Sprintf("var/own-%d", i)] = randomBytes(own)
+		}
+		parts := map[string][]byte{boxlayout.PartRootfs: gzipTar(t, files), boxlayout.PartWorkspace: gzipTar(t, map[string][]byte{"work/n.txt": []byte("x\n"), "hermes-home/config.yaml": []byte("model: x\n"), "codex-home/config.toml": []byte("x = 1\n")})}
+		m := backup.Meta{Machine: boxtest.Machine, Label: fmt.Sprintf("gen%d", i), Smolvm: "test", GOOS: "linux", Signer: signer,
+			Now: time.Now().AddDate(0, 0, i-3)}
+		_, _, err := chunkstore.Ingest(t.Context(), filepath.Join(h.Root, "backups"), m, chunktest.Agent(parts, chunktest.Mutation{}, nil), nil)
+		boxtest.Must(t, err)
 	}
 	before := packBytes(t, h)
 	prune := func(args ...string) backupset.PruneReport {
@@ -133,15 +157,49 @@ func TestPruneDryRunFreesWhatThePruneFrees(t *testing.T) {
 	if dry.Collected == nil || real.Collected == nil || *dry.Collected != *real.Collected || dry.Freed != real.Freed {
 		t.Fatalf("the dry run said %+v (%d freed), the prune %+v (%d freed)", dry.Collected, dry.Freed, real.Collected, real.Freed)
 	}
-	if real.Freed < 4<<20 || real.Collected.PacksRemoved == 0 {
-		t.Errorf("pruning two backups of 3 MiB of new content each freed %d bytes: %+v", real.Freed, real.Collected)
+	if real.Freed < 4<<20 || real.Collected.PacksRemoved < 2 || real.Collected.PacksRepacked != 1 {
+		t.Errorf("pruning two backups of 3 and 1 MiB of their own freed %d bytes: %+v", real.Freed, real.Collected)
 	}
-	if !strings.Contains(text, "2 would remove, ") || !strings.Contains(text, "would be freed") {
+	if !strings.Contains(text, "2 would remove, ") || !strings.Contains(text, " would be freed") ||
+		!strings.Contains(text, "added ") || !strings.Contains(text, "to the store; restores to ") {
 		t.Errorf("prune --dry-run said:\n%s", text)
 	}
 	if after := packBytes(t, h); before-after != real.Collected.BytesFreed {
 		t.Errorf("the packs went from %d to %d bytes; the prune said it freed %d", before, after, real.Collected.BytesFreed)
 	}
+	entries, _ := listBackups(t, h, "--read-data")
+	if len(entries) != 1 || entries[0].Verified != backup.StateVerified {
+		t.Errorf("after the prune: %+v", entries)
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// gzipTar is a part as the agent streams it: a gzip tar of files.
+func gzipTar(t *testing.T, files map[string][]byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	tw := tar.NewWriter(zw)
+	mt := time.Unix(1700000000, 0)
+	boxtest.Must(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "./", Mode: 0o755, ModTime: mt}))
+	dirs := map[string]bool{}
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		if d := filepath.Dir(n); !dirs[d] {
+			dirs[d] = true
+			boxtest.Must(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: mt}))
+		}
+		boxtest.Must(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: n, Mode: 0o644, Size: int64(len(files[n])), ModTime: mt}))
+		_, err := tw.Write(files[n])
+		boxtest.Must(t, err)
+	}
+	boxtest.Must(t, tw.Close())
+	boxtest.Must(t, zw.Close())
+	return b.Bytes()
 }
 
 // packBytes is the size of every pack of the chunk stores, counted
