@@ -67,7 +67,7 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 	_ = os.WriteFile(damaged+".sha256", sums, 0o600)
 	for _, c := range []struct {
 		name, archive, want string
-		trust              backup.Trust
+		trust               backup.Trust
 	}{
 		{"damaged", damaged, "the copy is damaged", trust},
 		{"escape", hostile("x.hermesbox/", "x.hermesbox/../evil"), "is not one of x.hermesbox's files", trust},
