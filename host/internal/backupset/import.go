@@ -2,6 +2,7 @@ package backupset
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,7 +41,8 @@ func IsExport(path string) bool {
 // and all of them within the free space less lim's reserve; the unpacked
 // backup must verify against t (its signature first) before it is
 // published by rename; a backup of that name already there is never
-// replaced. Whatever fails leaves dir as it was. The caller holds the
+// replaced (one with the same checksums, an earlier import of this file,
+// is taken as it is). Whatever fails leaves dir as it was. The caller holds the
 // operation lock.
 func ImportExport(ctx context.Context, archive, dir string, t backup.Trust, lim backup.Limits) (string, error) {
 	lim = lim.WithDefaults()
@@ -61,7 +63,14 @@ func ImportExport(ctx context.Context, archive, dir string, t backup.Trust, lim 
 	dest := filepath.Join(dir, name)
 	if err == nil {
 		if _, serr := os.Lstat(dest); serr == nil {
-			err = fmt.Errorf("%s is there already: restore it by its name, %s", dest, strings.TrimSuffix(name, backup.Suffix))
+			// An earlier restore of this file unpacked it (and then
+			// stopped, say for want of the base image): the same
+			// signed checksums are the same backup.
+			if sameSums(tmp, dest) {
+				_ = os.RemoveAll(tmp)
+				return dest, nil
+			}
+			err = fmt.Errorf("%s is there already and is another backup of that name", dest)
 		}
 	}
 	if err == nil {
@@ -75,6 +84,17 @@ func ImportExport(ctx context.Context, archive, dir string, t backup.Trust, lim 
 		return "", fmt.Errorf("importing %s: %w", archive, err)
 	}
 	return dest, nil
+}
+
+// sameSums reports whether the backups a and b have the same SHA256SUMS
+// (each verified: the same files).
+func sameSums(a, b string) bool {
+	x, err := os.ReadFile(filepath.Join(a, backup.FileSums))
+	if err != nil {
+		return false
+	}
+	y, err := os.ReadFile(filepath.Join(b, backup.FileSums))
+	return err == nil && bytes.Equal(x, y)
 }
 
 // checkArchiveSum checks archive against the .sha256 beside it, if there

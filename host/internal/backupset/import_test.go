@@ -98,8 +98,16 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 	if _, err := backup.Verify(t.Context(), got, trust); err != nil {
 		t.Errorf("the imported backup: %v", err)
 	}
-	if _, err := ImportExport(t.Context(), archive, dst, trust, testLimits); err == nil || !strings.Contains(err.Error(), "is there already") {
-		t.Errorf("a second import: %v", err)
+	// Imported again (a restore run again): the same backup, taken as
+	// it is; another backup under that name is never replaced.
+	if again, err := ImportExport(t.Context(), archive, dst, trust, testLimits); err != nil || again != got {
+		t.Errorf("a second import: %s, %v", again, err)
+	}
+	if err := os.WriteFile(filepath.Join(got, backup.FileSums), []byte("changed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ImportExport(t.Context(), archive, dst, trust, testLimits); err == nil || !strings.Contains(err.Error(), "is another backup of that name") {
+		t.Errorf("an import over another backup: %v", err)
 	}
 }
 
