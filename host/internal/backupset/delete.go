@@ -57,7 +57,7 @@ func Delete(ctx context.Context, dir, name string, force bool, key ssh.PublicKey
 		return d, err
 	}
 	if d.Incremental {
-		d.Collected, d.NotCollected, err = collect(ctx, dir, d.Machine, key, entries)
+		d.Collected, d.NotCollected, err = collect(ctx, dir, d.Machine, key, entries, nil)
 	}
 	return d, err
 }

@@ -50,6 +50,10 @@ type PruneReport struct {
 	// NotCollected says why the store was not collected: an invalid
 	// incremental backup, whose chunks cannot be told apart from garbage.
 	NotCollected string `json:"not_collected,omitempty"`
+	// Freed is the bytes the prune frees (a dry run: would free): the
+	// v2 backups removed and what the store's collection frees, worked
+	// out the same way for both (chunkstore.PlanCollect).
+	Freed int64 `json:"freed"`
 	// Reaped are directories an interrupted prune left unpublished,
 	// removed now.
 	Reaped []string `json:"reaped,omitempty"`
@@ -107,7 +111,7 @@ func Prune(ctx context.Context, r PruneRequest) (*PruneReport, error) {
 	}
 	if r.DryRun {
 		rep.Removed = remove
-		return rep, nil
+		return rep, r.collect(ctx, rep)
 	}
 	for _, e := range remove {
 		if err := removeBackup(e.Path); err != nil {
@@ -151,17 +155,34 @@ func (r PruneRequest) goodBackups(ctx context.Context, rep *PruneReport) ([]back
 }
 
 // collect runs the machine's chunk store's garbage collection, when it
-// has a store.
+// has a store (a dry run: works out what it would free once rep.Removed
+// are gone, by the plan the collection follows), and adds up rep.Freed.
 func (r PruneRequest) collect(ctx context.Context, rep *PruneReport) (err error) {
-	rep.Collected, rep.NotCollected, err = collect(ctx, r.Dir, r.Machine, r.Key, rep.Invalid)
+	var gone map[string]bool
+	if r.DryRun {
+		gone = map[string]bool{}
+	}
+	for _, e := range rep.Removed {
+		if gone != nil {
+			gone[e.Path] = true
+		}
+		if !e.Incremental {
+			rep.Freed += e.Size
+		}
+	}
+	rep.Collected, rep.NotCollected, err = collect(ctx, r.Dir, r.Machine, r.Key, rep.Invalid, gone)
+	if rep.Collected != nil {
+		rep.Freed += rep.Collected.BytesFreed
+	}
 	return err
 }
 
 // collect runs the chunk store's garbage collection of machine in dir,
 // when it has a store, unless one of entries is an invalid incremental
 // backup of it (whose chunks cannot be told from garbage): then it says
-// why not.
-func collect(ctx context.Context, dir, machine string, key ssh.PublicKey, entries []backup.Entry) (*chunkstore.GCReport, string, error) {
+// why not. A non-nil gone plans it instead (chunkstore.PlanCollect),
+// changing nothing, as if the backups it names were deleted.
+func collect(ctx context.Context, dir, machine string, key ssh.PublicKey, entries []backup.Entry, gone map[string]bool) (*chunkstore.GCReport, string, error) {
 	if _, err := os.Stat(chunkstore.StoreDir(dir, machine)); errors.Is(err, fs.ErrNotExist) {
 		return nil, "", nil
 	}
@@ -171,7 +192,13 @@ func collect(ctx context.Context, dir, machine string, key ssh.PublicKey, entrie
 				e.Name, e.Problem), nil
 		}
 	}
-	gc, err := chunkstore.Collect(ctx, dir, machine, backup.Trust{Key: key})
+	var gc chunkstore.GCReport
+	var err error
+	if gone != nil {
+		gc, err = chunkstore.PlanCollect(ctx, dir, machine, backup.Trust{Key: key}, gone)
+	} else {
+		gc, err = chunkstore.Collect(ctx, dir, machine, backup.Trust{Key: key})
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
-	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
@@ -64,7 +63,7 @@ func SafetySnapshots(ctx context.Context, b *Box) string {
 	var left []string
 	for _, e := range entries {
 		if e.Machine == b.cfg.MachineName && e.Label == safetyLabel {
-			left = append(left, fmt.Sprintf("%s (%s)", strings.TrimSuffix(e.Name, backup.Suffix), progress.Bytes(e.Size)))
+			left = append(left, fmt.Sprintf("%s (%s)", strings.TrimSuffix(e.Name, backup.Suffix), BackupSize(e)))
 		}
 	}
 	if len(left) == 0 {

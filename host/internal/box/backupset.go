@@ -2,10 +2,12 @@ package box
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
+	"github.com/hermes-box/hermes-box/host/internal/progress"
 )
 
 // ListBackups lists the backups, v2 and incremental (backupset.List):
@@ -82,4 +84,33 @@ func AutoPrune(ctx context.Context, b *Box) (*backupset.PruneReport, error) {
 		return nil, nil
 	}
 	return PruneBackups(ctx, b, backupset.Policy{Last: c.PruneKeepLast, Daily: c.PruneKeepDaily, Weekly: c.PruneKeepWeekly}, false)
+}
+
+// BackupsUsage is what the backups directory holds on disk: the chunk
+// stores, the backups, the exports and packages (backupset.DiskUsage).
+func BackupsUsage(b *Box) (backupset.Usage, error) {
+	return backupset.DiskUsage(b.cfg.BackupsDir())
+}
+
+// BackupSize says how big the backup e is: a v2 backup, its size; an
+// incremental one, what it added to the store when it was taken (what
+// deleting it alone can free at most) and what it restores to.
+func BackupSize(e BackupEntry) string {
+	if e.Incremental {
+		return fmt.Sprintf("added %s to the store; restores to %s", progress.Bytes(e.Added), progress.Bytes(e.Size))
+	}
+	return progress.Bytes(e.Size) + ", self-contained"
+}
+
+// DescribeBackup is the listing's entry of the backup at path (its
+// record or manifest read, not verified); ok is false when the listing
+// lacks it.
+func DescribeBackup(ctx context.Context, b *Box, path string) (e BackupEntry, ok bool) {
+	entries, _ := Backups(ctx, b, false)
+	for _, e := range entries {
+		if e.Path == path {
+			return e, true
+		}
+	}
+	return BackupEntry{}, false
 }

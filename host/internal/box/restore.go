@@ -39,8 +39,31 @@ func Restore(ctx context.Context, b *Box, src string, opts RestoreOptions) error
 	if err != nil {
 		return err
 	}
+	if backupset.IsExport(src) {
+		if src, err = importExport(ctx, b, env, src, opts.LegacyOK); err != nil {
+			return err
+		}
+	}
 	env.resume = src
 	return aftermath(ctx, b, "restore", restore(ctx, b, env, src, opts))
+}
+
+// importExport unpacks the export archive (`backups export`'s file, kept
+// elsewhere) into the backups directory, verified against the project key
+// before it is published (backupset.ImportExport), and returns the
+// backup's path.
+func importExport(ctx context.Context, b *Box, env *backupRun, archive string, legacyOK bool) (string, error) {
+	var dir string
+	err := withLock(b, func() error {
+		var err error
+		dir, err = backupset.ImportExport(ctx, archive, b.cfg.BackupsDir(), env.trust(legacyOK), env.limits())
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	b.ui.Info("unpacked %s into %s", filepath.Base(archive), dir)
+	return dir, nil
 }
 
 // restore is Restore under the lock.
@@ -98,7 +121,8 @@ func restore(ctx context.Context, b *Box, env *backupRun, src string, opts Resto
 func restorePreflight(ctx context.Context, env *backupRun, src string, legacyOK bool) (*backup.Staged, error) {
 	base := BaseArtifact(env.box)
 	if fi, err := os.Stat(base); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("base artifact %s is required: %v", base, err)
+		return nil, userr.WithHint(fmt.Errorf("base artifact %s is required: %v", base, err),
+			"copy images/ from the host the backup came from, or build it with `hermes-box init` (which creates a box the restore then replaces)")
 	}
 	staged, err := backupset.Stage(ctx, src, env.box.cfg.StateDir(), env.trust(legacyOK), env.limits(), env.signer)
 	if err != nil {

@@ -53,13 +53,47 @@ func Collect(ctx context.Context, backupsDir, machine string, t backup.Trust) (G
 		return GCReport{}, fmt.Errorf("collecting garbage: %w", err)
 	}
 	defer s.Close()
-	m := s.NewMarks()
-	for i, rec := range recs {
-		if err := s.Mark(ctx, rec, m); err != nil {
-			return GCReport{}, fmt.Errorf("collecting garbage: backup %s: %w", dirs[i], err)
-		}
+	m, err := markBackups(ctx, s, dirs, recs, nil)
+	if err != nil {
+		return GCReport{}, err
 	}
 	return s.GC(m)
+}
+
+// PlanCollect is the report Collect would return once the backups dirs
+// gone are deleted (a prune's dry run), with nothing changed: the same
+// marks and the same plan GC follows (PlanGC). The caller holds the
+// operation lock, so that nothing changes between the two.
+func PlanCollect(ctx context.Context, backupsDir, machine string, t backup.Trust, gone map[string]bool) (GCReport, error) {
+	dirs, recs, err := Backups(backupsDir, machine, t)
+	if err != nil {
+		return GCReport{}, fmt.Errorf("planning the collection: %w", err)
+	}
+	s, err := OpenReader(StoreDir(backupsDir, machine))
+	if err != nil {
+		return GCReport{}, fmt.Errorf("planning the collection: %w", err)
+	}
+	defer s.Close()
+	m, err := markBackups(ctx, s, dirs, recs, gone)
+	if err != nil {
+		return GCReport{}, err
+	}
+	return s.PlanGC(m)
+}
+
+// markBackups marks the chunks of every backup of recs but those gone
+// names.
+func markBackups(ctx context.Context, s *Store, dirs []string, recs []*Record, gone map[string]bool) (*Marks, error) {
+	m := s.NewMarks()
+	for i, rec := range recs {
+		if gone[dirs[i]] {
+			continue
+		}
+		if err := s.Mark(ctx, rec, m); err != nil {
+			return nil, fmt.Errorf("collecting garbage: backup %s: %w", dirs[i], err)
+		}
+	}
+	return m, nil
 }
 
 // Machines are the machines that have a store below backupsDir.

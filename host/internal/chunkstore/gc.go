@@ -1,7 +1,6 @@
 package chunkstore
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"errors"
@@ -67,26 +66,10 @@ const repackBelow = 0.5
 // if any live chunk is not found there, GC removes what it wrote and
 // fails, the store as it was.
 func (s *Store) GC(m *Marks) (GCReport, error) {
-	var rep GCReport
-	type packUse struct{ live, total int64 }
-	use := make([]packUse, len(s.idx.packs))
-	for i, e := range s.idx.entries {
-		use[e.pack].total += int64(e.slen)
-		if m.live(i) {
-			use[e.pack].live += int64(e.slen)
-		} else {
-			rep.ChunksRemoved++
-		}
-	}
-	drop := make([]bool, len(s.idx.packs))
-	for n, u := range use {
-		drop[n] = float64(u.live) < repackBelow*float64(u.total)
-		if drop[n] && u.live > 0 {
-			rep.PacksRepacked++
-		}
-	}
-	orphans, err := s.unindexedPacks()
-	if err != nil || (rep.ChunksRemoved == 0 && len(orphans) == 0) {
+	plan, err := s.planGC(m)
+	rep := GCReport{ChunksRemoved: plan.rep.ChunksRemoved, PacksRepacked: plan.rep.PacksRepacked}
+	drop := plan.drop
+	if err != nil || (rep.ChunksRemoved == 0 && len(plan.orphans) == 0) {
 		return rep, err
 	}
 	before, err := s.listIDs(packsDir, packExt)
@@ -279,13 +262,28 @@ func (s *Store) checkPackHash(p ID) error {
 	return nil
 }
 
-// copyLive reads a live chunk (re-hashing it) and writes it to w's pack.
+// copyLive reads a live chunk's stored bytes, checks them (decompressed
+// within its length and re-hashed) and writes them as they are to w's
+// pack: a repack compresses nothing again, so its size is known before
+// (planGC).
 func (w *Writer) copyLive(id ID) error {
-	data, err := w.s.Read(id, w.buf)
+	l, ok := w.s.idx.find(id)
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrMissing, id)
+	}
+	f, err := w.s.openPack(l.pack)
 	if err != nil {
 		return err
 	}
-	if _, err := w.write(id, bytes.Clone(data), nil, false); err != nil {
+	blob := make([]byte, l.slen)
+	if err := readFull(f, blob, int64(l.off)); err != nil {
+		return fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, w.s.idx.packs[l.pack], err)
+	}
+	data, err := unpack(w.s.dec, id, blob, l.zstd, l.rlen, nil)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.s.idx.packs[l.pack], err)
+	}
+	if _, err := w.write(id, data, blob, l.zstd); err != nil {
 		return err
 	}
 	if w.full() {

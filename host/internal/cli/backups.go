@@ -26,8 +26,11 @@ func newBackupsCommand() *cobra.Command {
 			"--verify its signature is checked against the project key, every checksum is read (an incremental\n" +
 			"backup: every chunk it names is held), and it is \"verified\", \"unsigned\" (made before backups were\n" +
 			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason); --read-data also reads and\n" +
-			"re-hashes every chunk. SIZE is the backup's own size (an incremental backup: the bytes of its files),\n" +
-			"ADDED what it added to the disk (an incremental backup: the new chunks it stored).",
+			"re-hashes every chunk. RESTORES TO is the backup's own size (an incremental backup: the bytes of its\n" +
+			"parts, as an export writes them), ADDED what it added to the disk when it was taken (an incremental\n" +
+			"backup: the new chunks it stored). After the table: the exports and packages hermes-box wrote into the\n" +
+			"backups directory, and what the directory holds on disk in all (chunk stores, v2 backups, incremental\n" +
+			"records, exports and packages).",
 		Args: cobra.NoArgs,
 		RunE: backupsAction,
 	}
@@ -53,6 +56,9 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 		err = writeIndentedJSON(cmd.OutOrStdout(), entries)
 	} else {
 		err = printBackups(cmd.OutOrStdout(), b.Config().BackupsDir(), entries)
+		if err == nil {
+			err = printUsage(cmd.OutOrStdout(), b)
+		}
 	}
 	if err != nil {
 		return err
@@ -83,7 +89,7 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tLABEL\tCREATED\tSIZE\tADDED\tMACHINE\tSTATE")
+	fmt.Fprintln(tw, "NAME\tLABEL\tCREATED\tRESTORES TO\tADDED\tMACHINE\tSTATE")
 	for _, e := range entries {
 		created := "-"
 		if !e.Created.IsZero() {
@@ -105,6 +111,28 @@ func printBackups(w io.Writer, dir string, entries []box.BackupEntry) error {
 			progress.Bytes(e.Size), progress.Bytes(e.Added), termsafe.String(e.Machine), termsafe.String(state))
 	}
 	return tw.Flush()
+}
+
+// printUsage lists the exports and packages in the backups directory and
+// says what the directory holds on disk in all.
+func printUsage(w io.Writer, b *box.Box) error {
+	u, err := box.BackupsUsage(b)
+	if err != nil {
+		return err
+	}
+	if len(u.Files) > 0 {
+		fmt.Fprintln(w, "exports and packages (each with its .sha256):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, f := range u.Files {
+			fmt.Fprintf(tw, "  %s\t%s\n", termsafe.String(f.Name), progress.Bytes(f.Size))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err = fmt.Fprintf(w, "on disk: %s in all: chunk stores %s, v2 backups %s, incremental records %s, exports and packages %s\n",
+		progress.Bytes(u.Total()), progress.Bytes(u.Stores), progress.Bytes(u.V2), progress.Bytes(u.Records), progress.Bytes(u.FilesBytes))
+	return err
 }
 
 func newBackupsDeleteCommand() *cobra.Command {

@@ -13,13 +13,17 @@ import (
 
 func newBackupsExportCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "export NAME",
-		Short: "Write a backup as one file that restores on another host",
-		Long: "export writes backups/hermes-box-export-<name>.tar and its .sha256: the backup NAME as one v2 backup\n" +
-			"directory, signed by the project key. An incremental backup is rebuilt from the chunk store, every chunk\n" +
-			"re-hashed; either is verified before it is written. On the other host (with this project's key):\n" +
-			"  sha256sum -c hermes-box-export-<name>.tar.sha256 && tar -xf hermes-box-export-<name>.tar -C <data dir>/backups\n" +
-			"  hermes-box restore <name>\n" +
+		Use:   "export NAME|LABEL|latest",
+		Short: "Write a backup as one self-contained file: the way to keep a copy off this machine",
+		Long: "export writes backups/hermes-box-export-<name>.tar and its .sha256: the backup NAME (or the newest with\n" +
+			"LABEL, or latest) as one v2 backup directory, signed by the project key. An incremental backup's own\n" +
+			"directory holds only its record (its data is in backups/.chunks), so a copy of that directory restores\n" +
+			"nowhere: export it instead. An incremental backup is rebuilt from the chunk store, every chunk re-hashed;\n" +
+			"either is verified before it is written. Keep the file, its .sha256 and the project key pair\n" +
+			"(state/hermes-box-ed25519*) elsewhere; on this or another host, with that key in state/ and the base\n" +
+			"image in images/ (or after hermes-box init):\n" +
+			"  hermes-box restore /path/to/hermes-box-export-<name>.tar\n" +
+			"checks the .sha256 beside it, unpacks it into backups/ once it verifies, and restores it.\n" +
 			"It never replaces a file.",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeBackups,

@@ -69,18 +69,19 @@ func warnNotCollected(cmd *cobra.Command, why string) {
 	}
 }
 
-// printPrune says what a prune kept, removed and collected.
+// printPrune says what a prune kept, removed and collected, and what it
+// freed: a dry run's figure is worked out as the prune does it.
 func printPrune(w io.Writer, rep *backupset.PruneReport) error {
-	remove := "removed"
+	remove, removed, freed := "removed", "removed", "freed"
 	if rep.DryRun {
-		remove = "would remove"
+		remove, removed, freed = "would remove", "would be removed", "would be freed"
 	}
 	fmt.Fprintf(w, "%s (%s):\n", rep.Machine, rep.Policy)
 	for _, k := range rep.Kept {
 		fmt.Fprintf(w, "  keep          %s (%s)\n", k.Name, strings.Join(k.Reasons, ", "))
 	}
 	for _, e := range rep.Removed {
-		fmt.Fprintf(w, "  %-13s %s (%s)\n", remove, e.Name, progress.Bytes(e.Added))
+		fmt.Fprintf(w, "  %-13s %s (%s)\n", remove, e.Name, box.BackupSize(e))
 	}
 	for _, e := range rep.Invalid {
 		fmt.Fprintf(w, "  left invalid  %s: %s\n", e.Name, e.Problem)
@@ -89,9 +90,9 @@ func printPrune(w io.Writer, rep *backupset.PruneReport) error {
 		fmt.Fprintf(w, "  removed %s, which an interrupted prune left\n", p)
 	}
 	if c := rep.Collected; c != nil {
-		fmt.Fprintf(w, "chunk store: %d chunks removed, %d packs removed, %d repacked, %s freed\n",
-			c.ChunksRemoved, c.PacksRemoved, c.PacksRepacked, progress.Bytes(c.BytesFreed))
+		fmt.Fprintf(w, "chunk store: %d chunks %s, %d packs %s, %d repacked, %s %s\n",
+			c.ChunksRemoved, removed, c.PacksRemoved, removed, c.PacksRepacked, progress.Bytes(c.BytesFreed), freed)
 	}
-	_, err := fmt.Fprintf(w, "%d kept, %d %s\n", len(rep.Kept), len(rep.Removed), remove)
+	_, err := fmt.Fprintf(w, "%d kept, %d %s, %s %s\n", len(rep.Kept), len(rep.Removed), remove, progress.Bytes(rep.Freed), freed)
 	return err
 }

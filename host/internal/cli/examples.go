@@ -42,16 +42,19 @@ hermes-box logs -n 500 hermes`,
 hermes-box backups --json | jq -r '.[] | select(.verified != "invalid") | .path'
 hermes-box backups --verify          # read every checksum
 hermes-box backups --read-data       # also re-hash every chunk of the incremental backups
-hermes-box backups delete hermes-box-20260102-030405-manual`,
+hermes-box backups delete hermes-box-20260102-030405-manual
+hermes-box backups export latest     # one file to keep elsewhere`,
 	"backups prune": `hermes-box backups prune --keep-last 3 --keep-daily 7 --keep-weekly 4 --dry-run
 hermes-box backups prune --keep-daily 7 --keep-weekly 4`,
 	"backups repair": "hermes-box backups repair            # after the chunk store's index was lost",
-	"backups export": `hermes-box backups export hermes-box-20260102-030405-manual
-tar -xf backups/hermes-box-export-hermes-box-20260102-030405-manual.tar -C /other/data/backups`,
+	"backups export": `hermes-box backups export latest      # the newest backup, as one self-contained file
+cp backups/hermes-box-export-hermes-box-20260102-030405-manual.tar* /mnt/usb/
+hermes-box restore /mnt/usb/hermes-box-export-hermes-box-20260102-030405-manual.tar   # here or on another host`,
 	"backups delete": `hermes-box backups delete hermes-box-20260102-030405-manual
 hermes-box backups delete --force hermes-box-20260102-030405-manual   # even the last good one`,
 	"restore": `hermes-box restore hermes-box-20260102-030405-manual     # a name hermes-box backups prints
-hermes-box restore /mnt/usb/hermes-box-20260102-030405-manual.hermesbox`,
+hermes-box restore latest
+hermes-box restore /mnt/usb/hermes-box-export-hermes-box-20260102-030405-manual.tar   # a copy backups export wrote`,
 	"package": `hermes-box package                    # snapshot now, then package it
 hermes-box package --snapshot hermes-box-20260102-030405-manual move`,
 	"executor":                "hermes-box executor status\nhermes-box executor open",

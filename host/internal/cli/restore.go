@@ -19,11 +19,14 @@ func completeBackups(cmd *cobra.Command, args []string, _ string) ([]string, cob
 
 func newRestoreCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "restore NAME|PATH|LABEL|latest",
+		Use:   "restore NAME|PATH|LABEL|latest|EXPORT.tar",
 		Short: "Restore a backup: directly when there is no box, else through a candidate box",
 		Long: "restore takes a backup by the name `hermes-box backups` prints (or its path, or its label: the newest\n" +
-			"good backup of the box with that label; latest: the newest that is not a safety snapshot), verifies it\n" +
-			"and stages a read-only copy. Without a box it creates one in\n" +
+			"good backup of the box with that label; latest: the newest that is not a safety snapshot; or the path of\n" +
+			"a file `hermes-box backups export` wrote, kept elsewhere: its .sha256 beside it is checked, and it is\n" +
+			"unpacked into the backups directory once it verifies), verifies it and stages a read-only copy. A copy\n" +
+			"of an incremental backup's directory alone does not restore (its data is in backups/.chunks): export\n" +
+			"it. Without a box it creates one in\n" +
 			"restore mode and applies the backup. With a box it first takes a safety snapshot,\n" +
 			"proves the backup on a candidate box on a random loopback port, then replaces the box,\n" +
 			"rolling back from the safety snapshot if that fails. Before anything else, the backup's\n" +

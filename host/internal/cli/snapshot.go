@@ -2,13 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hermes-box/hermes-box/host/internal/box"
-	"github.com/hermes-box/hermes-box/host/internal/progress"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
@@ -17,8 +15,11 @@ func newSnapshotCommand() *cobra.Command {
 		Use:   "snapshot [LABEL]",
 		Short: "Back up the box (root file system and workspace), then resume it",
 		Long: "snapshot stops the box's services, streams its root file system and workspace into\n" +
-			"<backups>/<machine>-<time>-<label>.hermesbox (hermes-box-v2), checksums them and\n" +
-			"returns the box to the state it was in. It prints the backup's path.",
+			"<backups>/<machine>-<time>-<label>.hermesbox (by default incremental: its chunks go into the\n" +
+			"deduplicating store backups/.chunks, the directory holds its signed record; with\n" +
+			"HERMES_BOX_SNAPSHOT_INCREMENTAL=false a self-contained hermes-box-v2 backup) and returns the box to\n" +
+			"the state it was in. It prints the backup's path, and on stderr what it added to the disk and what it\n" +
+			"restores to. To keep a copy off this machine: hermes-box backups export latest.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: snapshotAction,
 	}
@@ -40,7 +41,7 @@ func snapshotAction(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	reportSize(cmd, dir)
+	reportSize(cmd, b, dir)
 	if _, err := fmt.Fprintln(cmd.OutOrStdout(), dir); err != nil {
 		return err
 	}
@@ -62,15 +63,13 @@ func autoPrune(cmd *cobra.Command, b *box.Box) {
 	}
 }
 
-// reportSize says how big the backup in dir is, on stderr.
-func reportSize(cmd *cobra.Command, dir string) {
-	var n int64
-	if entries, err := os.ReadDir(dir); err == nil {
-		for _, e := range entries {
-			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-				n += fi.Size()
-			}
-		}
+// reportSize says, on stderr, what the backup in dir added to the disk
+// and what it restores to (an incremental backup's directory is only its
+// record: its data is in the chunk store).
+func reportSize(cmd *cobra.Command, b *box.Box, dir string) {
+	e, ok := box.DescribeBackup(cmd.Context(), b, dir)
+	if !ok {
+		return
 	}
-	renderer(cmd).Info("backup %s: %s", filepath.Base(dir), progress.Bytes(n))
+	renderer(cmd).Info("backup %s: %s", filepath.Base(dir), box.BackupSize(e))
 }
