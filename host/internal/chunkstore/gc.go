@@ -281,7 +281,7 @@ func (s *Store) checkPackHash(p ID) error {
 
 // copyLive reads a live chunk (re-hashing it) and writes it to w's pack.
 func (w *Writer) copyLive(id ID) error {
-	data, err := w.s.Read(id, w.buf)
+	data, err := w.s.readGood(id, w.buf)
 	if err != nil {
 		return err
 	}

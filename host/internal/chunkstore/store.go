@@ -91,6 +91,8 @@ type Store struct {
 	// missingPacks are packs an index names that are not on disk; their
 	// chunks are not held.
 	missingPacks []ID
+	// sample is Verify's choice of chunks to read (sample.go).
+	sample *sampler
 }
 
 // Open opens (creating it if needed) the store in dir, loads its index
