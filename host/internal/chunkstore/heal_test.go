@@ -125,3 +125,54 @@ func TestCorruptChunkIsSetAsideAndHealed(t *testing.T) {
 	}
 	restored(t, backups, dir0, 0)
 }
+
+// flipChunk flips a byte in the middle of chunk id's blob in its pack.
+func flipChunk(t *testing.T, s *Store, id ID) {
+	t.Helper()
+	l, ok := s.idx.find(id)
+	if !ok {
+		t.Fatalf("chunk %s not held", id)
+	}
+	path := s.packPath(s.idx.packs[l.pack])
+	data, err := os.ReadFile(path)
+	must(t, err)
+	data[int64(l.off)+int64(l.slen)/2] ^= 0xff
+	must(t, os.Chmod(path, 0o600))
+	must(t, os.WriteFile(path, data, 0o600))
+}
+
+// TestGCSetsAsideACorruptChunkItRepacks: GC repacking a live chunk that
+// no longer re-hashes sets it aside and fails, removing nothing (the
+// packs as they were); once the chunk is written again, GC keeps that
+// copy and every live chunk reads.
+func TestGCSetsAsideACorruptChunkItRepacks(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	a, b := setA(), setB()
+	put(t, s, append(append([][]byte{}, a[:6]...), b[:30]...))
+	put(t, s, b[30:])
+	put(t, s, a[6:])
+	flipChunk(t, s, Sum(a[0]))
+	before, err := s.listIDs(packsDir, packExt)
+	must(t, err)
+	if _, err := s.GC(marked(s, a)); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("GC repacking a corrupt chunk: %v, want ErrDamaged", err)
+	}
+	after, err := s.listIDs(packsDir, packExt)
+	must(t, err)
+	slices.SortFunc(before, func(x, y ID) int { return cmpIDs(&x, &y) })
+	slices.SortFunc(after, func(x, y ID) int { return cmpIDs(&x, &y) })
+	if !slices.Equal(before, after) {
+		t.Fatalf("the failed GC changed the packs: %d before, %d after", len(before), len(after))
+	}
+	s2 := openStore(t, dir)
+	if s2.Has(Sum(a[0])) || held(s2, b) != len(b) {
+		t.Fatalf("after the failed GC: the corrupt chunk held %v, %d of %d dead chunks held", s2.Has(Sum(a[0])), held(s2, b), len(b))
+	}
+	mustRead(t, s2, a[1:])
+	put(t, s2, a[:1]) // the next snapshot brings it again
+	if _, err := s2.GC(marked(s2, a)); err != nil {
+		t.Fatalf("GC after the chunk came again: %v", err)
+	}
+	mustRead(t, openStore(t, dir), a)
+}
