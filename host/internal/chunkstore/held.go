@@ -105,8 +105,10 @@ func knownSince(backupsDir string, meta backup.Meta, rec *Record) string {
 	return ""
 }
 
-// heldPrefixes are the chunkwire prefixes of every chunk rec names, its
-// trees' own included, sorted without repeats; none for a nil rec.
+// heldPrefixes are the chunkwire prefixes of every chunk rec names that
+// the store holds, its trees' own included, sorted without repeats; none
+// for a nil rec. A chunk set aside as corrupt is not held: the box sends
+// it again.
 func (s *Store) heldPrefixes(ctx context.Context, rec *Record) ([]uint64, error) {
 	if rec == nil {
 		return nil, nil
@@ -118,11 +120,16 @@ func (s *Store) heldPrefixes(ctx context.Context, rec *Record) ([]uint64, error)
 			return nil, err
 		}
 		for _, id := range tree {
-			out = append(out, chunkwire.Prefix(id))
+			if s.Has(id) {
+				out = append(out, chunkwire.Prefix(id))
+			}
 		}
 	}
 	err := s.chunks(ctx, rec, func(id snaptree.ID) (int64, error) {
 		n, ok := s.RawSize(ID(id))
+		if bad, aside := s.SetAside(ID(id)); !ok && aside {
+			return bad, nil
+		}
 		if !ok {
 			return 0, ErrMissing
 		}

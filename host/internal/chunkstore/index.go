@@ -39,22 +39,29 @@ type index struct {
 	added   blocks
 	recent  map[ID]loc
 	scratch []entry // merge's
+	// bad are the copies of chunks set aside (quarantine.go), never
+	// found; badSize their plaintext lengths.
+	bad     map[badKey]bool
+	badSize map[ID]int64
 }
 
 const mergeEvery = 1 << 16
 
 func (x *index) find(id ID) (loc, bool) {
 	i, ok := slices.BinarySearchFunc(x.entries, id, cmpID)
-	if ok {
+	if ok && x.good(id, x.entries[i].loc) {
 		return x.entries[i].loc, true
 	}
 	if x.added.n > 0 {
-		if i, ok := x.added.search(id); ok {
+		if i, ok := x.added.search(id); ok && x.good(id, x.added.at(i).loc) {
 			return x.added.at(i).loc, true
 		}
 	}
 	l, ok := x.recent[id]
-	return l, ok
+	if ok && x.good(id, l) {
+		return l, true
+	}
+	return loc{}, false
 }
 
 // len is the number of chunks held.
@@ -103,11 +110,12 @@ func (x *index) merge() {
 func (x *index) fold() {
 	x.merge()
 	if x.added.n == 0 {
+		x.entries = x.dropBad(x.entries)
 		return
 	}
 	all := make([]entry, 0, len(x.entries)+x.added.n)
 	x.each(func(e *entry) { all = append(all, *e) })
-	x.entries, x.added, x.scratch = all, blocks{}, nil
+	x.entries, x.added, x.scratch = x.dropBad(all), blocks{}, nil
 }
 
 // each calls fn with every chunk of entries and added, in order; the
@@ -426,6 +434,9 @@ func (s *Store) load() error {
 	s.closeFiles()
 	s.idx = index{}
 	s.missingPacks = nil
+	if err := s.idx.loadBad(s.dir); err != nil {
+		return err
+	}
 	packIDs, err := s.listIDs(packsDir, packExt)
 	if err != nil {
 		return err
@@ -472,6 +483,9 @@ func (s *Store) load() error {
 		}
 	}
 	slices.SortFunc(s.idx.entries, cmpEntry)
+	// A copy set aside is never found: another copy (the one a later
+	// snapshot stored) is.
+	s.idx.entries = s.idx.dropBad(s.idx.entries)
 	// A chunk in two packs (a GC interrupted after its new index) is
 	// read from either: both copies hash to its id.
 	s.idx.entries = slices.CompactFunc(s.idx.entries, func(a, b entry) bool { return a.id == b.id })

@@ -16,10 +16,12 @@ const maxOpenPacks = 64
 // Read returns chunk id, appended to buf[:0]. It reads the blob, bounds
 // its decompression to the recorded length, and re-hashes the plaintext:
 // a chunk that does not hash to id is an ErrCorrupt error, never data.
+// One not held is an ErrMissing error, or ErrDamaged when it was set
+// aside as corrupt.
 func (s *Store) Read(id ID, buf []byte) ([]byte, error) {
 	l, ok := s.idx.find(id)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrMissing, id)
+		return nil, s.notHeld(id)
 	}
 	pack := s.idx.packs[l.pack]
 	f, err := s.openPack(l.pack)

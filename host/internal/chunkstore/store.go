@@ -10,7 +10,9 @@
 // missing. Every index can be rebuilt from the packs' own headers (Repair),
 // and is written from them. GC removes nothing before it has read its new
 // index and packs back and found every live chunk there, and Repair drops
-// no chunk a kept backup needs unless forced.
+// no chunk a kept backup needs unless forced. A chunk found corrupt is
+// set aside, never used for dedup again, and stored anew by the next
+// snapshot that brings it; GC and Repair keep that copy, not the bad one.
 //
 // Layout of the store directory (0700, files 0400):
 //
@@ -20,6 +22,8 @@
 //	index/<sha256>.idx    "HBXIDX01", then per pack: its id, a count
 //	                      (uint32 LE) and 45-byte entries (the header's
 //	                      fields plus the blob's offset)
+//	quarantine            chunks found corrupt, set aside: "<chunk> <pack>"
+//	                      lines; those copies are never found (quarantine.go)
 //
 // The caller holds the operation lock: one writer at a time.
 package chunkstore
@@ -91,6 +95,8 @@ type Store struct {
 	// missingPacks are packs an index names that are not on disk; their
 	// chunks are not held.
 	missingPacks []ID
+	// sample is Verify's choice of chunks to read (sample.go).
+	sample *sampler
 }
 
 // Open opens (creating it if needed) the store in dir, loads its index

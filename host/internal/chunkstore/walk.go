@@ -39,7 +39,7 @@ func (s *Store) treeReader(ctx context.Context, ids []snaptree.ID) io.Reader {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b, err := s.Read(ID(id), buf)
+		b, err := s.readGood(ID(id), buf)
 		buf = b[:0]
 		return b, err
 	})
@@ -55,21 +55,37 @@ func (s *Store) chunks(ctx context.Context, rec *Record, sizeOf func(snaptree.ID
 }
 
 // Verify checks that every chunk of rec is held and that the trees hold
-// together; with readData it reads and re-hashes every chunk.
+// together (each tree chunk read and re-hashed), and reads and re-hashes
+// the file chunks of this run's sample (sample.go); with readData every
+// one. A chunk found corrupt is set aside (quarantine.go): an ErrDamaged
+// error here and for every backup verified after that names it.
 func (s *Store) Verify(ctx context.Context, rec *Record, readData bool) error {
 	buf := make([]byte, 0, MaxChunk)
+	smp := s.verifySample()
 	return s.chunks(ctx, rec, func(id snaptree.ID) (int64, error) {
-		if readData {
-			b, err := s.Read(ID(id), buf)
-			buf = b[:0]
-			return int64(len(b)), err
-		}
 		n, ok := s.RawSize(ID(id))
 		if !ok {
-			return 0, fmt.Errorf("%w: %s", ErrMissing, ID(id))
+			return 0, s.notHeld(ID(id))
 		}
-		return n, nil
+		if !smp.take(ID(id), n, readData) {
+			return n, nil
+		}
+		b, err := s.readGood(ID(id), buf)
+		if err != nil {
+			return 0, err
+		}
+		buf = b[:0]
+		return int64(len(b)), nil
 	})
+}
+
+// notHeld is the error of chunk id not held: set aside as corrupt
+// (ErrDamaged) or missing.
+func (s *Store) notHeld(id ID) error {
+	if _, ok := s.SetAside(id); ok {
+		return fmt.Errorf("%w: %s", ErrDamaged, id)
+	}
+	return fmt.Errorf("%w: %s", ErrMissing, id)
 }
 
 // Mark marks every chunk rec needs as live; a chunk the store lacks is
@@ -109,7 +125,7 @@ func (s *Store) Stage(ctx context.Context, rec *Record, stateDir string, lim bac
 	meta.Limits, meta.Signer = lim, signer
 	buf := make([]byte, 0, MaxChunk)
 	fetch := func(id snaptree.ID) ([]byte, error) {
-		b, err := s.Read(ID(id), buf)
+		b, err := s.readGood(ID(id), buf)
 		buf = b[:0]
 		return b, err
 	}

@@ -24,18 +24,20 @@ func newBackupsCommand() *cobra.Command {
 		Long: "backups lists the backups in the backups directory, oldest first. Without --verify a backup is\n" +
 			"\"complete\" when its files and manifest (an incremental backup: its signed record) are present; with\n" +
 			"--verify its signature is checked against the project key, every checksum is read (an incremental\n" +
-			"backup: every chunk it names is held), and it is \"verified\", \"unsigned\" (made before backups were\n" +
-			"signed; restore needs --legacy-backup) or \"invalid\" (with the reason); --read-data also reads and\n" +
-			"re-hashes every chunk. RESTORES TO is the backup's own size (an incremental backup: the bytes of its\n" +
-			"parts, as an export writes them), ADDED what it added to the disk when it was taken (an incremental\n" +
-			"backup: the new chunks it stored). After the table: the exports and packages hermes-box wrote into the\n" +
-			"backups directory, and what the directory holds on disk in all (chunk stores, v2 backups, incremental\n" +
-			"records, exports and packages).",
+			"backup: every chunk it names is held, and a random sample of them re-hashed: the whole store up to\n" +
+			"256 MiB, else one chunk in 32, at most 1 GiB a run), and it is \"verified\", \"unsigned\" (made before\n" +
+			"backups were signed; restore needs --legacy-backup) or \"invalid\" (with the reason); --read-data reads\n" +
+			"and re-hashes every chunk. A chunk found corrupt is set aside, and the next snapshot stores it again\n" +
+			"when the box still has its file. RESTORES TO is the backup's own size (an incremental backup: the bytes\n" +
+			"of its parts, as an export writes them), ADDED what it added to the disk when it was taken (an\n" +
+			"incremental backup: the new chunks it stored). After the table: the exports and packages hermes-box\n" +
+			"wrote into the backups directory, and what the directory holds on disk in all (chunk stores, v2\n" +
+			"backups, incremental records, exports and packages).",
 		Args: cobra.NoArgs,
 		RunE: backupsAction,
 	}
 	cmd.Flags().Bool("json", false, "print the list as JSON")
-	cmd.Flags().Bool("verify", false, "verify every backup fully (reads every byte; every chunk of an incremental backup held)")
+	cmd.Flags().Bool("verify", false, "verify every backup fully (reads every byte; every chunk of an incremental backup held, a sample re-hashed)")
 	cmd.Flags().Bool("read-data", false, "verify, and read and re-hash every chunk of the incremental backups")
 	cmd.AddCommand(newBackupsDeleteCommand(), newBackupsPruneCommand(), newBackupsRepairCommand(), newBackupsExportCommand())
 	return cmd
@@ -69,14 +71,21 @@ func backupsAction(cmd *cobra.Command, _ []string) error {
 // invalidBackups is the error of a listing with invalid backups (exit
 // status 1): a script's `backups --verify` fails when one is.
 func invalidBackups(entries []box.BackupEntry) error {
-	var bad []string
+	var bad, damaged []string
 	for _, e := range entries {
 		if !e.Good() {
 			bad = append(bad, e.Name)
 		}
+		if backupset.Damaged(e) {
+			damaged = append(damaged, termsafe.String(e.Name))
+		}
 	}
 	if len(bad) == 0 {
 		return nil
+	}
+	if len(damaged) > 0 {
+		return userr.WithHint(fmt.Errorf("%d of %d backups are invalid: %s; corrupt chunks were found and set aside in %s", len(bad), len(entries), strings.Join(bad, ", "), strings.Join(damaged, ", ")),
+			damagedHint)
 	}
 	return userr.WithHint(fmt.Errorf("%d of %d backups are invalid: %s", len(bad), len(entries), strings.Join(bad, ", ")),
 		"the listing says why; delete one with hermes-box backups delete NAME (a copy kept elsewhere can replace it)")

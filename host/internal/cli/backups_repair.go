@@ -21,8 +21,10 @@ func newBackupsRepairCommand() *cobra.Command {
 			"its packs: a deleted or damaged index is recovered from the data it describes. A pack whose header is\n" +
 			"damaged is left out and named. Then every incremental backup is checked against the store: those whose\n" +
 			"chunks are all held are whole; the others are named (exit status 1). If the rebuilt index would lack\n" +
-			"chunks that backups need, it names them, changes nothing and exits 1; --force rebuilds anyway. It holds\n" +
-			"the operation lock.",
+			"chunks that backups need, it names them, changes nothing and exits 1; --force rebuilds anyway. Chunks\n" +
+			"found corrupt and set aside (by backups --verify, --read-data or a restore) stay so: the backups that\n" +
+			"need them are named, and the next snapshot stores them again when the box still has their files. It\n" +
+			"holds the operation lock.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := loadBox(cmd)
@@ -84,7 +86,11 @@ func printLosses(w io.Writer, r backupset.Repaired) {
 			fmt.Fprintf(w, "  %s %s %d chunks of its %s tree: the whole part\n", termsafe.String(l.Backup), verb, l.Chunks, l.Part)
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s %d chunks of %d files of its %s:\n", termsafe.String(l.Backup), verb, l.Chunks, len(l.Files)+l.MoreFiles, l.Part)
+		aside := ""
+		if l.SetAside > 0 {
+			aside = fmt.Sprintf(" (%d found corrupt and set aside)", l.SetAside)
+		}
+		fmt.Fprintf(w, "  %s %s %d chunks%s of %d files of its %s:\n", termsafe.String(l.Backup), verb, l.Chunks, aside, len(l.Files)+l.MoreFiles, l.Part)
 		for _, f := range l.Files {
 			fmt.Fprintf(w, "    %s\n", termsafe.String(f))
 		}
@@ -113,16 +119,29 @@ func refusedRepair(reps []backupset.Repaired) error {
 		"hermes-box backups repair --force rebuilds it anyway; those backups stay broken")
 }
 
+// damagedHint is what recovers backups whose chunks were found corrupt
+// and set aside.
+const damagedHint = "take a snapshot (hermes-box snapshot): the box still has the content of the damaged files named above " +
+	"unless they changed since, and the snapshot stores it again; hermes-box backups --verify then checks them. " +
+	"Otherwise restore an older backup that verifies, or delete the damaged ones with hermes-box backups delete NAME"
+
 // brokenBackups is the error of a repair that left backups broken.
 func brokenBackups(reps []backupset.Repaired) error {
-	var bad []string
+	var bad, damaged []string
 	for _, r := range reps {
 		for _, e := range r.Broken {
 			bad = append(bad, termsafe.String(e.Name))
+			if backupset.Damaged(e) {
+				damaged = append(damaged, termsafe.String(e.Name))
+			}
 		}
 	}
 	if len(bad) == 0 {
 		return nil
+	}
+	if len(damaged) > 0 {
+		return userr.WithHint(fmt.Errorf("%d incremental backups are not whole: %s; corrupt chunks were found and set aside in %s", len(bad), strings.Join(bad, ", "), strings.Join(damaged, ", ")),
+			damagedHint)
 	}
 	return userr.WithHint(fmt.Errorf("%d incremental backups are not whole: %s", len(bad), strings.Join(bad, ", ")),
 		"their chunks are gone from the store; delete them with hermes-box backups delete NAME")
