@@ -63,7 +63,7 @@ func (b *box) checkGateAttacks() {
 		"the attack as planted: %+v", planted)
 	b.restartGateway()
 	view := b.gatewayView()
-	r := b.run(2*time.Minute, "status", "--json")
+	r := b.gateStatus()
 	// undo says whether the marker was there: whether the agent's module
 	// was imported by the gateway, the view or the health check.
 	var undone struct {
@@ -81,10 +81,32 @@ func (b *box) checkGateAttacks() {
 	t.Logf("after the agent's .env and memory-provider attacks (status exit %d): %s", r.Code, outcome)
 
 	b.restartGateway()
-	r = b.must(2*time.Minute, "status", "--json")
+	r = b.gateStatus()
 	rep, err = health.Decode([]byte(r.Stdout))
 	mustf(t, err == nil, "status --json after the undo: %v", err)
 	mustf(t, rep.Status == health.StatusHealthy && gateHeld(*rep, want) == nil, "after the attacks are undone: %s %v\n%s", rep.Status, gateHeld(*rep, want), r.Stdout)
+}
+
+// gateStatus is status --json once the box answers with its gate check:
+// after the gateway's restart with new files the gate's verdict is worked
+// out again (Hermes asked under TCG), which can pass status's 30 s for its
+// health call on a loaded machine; the call is asked again, up to 6 times
+// 20 s apart, while the report has no gate check.
+func (b *box) gateStatus() Result {
+	var r Result
+	for try := range 6 {
+		if try > 0 {
+			time.Sleep(20 * time.Second)
+		}
+		r = b.run(2*time.Minute, "status", "--json")
+		if rep, err := health.Decode([]byte(r.Stdout)); err == nil {
+			if _, ok := rep.Checks[health.CheckGate]; ok {
+				return r
+			}
+		}
+		b.t.Logf("status --json (try %d) has no gate check yet (exit %d)", try+1, r.Code)
+	}
+	return r
 }
 
 // judgeGateAttack says whether the box withstood the agent's attacks or
