@@ -57,7 +57,7 @@ func runPlain(t *testing.T) bool {
 	if plainOnce.err != nil {
 		t.Fatal(plainOnce.err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(plainOnce.exe)) })
+	// Removed by TestMain: every test that runs without -race shares it.
 	cmd := exec.CommandContext(t.Context(), plainOnce.exe, "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), envPlain+"=1")
 	out, err := cmd.CombinedOutput()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,9 @@ func TestMain(m *testing.M) {
 		os.Exit(crashHelper(op))
 	}
 	code := m.Run()
+	if plainOnce.exe != "" {
+		_ = os.RemoveAll(filepath.Dir(plainOnce.exe)) // runPlain's test binary
+	}
 	if benchDir != "" {
 		_ = os.RemoveAll(benchDir) // the box benchmark's trees and agent
 	}
