@@ -429,9 +429,12 @@ func (s *Store) readIndex(id ID, group func(pack ID, entries []packEntry) error)
 }
 
 // load reads every index file; chunks in packs that are not on disk are
-// not held.
+// not held. The entries are read into the old index's array when it has
+// room (a refused snapshot's reload reads the same chunks again), so the
+// index is never held twice.
 func (s *Store) load() error {
 	s.closeFiles()
+	old := s.idx.entries[:0]
 	s.idx = index{}
 	s.missingPacks = nil
 	if err := s.idx.loadBad(s.dir); err != nil {
@@ -455,7 +458,12 @@ func (s *Store) load() error {
 			size += fi.Size()
 		}
 	}
-	s.idx.entries = make([]entry, 0, size/indexEntrySize)
+	if want := int(size / indexEntrySize); cap(old) >= want {
+		s.idx.entries = old
+	} else {
+		old = nil
+		s.idx.entries = make([]entry, 0, want)
+	}
 	number := map[ID]uint32{}
 	missing := map[ID]bool{}
 	for _, id := range indexIDs {

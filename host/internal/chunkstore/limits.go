@@ -57,11 +57,12 @@ const (
 	treeTextRatio = 64
 	// storeChunks is the most chunks a machine's store may hold after a
 	// snapshot. The host keeps the store's index in memory, 52 bytes a
-	// chunk (index.go's entry), and a refused snapshot reads it again
-	// while the copy it drops may not be collected yet: 1,000,000 chunks
-	// are 50 MiB, twice that with a snapshot's window stays within the
-	// host's 128 MiB heap (TestStoreCapHeap; 2,000,000 measured 210 MiB
-	// refusing). Retention keeps what every backup names, and a box may
+	// chunk (index.go's entry; a refused snapshot reads it again into
+	// the same array): 1,000,000 chunks are 50 MiB, which with a
+	// snapshot's window stays within the host's 128 MiB heap
+	// (TestStoreCapHeap: 83 MiB publishing up to the cap, 80 MiB
+	// refusing past it, 111 MiB before the reload read in place).
+	// Retention keeps what every backup names, and a box may
 	// push a million tiny chunks a snapshot (a file's last chunk each),
 	// so without it a few snapshots would pass that bound. Honest stores
 	// are far from it: the 2 GB benchmark box holds about 101,000 chunks.

@@ -128,6 +128,34 @@ func TestAbortLeavesNothing(t *testing.T) {
 	mustRead(t, s, a)
 }
 
+// TestAbortReloadsInPlace: the reload after Abort (a refused snapshot)
+// reads the index into the array the store had, holding the same
+// chunks: the index is never held twice (TestStoreCapHeap's refusal at
+// the cap peaked at 111 MiB of heap reading it anew, 80 MiB in place).
+func TestAbortReloadsInPlace(t *testing.T) {
+	dir := t.TempDir()
+	a := set("a", 100, 1000)
+	put(t, openStore(t, dir), a)
+	s := openStore(t, dir)
+	was := &s.idx.entries[0]
+	w, err := s.NewWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range set("b", 10, 1000) {
+		if _, err := w.Put(Sum(c), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != len(a) || &s.idx.entries[0] != was {
+		t.Fatalf("after abort the store holds %d chunks (want %d), its index read into a new array: %v", s.Len(), len(a), &s.idx.entries[0] != was)
+	}
+	mustRead(t, s, a)
+}
+
 // TestHostile damages a store in each way and checks the damage is
 // refused (never returned as data) and what repair recovers.
 func TestHostile(t *testing.T) {
