@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/auditanchor"
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/host/internal/backupset"
+	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
 	"github.com/hermes-box/hermes-box/shared/filenames"
@@ -100,6 +102,11 @@ func restore(ctx context.Context, b *Box, env *backupRun, src string, opts Resto
 					"` restores without a safety snapshot: the current box is deleted once the backup is verified and staged")
 			}
 			return err
+		}
+		// The restored box holds the backup's content: its next
+		// incremental snapshot is told of that backup's chunks alone.
+		if err := chunkstore.NoteRestored(cfg.BackupsDir(), cfg.MachineName, boxIdentity(b), src, time.Now()); err != nil {
+			slog.Warn("noting the restored backup for the next snapshot", "error", err)
 		}
 		if err := installAuditAnchor(ctx, b, env.anchor); err != nil {
 			return errors.Join(err, secretsAfterCutOver(ctx, b))

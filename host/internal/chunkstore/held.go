@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
@@ -22,8 +23,10 @@ import (
 // backup taken of the same box (backup.Meta.Box, its pinned host key:
 // new after destroy and init), which that box held itself; the box's
 // first snapshot after init gets an empty list and sends every chunk
-// (the store still keeps each once). The committed token is that
-// backup's too.
+// (the store still keeps each once). A box restored from one of the
+// machine's backups holds exactly that backup's content: until it has a
+// backup of its own, the list names that backup's chunks (NoteRestored).
+// The committed token is that backup's too.
 
 // boxFile, in a machine's store, names the box whose backups the held
 // list may reveal and the first of them.
@@ -39,24 +42,53 @@ type storeBox struct {
 	// since are its own. Empty: every backup (a store from before the
 	// file, whose backups are taken as the box's).
 	Since string `json:"since"`
+	// Restored names the backup (its directory) the box was restored
+	// from, known until the box has one of its own.
+	Restored string `json:"restored,omitempty"`
 }
 
 // knownBackup is the newest incremental backup of machine that meta's
-// box took itself, or nil.
+// box took itself, else the one it was restored from, or nil.
 func knownBackup(backupsDir string, meta backup.Meta) *Record {
 	sb, ok := readStoreBox(StoreDir(backupsDir, meta.Machine))
 	if ok && sb.Box != meta.Box {
 		return nil
 	}
-	_, recs, err := Backups(backupsDir, meta.Machine, backup.Trust{Key: meta.Signer.PublicKey()})
+	dirs, recs, err := Backups(backupsDir, meta.Machine, backup.Trust{Key: meta.Signer.PublicKey()})
 	if err != nil {
 		return nil
 	}
-	recs = slices.DeleteFunc(recs, func(r *Record) bool { return cmpCreated(r.Created, sb.Since) < 0 })
-	if len(recs) == 0 {
+	var own, from *Record
+	for i, r := range recs {
+		if cmpCreated(r.Created, sb.Since) >= 0 && (own == nil || cmpCreated(r.Created, own.Created) > 0) {
+			own = r
+		}
+		if sb.Restored != "" && filepath.Base(dirs[i]) == sb.Restored {
+			from = r
+		}
+	}
+	if own != nil {
+		return own
+	}
+	return from
+}
+
+// NoteRestored records that machine's box, box (its pinned host key),
+// was just (now) restored from the backup in src: when src is one of the
+// machine's incremental backups, the held list of the box's next
+// snapshot names its chunks (the box holds exactly its content), and no
+// other backup's until the box has one of its own. Without a store there
+// is nothing to note.
+func NoteRestored(backupsDir, machine, box, src string, now time.Time) error {
+	dir := StoreDir(backupsDir, machine)
+	if _, err := os.Stat(dir); err != nil {
 		return nil
 	}
-	return slices.MaxFunc(recs, func(a, b *Record) int { return cmpCreated(a.Created, b.Created) })
+	sb := storeBox{Box: box, Since: now.UTC().Format(time.RFC3339)}
+	if filepath.Dir(filepath.Clean(src)) == filepath.Clean(backupsDir) {
+		sb.Restored = filepath.Base(src)
+	}
+	return writeStoreBox(dir, sb)
 }
 
 func readStoreBox(dir string) (storeBox, bool) {
@@ -87,6 +119,10 @@ func noteBox(backupsDir string, meta backup.Meta, rec *Record) error {
 	default:
 		sb = storeBox{Box: meta.Box, Since: rec.Created}
 	}
+	return writeStoreBox(dir, sb)
+}
+
+func writeStoreBox(dir string, sb storeBox) error {
 	data, err := json.Marshal(sb)
 	if err != nil {
 		return err
