@@ -2,7 +2,6 @@ package chunkstore
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/cdc"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
+	"github.com/hermes-box/hermes-box/shared/chunkwire/chunkwiretest"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
 
@@ -44,132 +44,115 @@ type streamCase struct {
 // often as the other limits allow).
 var limitCases = map[string][]streamCase{
 	"chunk-bytes": {
-		{"one chunk of 1 MiB + 1", func(b *hostileBox) error { return b.oversized(1) }, "over the limit of 1048576"},
-		{"10,000 such chunks", func(b *hostileBox) error { return b.oversized(10_000) }, "over the limit of 1048576"},
+		shared("chunk-over", "one chunk of 1 MiB + 1"),
+		{"10,000 such chunks", func(b *hostileBox) error { return oversized(b, 10_000) }, "over the limit of 1048576"},
 	},
 	"chunk-min": {
-		{"a file's first chunk 1 byte short", func(b *hostileBox) error {
-			return b.fileOf("f", 2*snaptree.MinChunk, b.send(b.content(snaptree.MinChunk-1, 0)), b.send(b.content(snaptree.MinChunk+1, 1)))
-		}, "short of the 65536"},
+		shared("chunk-short", "a file's first chunk 1 byte short"),
 		{"a tree cut into 256-byte chunks", func(b *hostileBox) error {
-			b.every = 256
+			b.Every = 256
 			for i := range 2000 {
-				b.entry('5', fmt.Sprintf("d%04d/", i), 0, nil, 0)
+				b.Entry('5', fmt.Sprintf("d%04d/", i), 0, nil, 0)
 			}
-			return b.end()
+			return b.End()
 		}, "short of the 65536 every one but the last"},
 	},
 	"chunk-empty": {
-		{"an empty chunk first", func(b *hostileBox) error {
-			big := b.send(b.content(snaptree.MinChunk, 0))
-			return b.fileOf("f", 2*snaptree.MinChunk, b.send(nil), big, big)
-		}, "chunk 0 is empty"},
+		shared("chunk-empty", "an empty chunk first"),
 		{"1,000 empty chunks", func(b *hostileBox) error {
-			return b.fileOf("f", 1000*snaptree.MinChunk, repeat(b.send(nil), 1000)...)
+			return b.FileOf("f", 1000*snaptree.MinChunk, repeat(b.Send(nil), 1000)...)
 		}, "chunk 0 is empty"},
 	},
 	"file-ids": {
-		{"two ids for 10 bytes", func(b *hostileBox) error {
-			c := b.send(b.content(10, 0))
-			return b.fileOf("f", 10, c, c)
-		}, "2 chunks for 10 bytes, over the limit of 1"},
+		shared("file-ids", "two ids for 10 bytes"),
 		{"200,000 ids for 10 bytes", func(b *hostileBox) error {
-			return b.fileOf("f", 10, repeat(b.send(b.content(10, 0)), 200_000)...)
+			return b.FileOf("f", 10, repeat(b.Send(content(10, 0)), 200_000)...)
 		}, "200000 chunks for 10 bytes"},
 	},
 	"tree-chunks": {
-		{"a tree of 4,097 chunks", func(b *hostileBox) error { return b.bigEnd(chunkwire.MaxTree + 1) }, "a tree of 4097 chunks"},
-		{"a tree of a million chunks", func(b *hostileBox) error { return b.bigEnd(1 << 20) }, "a tree of 1048576 chunks"},
+		shared("tree-chunks", "a tree of 4,097 chunks"),
+		{"a tree of a million chunks", func(b *hostileBox) error { return bigEnd(b, 1<<20) }, "a tree of 1048576 chunks"},
 	},
 	"tree-repeat": {
-		{"a tree chunk named 65 times", func(b *hostileBox) error { return b.repeatTree(maxTreeRepeat + 1) }, "more than 64 times"},
-		{"a tree chunk named 4,000 times", func(b *hostileBox) error { return b.repeatTree(4000) }, "more than 64 times"},
+		shared("tree-repeat", "a tree chunk named 65 times"),
+		{"a tree chunk named 4,000 times", func(b *hostileBox) error { return repeatTree(b, 4000) }, "more than 64 times"},
 	},
 	"record-bytes": {
-		{"a record of 320 KiB + 1", func(b *hostileBox) error {
-			b.raw(binary.AppendUvarint(nil, snaptree.MaxRecord+1))
-			b.raw(make([]byte, snaptree.MaxRecord+1))
-			return b.end()
-		}, "over the limit of 327680"},
+		shared("record-over", "a record of 320 KiB + 1"),
 		{"100 entries at the record limit", func(b *hostileBox) error {
 			link := strings.Repeat("l", snaptree.MaxRecord-64)
 			for i := range 100 {
-				b.entry('2', fmt.Sprintf("l%04d", i), 0, nil, 0, link)
+				b.Entry('2', fmt.Sprintf("l%04d", i), 0, nil, 0, link)
 			}
-			return b.end()
+			return b.End()
 		}, ""},
 	},
 	"tree-text": {
-		{"270 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(270) }, "names and PAX records pass"},
-		{"480 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(480) }, "names and PAX records pass"},
+		{"270 entries of 256 KiB of PAX", func(b *hostileBox) error { return paxEntries(b, 270) }, "names and PAX records pass"},
+		{"480 entries of 256 KiB of PAX", func(b *hostileBox) error { return paxEntries(b, 480) }, "names and PAX records pass"},
 	},
 	"pax-records": {
-		{"257 PAX records", func(b *hostileBox) error {
-			b.entry('5', "d/", 0, paxOf(snaptree.MaxPAXRecords+1, 1), 0)
-			return b.end()
-		}, "257 PAX records"},
+		shared("pax-records", "257 PAX records"),
 		{"900 entries of 256 PAX records", func(b *hostileBox) error {
 			for i := range 900 {
-				b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(snaptree.MaxPAXRecords, 1), 0)
+				b.Entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(snaptree.MaxPAXRecords, 1), 0)
 			}
-			return b.end()
+			return b.End()
 		}, ""},
 	},
 	"pax-bytes": {
-		{"PAX records of 256 KiB + 1", func(b *hostileBox) error {
-			b.entry('5', "d/", 0, paxOf(1, snaptree.MaxPAXBytes+1-len(paxOf(1, 0)[0][0])), 0)
-			return b.end()
-		}, "over the limit of 262144"},
-		{"200 entries of 256 KiB of PAX", func(b *hostileBox) error { return b.paxEntries(200) }, ""},
+		shared("pax-bytes", "PAX records of 256 KiB + 1"),
+		{"200 entries of 256 KiB of PAX", func(b *hostileBox) error { return paxEntries(b, 200) }, ""},
 	},
 	"small-chunks": {
-		{"one small chunk over", func(b *hostileBox) error { return b.smallChunks(int(smallChunks(matrixLimits)) + 1) }, "new chunks under 65536 bytes"},
-		{"1,100,000 unique 8-byte chunks (issue case 1)", func(b *hostileBox) error { return b.smallChunks(1_100_000) }, "new chunks under 65536 bytes"},
+		{"one small chunk over", func(b *hostileBox) error { return sendSmall(b, int(smallChunks(matrixLimits))+1) }, "new chunks under 65536 bytes"},
+		{"1,100,000 unique 8-byte chunks (issue case 1)", func(b *hostileBox) error { return sendSmall(b, 1_100_000) }, "new chunks under 65536 bytes"},
 	},
 	"part-chunks": {
-		{"one chunk the tree does not name", func(b *hostileBox) error {
-			b.send(b.content(100, 7))
-			return b.end()
-		}, "1 chunks sent that the tree does not name"},
+		shared("unnamed-chunk", "one chunk the tree does not name"),
 		{"unnamed chunks past the count (issue case 3)", func(b *hostileBox) error {
 			for i := range int(partChunks(matrixLimits)) + 10 {
 				if i < int(smallChunks(matrixLimits)) {
-					b.send(b.content(8, i))
+					b.Send(content(8, i))
 				} else {
-					b.send(b.content(snaptree.MinChunk, i))
+					b.Send(content(snaptree.MinChunk, i))
 				}
-				if b.err != nil {
-					return b.err
+				if b.Err() != nil {
+					return b.Err()
 				}
 			}
-			return b.end()
+			return b.End()
 		}, "new chunks in one part"},
 	},
 	"names": {
-		{"an OSC 52 clipboard write in a name (issue case 6)", func(b *hostileBox) error {
-			b.entry('5', "evil\x1b]52;c;aGVsbG8=\x07/", 0, nil, 0)
-			return b.end()
-		}, `entry evil\x1b]52;c;aGVsbG8=\x07/: a control character`},
+		shared("osc52-name", "an OSC 52 clipboard write in a name (issue case 6)"),
 		{"1,000 names with escapes", func(b *hostileBox) error {
 			for i := range 1000 {
-				b.entry('5', fmt.Sprintf("d%04d\x1b[2J/", i), 0, nil, 0)
+				b.Entry('5', fmt.Sprintf("d%04d\x1b[2J/", i), 0, nil, 0)
 			}
-			return b.end()
+			return b.End()
 		}, "a control character"},
 	},
+}
+
+// shared is chunkwiretest's case name, the one the release matrix's
+// test agent sends, as the matrix's case desc.
+func shared(name, desc string) streamCase {
+	c, ok := chunkwiretest.Find(name)
+	if !ok {
+		panic("chunkwiretest has no case " + name)
+	}
+	return streamCase{desc, c.Run, c.Want}
 }
 
 // issueCases are the issue's stream cases not a limit's own.
 var issueCases = []streamCase{
 	{"issue case 4: a record carrying 1 MiB of PAX", func(b *hostileBox) error {
-		b.entry('5', "d/", 0, paxOf(1, 1<<20-256), 0)
-		return b.end()
+		b.Entry('5', "d/", 0, paxOf(1, 1<<20-256), 0)
+		return b.End()
 	}, "a record of 1048377 bytes, over the limit of 327680"},
-	{"issue case 5: a tree of 12,000 chunks (a 1.5 MB record)", func(b *hostileBox) error { return b.bigEnd(12_000) }, "a tree of 12000 chunks"},
-	{"an honest rootfs", func(b *hostileBox) error {
-		b.entry('5', "etc/", 0, nil, 0)
-		return b.fileOf("etc/hostname", 4, b.send([]byte("box\n")))
-	}, ""},
+	{"issue case 5: a tree of 12,000 chunks (a 1.5 MB record)", func(b *hostileBox) error { return bigEnd(b, 12_000) }, "a tree of 12000 chunks"},
+	shared("within", "an honest rootfs"),
 }
 
 // TestStreamLimitsHaveCases: every row of StreamLimits has its cases in
@@ -407,7 +390,8 @@ func hostileSource(ws []tfile, rootfs func(b *hostileBox) error, sent *int64) Ch
 		}
 		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 		defer zw.Close()
-		b := &hostileBox{held: held, fw: chunkwire.NewWriter(cw), zw: zw, sent: map[chunkwire.ID]bool{}}
+		b := chunkwiretest.NewBox(held, cw)
+		b.Compress = func(data []byte) []byte { return zw.EncodeAll(data, nil) }
 		return rootfs(b)
 	}
 }
@@ -423,215 +407,61 @@ func (c *counted) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// hostileBox writes a part's stream as a compromised box would: chunks
-// it chooses, a tree of records it writes byte by byte, an end frame.
-type hostileBox struct {
-	held *chunkwire.Held
-	fw   *chunkwire.Writer
-	zw   *zstd.Encoder
-	sent map[chunkwire.ID]bool
-	// every, when set before the first entry, cuts the tree every so
-	// many bytes instead of as the chunker does.
-	every int
-	tw    io.WriteCloser // the tree, cut and sent as it is written
-	tree  []chunkwire.ID
-	err   error
-}
-
-// compactMagic is what a compact tree starts with: snaptree's empty
-// tree but its end record.
-var compactMagic = func() []byte {
-	var tree []byte
-	e := snaptree.NewEncoder(func(_ snaptree.ID, data []byte) error { tree = append(tree, data...); return nil })
-	if _, _, err := e.Close(); err != nil {
-		panic(err)
-	}
-	return tree[:len(tree)-1]
-}()
-
-// content is n bytes of chunk i's content: zeros after a counter, so
-// that it compresses (the box's cheapest stream).
-func (b *hostileBox) content(n, i int) []byte {
-	c := make([]byte, n)
-	var ctr [8]byte
-	binary.BigEndian.PutUint64(ctr[:], uint64(i))
-	copy(c, ctr[:])
-	return c
-}
-
-// send sends data as a chunk unless it is held or sent, and returns its id.
-func (b *hostileBox) send(data []byte) chunkwire.ID {
-	id := Sum(data)
-	if b.held.Has(id) || b.sent[id] || b.err != nil {
-		return id
-	}
-	b.sent[id] = true
-	b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Compression: chunkwire.Zstd, Stored: b.zw.EncodeAll(data, nil)})
-	return id
-}
-
-// raw appends bytes to the tree as they are.
-func (b *hostileBox) raw(p []byte) {
-	if b.tw == nil {
-		emit := func(c []byte) error {
-			b.tree = append(b.tree, b.send(c))
-			return b.err
-		}
-		b.tw = cdc.NewWriter(emit)
-		if b.every > 0 {
-			b.tw = &fixedCut{n: b.every, emit: emit}
-		}
-		b.raw(compactMagic)
-	}
-	if _, err := b.tw.Write(p); err != nil && b.err == nil {
-		b.err = err
-	}
-}
-
-// fixedCut cuts what is written to it every n bytes.
-type fixedCut struct {
-	n    int
-	buf  []byte
-	emit func([]byte) error
-}
-
-func (f *fixedCut) Write(p []byte) (int, error) {
-	f.buf = append(f.buf, p...)
-	for len(f.buf) >= f.n {
-		if err := f.emit(f.buf[:f.n]); err != nil {
-			return 0, err
-		}
-		f.buf = f.buf[f.n:]
-	}
-	return len(p), nil
-}
-
-func (f *fixedCut) Close() error {
-	if len(f.buf) == 0 {
-		return nil
-	}
-	return f.emit(f.buf)
-}
-
-// entry appends a record: type, name, size, PAX records, the count of
-// ids it says (the ids follow with ids) and a link target.
-func (b *hostileBox) entry(typ byte, name string, size int64, pax [][2]string, nids int, link ...string) {
-	f := []byte{typ}
-	for _, s := range []string{name, strings.Join(link, ""), "root", "root"} {
-		f = append(binary.AppendUvarint(f, uint64(len(s))), s...)
-	}
-	for _, v := range []uint64{0o755, 0, 0} {
-		f = binary.AppendUvarint(f, v)
-	}
-	f = binary.AppendVarint(f, 1700000000)
-	for _, v := range []uint64{0, 0, 0, uint64(size), uint64(len(pax))} {
-		f = binary.AppendUvarint(f, v)
-	}
-	for _, kv := range pax {
-		for _, s := range kv {
-			f = append(binary.AppendUvarint(f, uint64(len(s))), s...)
-		}
-	}
-	f = binary.AppendUvarint(f, uint64(nids))
-	b.raw(append(binary.AppendUvarint(nil, uint64(len(f))), f...))
-}
-
-// fileOf appends a regular file of size bytes naming ids, and ends.
-func (b *hostileBox) fileOf(name string, size int64, ids ...chunkwire.ID) error {
-	b.entry('0', name, size, nil, len(ids))
-	for _, id := range ids {
-		b.raw(id[:])
-	}
-	return b.end()
-}
-
-// end ends the tree and sends its last chunk and the end frame.
-func (b *hostileBox) end() error {
-	tree, err := b.cut()
-	if err != nil {
-		return err
-	}
-	return b.endWith(tree)
-}
-
-// cut ends the tree (its end record) and returns its chunks.
-func (b *hostileBox) cut() ([]chunkwire.ID, error) {
-	b.raw([]byte{0})
-	if err := b.tw.Close(); err != nil {
-		return nil, err
-	}
-	return b.tree, b.err
-}
-
-func (b *hostileBox) endWith(tree []chunkwire.ID) error {
-	if b.err != nil {
-		return b.err
-	}
-	return b.fw.End(chunkwire.End{Entries: 1, Tree: tree})
-}
+// hostileBox is the compromised box's side of a stream (chunkwiretest's,
+// the one the release matrix's test agent sends).
+type hostileBox = chunkwiretest.Box
 
 // oversized sends n chunk frames of chunkwire.MaxChunk + 1 bytes.
-func (b *hostileBox) oversized(n int) error {
+func oversized(b *hostileBox, n int) error {
 	big := make([]byte, chunkwire.MaxChunk+1)
 	for range n {
-		if err := b.fw.Chunk(chunkwire.Chunk{ID: Sum(big), Plain: uint32(len(big)), Stored: big}); err != nil {
+		if err := b.Chunk(chunkwire.Chunk{ID: Sum(big), Plain: uint32(len(big)), Stored: big}); err != nil {
 			return err
 		}
 	}
-	return b.end()
+	return b.End()
 }
 
 // bigEnd sends an end frame naming n tree chunks.
-func (b *hostileBox) bigEnd(n int) error {
-	tree, err := b.cut()
+func bigEnd(b *hostileBox, n int) error {
+	tree, err := b.Cut()
 	if err != nil {
 		return err
 	}
-	return b.endWith(repeat(tree[0], n))
+	return b.EndWith(repeat(tree[0], n))
 }
 
 // repeatTree names one 64 KiB tree chunk n times before the tree.
-func (b *hostileBox) repeatTree(n int) error {
-	pad := b.send(b.content(snaptree.MinChunk, 1<<30))
-	tree, err := b.cut()
+func repeatTree(b *hostileBox, n int) error {
+	pad := b.Send(content(snaptree.MinChunk, 1<<30))
+	tree, err := b.Cut()
 	if err != nil {
 		return err
 	}
-	return b.endWith(append(repeat(pad, n), tree...))
+	return b.EndWith(append(repeat(pad, n), tree...))
 }
 
-// smallChunks sends n unique 8-byte chunks, then the tree.
-func (b *hostileBox) smallChunks(n int) error {
+// sendSmall sends n unique 8-byte chunks, then the tree.
+func sendSmall(b *hostileBox, n int) error {
 	for i := range n {
-		b.send(b.content(8, i))
-		if b.err != nil {
-			return b.err
+		b.Send(content(8, i))
+		if b.Err() != nil {
+			return b.Err()
 		}
 	}
-	return b.end()
+	return b.End()
 }
 
 // paxEntries writes n directories of snaptree.MaxPAXBytes of PAX each.
-func (b *hostileBox) paxEntries(n int) error {
+func paxEntries(b *hostileBox, n int) error {
 	for i := range n {
-		b.entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(1, snaptree.MaxPAXBytes-len(paxOf(1, 0)[0][0])), 0)
+		b.Entry('5', fmt.Sprintf("d%04d/", i), 0, paxOf(1, snaptree.MaxPAXBytes-len(paxOf(1, 0)[0][0])), 0)
 	}
-	return b.end()
+	return b.End()
 }
 
-func repeat(id chunkwire.ID, n int) []chunkwire.ID {
-	out := make([]chunkwire.ID, n)
-	for i := range out {
-		out[i] = id
-	}
-	return out
-}
-
-// paxOf is n PAX records of values of size bytes.
-func paxOf(n, size int) [][2]string {
-	out := make([][2]string, n)
-	for i := range out {
-		out[i] = [2]string{fmt.Sprintf("SCHILY.xattr.user.k%04d", i), strings.Repeat("v", size)}
-	}
-	return out
-}
+var (
+	content = chunkwiretest.Content
+	repeat  = chunkwiretest.Repeat
+	paxOf   = chunkwiretest.PAX
+)

@@ -27,7 +27,7 @@ var storeRoom = map[string]int64{
 func init() {
 	limitCases["store-chunks"] = []streamCase{
 		{"the store full, one new chunk", func(b *hostileBox) error {
-			return b.fileOf("etc/new", 100, b.send(b.content(100, 9)))
+			return b.FileOf("etc/new", 100, b.Send(content(100, 9)))
 		}, "the machine's chunk store would hold more than"},
 		{"100,000 tiny files past 1,000 of room", tinyFiles(100_000, 's'), "the machine's chunk store would hold more than"},
 	}
@@ -64,16 +64,14 @@ func tinyFiles(n int, seed byte) func(b *hostileBox) error {
 		for i := range n {
 			data := tinyChunk(seed, i, 8)
 			id := Sum(data)
-			if b.err == nil {
-				b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Stored: data})
-			}
-			b.entry('0', fmt.Sprintf("f%07d", i), int64(len(data)), nil, 1)
-			b.raw(id[:])
-			if b.err != nil {
-				return b.err
+			err := b.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Stored: data})
+			b.Entry('0', fmt.Sprintf("f%07d", i), int64(len(data)), nil, 1)
+			b.Raw(id[:])
+			if err != nil {
+				return err
 			}
 		}
-		return b.end()
+		return b.End()
 	}
 }
 

@@ -35,52 +35,52 @@ type Case struct {
 var Cases = []Case{
 	{"chunk-over", "chunk-bytes", "over the limit of 1048576", func(b *Box) error {
 		big := make([]byte, chunkwire.MaxChunk+1)
-		if err := b.fw.Chunk(chunkwire.Chunk{ID: sha256.Sum256(big), Plain: uint32(len(big)), Stored: big}); err != nil {
+		if err := b.Chunk(chunkwire.Chunk{ID: sha256.Sum256(big), Plain: uint32(len(big)), Stored: big}); err != nil {
 			return err
 		}
 		return b.End()
 	}},
 	{"chunk-short", "chunk-min", "short of the 65536", func(b *Box) error {
-		return b.FileOf("f", 2*snaptree.MinChunk, b.Send(content(snaptree.MinChunk-1, 0)), b.Send(content(snaptree.MinChunk+1, 1)))
+		return b.FileOf("f", 2*snaptree.MinChunk, b.Send(Content(snaptree.MinChunk-1, 0)), b.Send(Content(snaptree.MinChunk+1, 1)))
 	}},
 	{"chunk-empty", "chunk-empty", "chunk 0 is empty", func(b *Box) error {
-		big := b.Send(content(snaptree.MinChunk, 0))
+		big := b.Send(Content(snaptree.MinChunk, 0))
 		return b.FileOf("f", 2*snaptree.MinChunk, b.Send(nil), big, big)
 	}},
 	{"file-ids", "file-ids", "2 chunks for 10 bytes, over the limit of 1", func(b *Box) error {
-		c := b.Send(content(10, 0))
+		c := b.Send(Content(10, 0))
 		return b.FileOf("f", 10, c, c)
 	}},
 	{"tree-chunks", "tree-chunks", "a tree of 4097 chunks", func(b *Box) error {
-		tree, err := b.cut()
+		tree, err := b.Cut()
 		if err != nil {
 			return err
 		}
-		return b.endWith(repeat(tree[0], chunkwire.MaxTree+1))
+		return b.EndWith(Repeat(tree[0], chunkwire.MaxTree+1))
 	}},
 	{"tree-repeat", "tree-repeat", "more than 64 times", func(b *Box) error {
-		pad := b.Send(content(snaptree.MinChunk, 1<<30))
-		tree, err := b.cut()
+		pad := b.Send(Content(snaptree.MinChunk, 1<<30))
+		tree, err := b.Cut()
 		if err != nil {
 			return err
 		}
-		return b.endWith(append(repeat(pad, 65), tree...))
+		return b.EndWith(append(Repeat(pad, 65), tree...))
 	}},
 	{"record-over", "record-bytes", "over the limit of 327680", func(b *Box) error {
-		b.raw(binary.AppendUvarint(nil, snaptree.MaxRecord+1))
-		b.raw(make([]byte, snaptree.MaxRecord+1))
+		b.Raw(binary.AppendUvarint(nil, snaptree.MaxRecord+1))
+		b.Raw(make([]byte, snaptree.MaxRecord+1))
 		return b.End()
 	}},
 	{"pax-records", "pax-records", "257 PAX records", func(b *Box) error {
-		b.Entry('5', "d/", 0, pax(snaptree.MaxPAXRecords+1, 1), 0)
+		b.Entry('5', "d/", 0, PAX(snaptree.MaxPAXRecords+1, 1), 0)
 		return b.End()
 	}},
 	{"pax-bytes", "pax-bytes", "over the limit of 262144", func(b *Box) error {
-		b.Entry('5', "d/", 0, pax(1, snaptree.MaxPAXBytes+1-len(pax(1, 0)[0][0])), 0)
+		b.Entry('5', "d/", 0, PAX(1, snaptree.MaxPAXBytes+1-len(PAX(1, 0)[0][0])), 0)
 		return b.End()
 	}},
 	{"unnamed-chunk", "part-chunks", "1 chunks sent that the tree does not name", func(b *Box) error {
-		b.Send(content(100, 7))
+		b.Send(Content(100, 7))
 		b.Entry('5', "etc/", 0, nil, 0)
 		return b.End()
 	}},
@@ -111,32 +111,59 @@ func Write(c Case, in io.Reader, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b := &Box{held: held, fw: chunkwire.NewWriter(w), sent: map[chunkwire.ID]bool{}}
-	return c.Run(b)
+	return c.Run(NewBox(held, w))
 }
 
 // Box writes a part's stream as a compromised box would: chunks it
 // chooses, a tree of records it writes byte by byte, an end frame.
 type Box struct {
-	held *chunkwire.Held
-	fw   *chunkwire.Writer
-	sent map[chunkwire.ID]bool
-	tw   io.WriteCloser // the tree, cut and sent as it is written
-	tree []chunkwire.ID
-	err  error
+	// Compress, when set, is a chunk's zstd frame: Send sends chunks
+	// compressed (shared/ links only the standard library: no zstd
+	// here, so they are plain by default).
+	Compress func([]byte) []byte
+	// Every, when set before the first entry, cuts the tree every so
+	// many bytes instead of as the chunker does.
+	Every int
+	held  *chunkwire.Held
+	fw    *chunkwire.Writer
+	sent  map[chunkwire.ID]bool
+	tw    io.WriteCloser // the tree, cut and sent as it is written
+	tree  []chunkwire.ID
+	err   error
 }
 
-// Send sends data as a chunk, plain (shared/ links only the standard
-// library: no zstd here), unless it is held or sent, and returns its id.
+// NewBox is a Box told held, writing its stream to w.
+func NewBox(held *chunkwire.Held, w io.Writer) *Box {
+	return &Box{held: held, fw: chunkwire.NewWriter(w), sent: map[chunkwire.ID]bool{}}
+}
+
+// Send sends data as a chunk unless it is held or sent, and returns its
+// id.
 func (b *Box) Send(data []byte) chunkwire.ID {
 	id := chunkwire.ID(sha256.Sum256(data))
 	if b.held.Has(id) || b.sent[id] || b.err != nil {
 		return id
 	}
 	b.sent[id] = true
-	b.err = b.fw.Chunk(chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Stored: data})
+	c := chunkwire.Chunk{ID: id, Plain: uint32(len(data)), Stored: data}
+	if b.Compress != nil {
+		c.Compression, c.Stored = chunkwire.Zstd, b.Compress(data)
+	}
+	b.err = b.fw.Chunk(c)
 	return id
 }
+
+// Chunk sends the frame c as it is (no check of it), unless an earlier
+// write failed.
+func (b *Box) Chunk(c chunkwire.Chunk) error {
+	if b.err == nil {
+		b.err = b.fw.Chunk(c)
+	}
+	return b.err
+}
+
+// Err is the first error writing the stream.
+func (b *Box) Err() error { return b.err }
 
 // compactMagic is what a compact tree starts with: snaptree's empty
 // tree but its end record.
@@ -149,14 +176,18 @@ func compactMagic() []byte {
 	return tree[:len(tree)-1]
 }
 
-// raw appends bytes to the tree as they are.
-func (b *Box) raw(p []byte) {
+// Raw appends bytes to the tree as they are.
+func (b *Box) Raw(p []byte) {
 	if b.tw == nil {
-		b.tw = cdc.NewWriter(func(c []byte) error {
+		emit := func(c []byte) error {
 			b.tree = append(b.tree, b.Send(c))
 			return b.err
-		})
-		b.raw(compactMagic())
+		}
+		b.tw = cdc.NewWriter(emit)
+		if b.Every > 0 {
+			b.tw = &fixedCut{n: b.Every, emit: emit}
+		}
+		b.Raw(compactMagic())
 	}
 	if _, err := b.tw.Write(p); err != nil && b.err == nil {
 		b.err = err
@@ -183,51 +214,53 @@ func (b *Box) Entry(typ byte, name string, size int64, pax [][2]string, nids int
 		}
 	}
 	f = binary.AppendUvarint(f, uint64(nids))
-	b.raw(append(binary.AppendUvarint(nil, uint64(len(f))), f...))
+	b.Raw(append(binary.AppendUvarint(nil, uint64(len(f))), f...))
 }
 
 // FileOf appends a regular file of size bytes naming ids, and ends.
 func (b *Box) FileOf(name string, size int64, ids ...chunkwire.ID) error {
 	b.Entry('0', name, size, nil, len(ids))
 	for _, id := range ids {
-		b.raw(id[:])
+		b.Raw(id[:])
 	}
 	return b.End()
 }
 
 // End ends the tree and sends its last chunk and the end frame.
 func (b *Box) End() error {
-	tree, err := b.cut()
+	tree, err := b.Cut()
 	if err != nil {
 		return err
 	}
-	return b.endWith(tree)
+	return b.EndWith(tree)
 }
 
-// cut ends the tree (its end record) and returns its chunks.
-func (b *Box) cut() ([]chunkwire.ID, error) {
-	b.raw([]byte{0})
+// Cut ends the tree (its end record) and returns its chunks.
+func (b *Box) Cut() ([]chunkwire.ID, error) {
+	b.Raw([]byte{0})
 	if err := b.tw.Close(); err != nil {
 		return nil, err
 	}
 	return b.tree, b.err
 }
 
-func (b *Box) endWith(tree []chunkwire.ID) error {
+// EndWith sends the end frame naming tree.
+func (b *Box) EndWith(tree []chunkwire.ID) error {
 	if b.err != nil {
 		return b.err
 	}
 	return b.fw.End(chunkwire.End{Entries: 1, Tree: tree})
 }
 
-// content is n bytes of chunk i's content: zeros after a counter.
-func content(n, i int) []byte {
+// Content is n bytes of chunk i's content: zeros after a counter.
+func Content(n, i int) []byte {
 	c := make([]byte, n)
 	copy(c, binary.BigEndian.AppendUint64(nil, uint64(i)))
 	return c
 }
 
-func repeat(id chunkwire.ID, n int) []chunkwire.ID {
+// Repeat is n times id.
+func Repeat(id chunkwire.ID, n int) []chunkwire.ID {
 	out := make([]chunkwire.ID, n)
 	for i := range out {
 		out[i] = id
@@ -235,11 +268,36 @@ func repeat(id chunkwire.ID, n int) []chunkwire.ID {
 	return out
 }
 
-// pax is n PAX records of values of size bytes.
-func pax(n, size int) [][2]string {
+// PAX is n PAX records of values of size bytes.
+func PAX(n, size int) [][2]string {
 	out := make([][2]string, n)
 	for i := range out {
 		out[i] = [2]string{fmt.Sprintf("SCHILY.xattr.user.k%04d", i), strings.Repeat("v", size)}
 	}
 	return out
+}
+
+// fixedCut cuts what is written to it every n bytes.
+type fixedCut struct {
+	n    int
+	buf  []byte
+	emit func([]byte) error
+}
+
+func (f *fixedCut) Write(p []byte) (int, error) {
+	f.buf = append(f.buf, p...)
+	for len(f.buf) >= f.n {
+		if err := f.emit(f.buf[:f.n]); err != nil {
+			return 0, err
+		}
+		f.buf = f.buf[f.n:]
+	}
+	return len(p), nil
+}
+
+func (f *fixedCut) Close() error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	return f.emit(f.buf)
 }
