@@ -388,7 +388,7 @@ func hostileSource(ws []tfile, rootfs func(b *hostileBox) error, sent *int64) Ch
 		if err != nil {
 			return err
 		}
-		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(chunkwire.MaxChunk), zstd.WithLowerEncoderMem(true))
 		defer zw.Close()
 		b := chunkwiretest.NewBox(held, cw)
 		b.Compress = func(data []byte) []byte { return zw.EncodeAll(data, nil) }

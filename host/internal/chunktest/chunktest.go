@@ -27,7 +27,9 @@ type Mutation struct {
 // as `snapshot write` sends it), changed by mut; sent, when set, counts
 // the chunk frames it wrote. Its type is chunkstore.ChunkSource's.
 func Agent(parts map[string][]byte, mut Mutation, sent *int) func(ctx context.Context, part string, held io.Reader, w io.Writer) error {
-	zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	// The box's own encoder in the host's tests' process: a chunk's
+	// window (not 18 MiB of the host's heap as measured).
+	zw, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(chunkwire.MaxChunk), zstd.WithLowerEncoderMem(true))
 	return func(ctx context.Context, part string, in io.Reader, w io.Writer) error {
 		held, err := chunkwire.ReadHeld(in)
 		if err != nil {
