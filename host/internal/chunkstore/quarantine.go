@@ -73,7 +73,9 @@ func readQuarantine(dir string) (map[badKey]bool, error) {
 // setAside records that chunk id, as the index finds it now, is corrupt:
 // quarantineFile names it first, then the index no longer finds it. A
 // chunk the index does not find, or in a pack not yet published, is
-// left alone.
+// left alone. The caller holds the operation lock (a read-modify-write
+// of quarantineFile; a writer loads it once, at Open), so every read
+// that may set a chunk aside runs under it too: Verify's included.
 func (s *Store) setAside(id ID) error {
 	l, ok := s.idx.find(id)
 	if !ok || s.idx.packs[l.pack] == (ID{}) {
