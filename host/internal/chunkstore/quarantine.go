@@ -112,13 +112,19 @@ func (s *Store) setAside(id ID) error {
 // aside (setAside) and its error is an ErrDamaged one too.
 func (s *Store) readGood(id ID, buf []byte) ([]byte, error) {
 	b, err := s.Read(id, buf)
+	return b, s.damaged(id, err)
+}
+
+// damaged is err, the error of a read of chunk id, with the chunk set
+// aside when err says it is corrupt (then an ErrDamaged one too).
+func (s *Store) damaged(id ID, err error) error {
 	if err == nil || !errors.Is(err, ErrCorrupt) {
-		return b, err
+		return err
 	}
 	if serr := s.setAside(id); serr != nil {
-		return nil, fmt.Errorf("%w (and %w)", err, serr)
+		return fmt.Errorf("%w (and %w)", err, serr)
 	}
-	return nil, fmt.Errorf("%w: %s (%w)", ErrDamaged, id, err)
+	return fmt.Errorf("%w: %s (%w)", ErrDamaged, id, err)
 }
 
 // SetAside reports whether chunk id is not held because it was set
