@@ -37,8 +37,9 @@ func IsExport(path string) bool {
 // ImportExport unpacks the export archive into the backups directory dir
 // as the backup it holds, and returns that backup's path. The archive's
 // .sha256, when it lies beside it, must match; the archive must hold one
-// backup directory of a backup's files only, each within lim's part cap
-// and all of them within the free space less lim's reserve; the unpacked
+// backup directory of a backup's files only, each within what is read
+// of it (lim.CheckFile, as a staging checks it) and all of them within
+// the free space less lim's reserve; the unpacked
 // backup must verify against t (its signature first) before it is
 // published by rename; a backup of that name already there is never
 // replaced (one with the same checksums, an earlier import of this file,
@@ -169,11 +170,11 @@ func unpackExport(ctx context.Context, archive, tmp string, lim backup.Limits) (
 			continue
 		}
 		file, ok := strings.CutPrefix(hdr.Name, name+"/")
-		switch {
-		case !ok || hdr.Typeflag != tar.TypeReg || !slices.Contains(allowed, file) || seen[file]:
+		if !ok || hdr.Typeflag != tar.TypeReg || !slices.Contains(allowed, file) || seen[file] {
 			return "", fmt.Errorf("the archive's entry %q is not one of %s's files (%s)", hdr.Name, name, strings.Join(allowed, ", "))
-		case hdr.Size < 0 || hdr.Size > lim.MaxPart:
-			return "", fmt.Errorf("%w: the archive's entry %q has %d bytes, over the part cap of %d", backup.ErrLimit, hdr.Name, hdr.Size, lim.MaxPart)
+		}
+		if err := lim.CheckFile(file, hdr.Size); err != nil {
+			return "", fmt.Errorf("the archive's entry %q has %d bytes: %w", hdr.Name, hdr.Size, err)
 		}
 		if total += hdr.Size; total > free-lim.Reserve {
 			return "", fmt.Errorf("%w: %s has %d bytes free, the archive's backup needs %d more than a reserve of %d", backup.ErrNoSpace, tmp, free, total, lim.Reserve)

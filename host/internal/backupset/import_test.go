@@ -73,6 +73,9 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 		{"escape", hostile("x.hermesbox/", "x.hermesbox/../evil"), "is not one of x.hermesbox's files", trust},
 		{"other file", hostile("x.hermesbox/", "x.hermesbox/run.sh"), "is not one of x.hermesbox's files", trust},
 		{"not a backup", hostile("etc/"), "is not a backup's directory", trust},
+		// A manifest over what is read of it, refused before a byte of
+		// it is written (a part's cap is no bound for it).
+		{"big manifest", hostileSized(t, "x.hermesbox/"+backup.FileManifest, 2<<20), backup.FileManifest + " exceeds the limit of 1 MiB", trust},
 		{"another key", archive, "not made with this project's key", backup.Trust{Key: signerFrom(2).PublicKey()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,6 +112,22 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 	if _, err := ImportExport(t.Context(), archive, dst, trust, testLimits); err == nil || !strings.Contains(err.Error(), "is another backup of that name") {
 		t.Errorf("an import over another backup: %v", err)
 	}
+}
+
+// hostileSized is an export archive whose one file, entry, has size
+// bytes.
+func hostileSized(t *testing.T, entry string, size int) string {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.Dir(entry) + "/", Mode: 0o700})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: entry, Mode: 0o600, Size: int64(size)})
+	_, _ = tw.Write(make([]byte, size))
+	_ = tw.Close()
+	p := filepath.Join(t.TempDir(), backup.ExportPrefix+"x.tar")
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestStagingACopiedStubNamesExport: an incremental backup's directory
