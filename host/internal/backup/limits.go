@@ -113,15 +113,8 @@ func (l Limits) checkStage(src, dir string) error {
 		if !fi.Mode().IsRegular() {
 			return fmt.Errorf("%w: %s is not a regular file", ErrInvalid, name)
 		}
-		limit, what := int64(maxSmallFile), name
-		switch name {
-		case FileRootfs, FileWorkspace:
-			limit, what = l.MaxPart, name+" (the part cap, HERMES_BOX_SNAPSHOT_MAX_MIB)"
-		case FileListing:
-			limit = maxListing
-		}
-		if fi.Size() > limit {
-			return &bounded.LimitError{What: what, Limit: limit}
+		if err := l.CheckFile(name, fi.Size()); err != nil {
+			return err
 		}
 		total += fi.Size()
 	}
@@ -132,6 +125,24 @@ func (l Limits) checkStage(src, dir string) error {
 	if total > free-l.Reserve {
 		return fmt.Errorf("%w: the backup's %s need room in %s, which has %s free, and at least %s stays free",
 			ErrNoSpace, bounded.Human(total), dir, bounded.Human(free), bounded.Human(l.Reserve))
+	}
+	return nil
+}
+
+// CheckFile fails when a backup's file name of size bytes is over what
+// is read of it: an archive over MaxPart, the listing over maxListing,
+// any other (the manifest, SHA256SUMS, its signature) over the bytes
+// read whole.
+func (l Limits) CheckFile(name string, size int64) error {
+	limit, what := int64(maxSmallFile), name
+	switch name {
+	case FileRootfs, FileWorkspace:
+		limit, what = l.withDefaults().MaxPart, name+" (the part cap, HERMES_BOX_SNAPSHOT_MAX_MIB)"
+	case FileListing:
+		limit = maxListing
+	}
+	if size < 0 || size > limit {
+		return &bounded.LimitError{What: what, Limit: limit}
 	}
 	return nil
 }

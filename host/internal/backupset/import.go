@@ -37,8 +37,9 @@ func IsExport(path string) bool {
 // ImportExport unpacks the export archive into the backups directory dir
 // as the backup it holds, and returns that backup's path. The archive's
 // .sha256, when it lies beside it, must match; the archive must hold one
-// backup directory of a backup's files only, each within lim's part cap
-// and all of them within the free space less lim's reserve; the unpacked
+// backup directory of a backup's files only, each within what is read
+// of it (lim.CheckFile, as a staging checks it) and all of them within
+// the free space less lim's reserve; the unpacked
 // backup must verify against t (its signature first) before it is
 // published by rename; a backup of that name already there is never
 // replaced (one with the same checksums, an earlier import of this file,
@@ -46,7 +47,8 @@ func IsExport(path string) bool {
 // operation lock.
 func ImportExport(ctx context.Context, archive, dir string, t backup.Trust, lim backup.Limits) (string, error) {
 	lim = lim.WithDefaults()
-	if err := checkArchiveSum(archive); err != nil {
+	want, err := archiveSum(archive)
+	if err != nil {
 		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -56,7 +58,7 @@ func ImportExport(ctx context.Context, archive, dir string, t backup.Trust, lim 
 	if err != nil {
 		return "", fmt.Errorf("importing %s: %w", archive, err)
 	}
-	name, err := unpackExport(ctx, archive, tmp, lim)
+	name, err := unpackExport(ctx, archive, want, tmp, lim)
 	if err == nil {
 		_, err = backup.Verify(ctx, tmp, t)
 	}
@@ -97,55 +99,63 @@ func sameSums(a, b string) bool {
 	return err == nil && bytes.Equal(x, y)
 }
 
-// checkArchiveSum checks archive against the .sha256 beside it, if there
-// is one.
-func checkArchiveSum(archive string) error {
+// archiveSum is the SHA-256 that the .sha256 beside archive gives it,
+// "" when there is none.
+func archiveSum(archive string) (string, error) {
 	f, err := os.Open(archive + ".sha256")
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return fmt.Errorf("importing %s: %w", archive, err)
+		return "", fmt.Errorf("importing %s: %w", archive, err)
 	}
 	line, err := io.ReadAll(io.LimitReader(f, maxSumsFile+1))
 	_ = f.Close()
 	if err != nil {
-		return fmt.Errorf("importing %s: %w", archive, err)
+		return "", fmt.Errorf("importing %s: %w", archive, err)
 	}
 	fields := strings.Fields(string(line))
 	if len(line) > maxSumsFile || len(fields) != 2 || strings.TrimPrefix(fields[1], "*") != filepath.Base(archive) {
-		return fmt.Errorf("importing %s: %s.sha256 is not one line `<sha256>  %s`", archive, archive, filepath.Base(archive))
+		return "", fmt.Errorf("importing %s: %s.sha256 is not one line `<sha256>  %s`", archive, archive, filepath.Base(archive))
 	}
-	a, err := os.Open(archive)
-	if err != nil {
-		return fmt.Errorf("importing %s: %w", archive, err)
-	}
-	defer a.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, a); err != nil {
-		return fmt.Errorf("importing %s: %w", archive, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != fields[0] {
-		return fmt.Errorf("importing %s: it hashes to %s, its .sha256 says %s: the copy is damaged", archive, got, fields[0])
-	}
-	return nil
+	return fields[0], nil
 }
 
 // unpackExport writes the backup files of the export archive into tmp and
 // returns the backup's name: the archive is one directory, a backup's
-// name, then its files, each once, each a backup file's name.
-func unpackExport(ctx context.Context, archive, tmp string, lim backup.Limits) (string, error) {
+// name, then its files, each once, each a backup file's name. The
+// archive is read once (it may be on a slow stick): with a sum (its
+// .sha256's) it is hashed as it is unpacked, then to its end, and a copy
+// that does not hash to sum is refused as damaged whatever else
+// unpacking it found.
+func unpackExport(ctx context.Context, archive, sum, tmp string, lim backup.Limits) (string, error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if sum == "" {
+		return unpackTar(ctx, f, tmp, lim)
+	}
+	h := sha256.New()
+	name, err := unpackTar(ctx, io.TeeReader(f, h), tmp, lim)
+	if _, cerr := io.Copy(h, f); cerr != nil {
+		return "", errors.Join(err, cerr)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+		return "", fmt.Errorf("it hashes to %s, its .sha256 says %s: the copy is damaged", got, sum)
+	}
+	return name, err
+}
+
+// unpackTar is unpackExport of the archive r.
+func unpackTar(ctx context.Context, r io.Reader, tmp string, lim backup.Limits) (string, error) {
 	free, err := lim.FreeSpace(tmp)
 	if err != nil {
 		return "", fmt.Errorf("checking free space in %s: %w", tmp, err)
 	}
 	allowed := append(slices.Clone(backup.Files), backup.FileSums, backup.FileSignature)
-	tr := tar.NewReader(f)
+	tr := tar.NewReader(r)
 	var name string
 	var total int64
 	seen := map[string]bool{}
@@ -169,11 +179,11 @@ func unpackExport(ctx context.Context, archive, tmp string, lim backup.Limits) (
 			continue
 		}
 		file, ok := strings.CutPrefix(hdr.Name, name+"/")
-		switch {
-		case !ok || hdr.Typeflag != tar.TypeReg || !slices.Contains(allowed, file) || seen[file]:
+		if !ok || hdr.Typeflag != tar.TypeReg || !slices.Contains(allowed, file) || seen[file] {
 			return "", fmt.Errorf("the archive's entry %q is not one of %s's files (%s)", hdr.Name, name, strings.Join(allowed, ", "))
-		case hdr.Size < 0 || hdr.Size > lim.MaxPart:
-			return "", fmt.Errorf("%w: the archive's entry %q has %d bytes, over the part cap of %d", backup.ErrLimit, hdr.Name, hdr.Size, lim.MaxPart)
+		}
+		if err := lim.CheckFile(file, hdr.Size); err != nil {
+			return "", fmt.Errorf("the archive's entry %q has %d bytes: %w", hdr.Name, hdr.Size, err)
 		}
 		if total += hdr.Size; total > free-lim.Reserve {
 			return "", fmt.Errorf("%w: %s has %d bytes free, the archive's backup needs %d more than a reserve of %d", backup.ErrNoSpace, tmp, free, total, lim.Reserve)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +74,9 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 		{"escape", hostile("x.hermesbox/", "x.hermesbox/../evil"), "is not one of x.hermesbox's files", trust},
 		{"other file", hostile("x.hermesbox/", "x.hermesbox/run.sh"), "is not one of x.hermesbox's files", trust},
 		{"not a backup", hostile("etc/"), "is not a backup's directory", trust},
+		// A manifest over what is read of it, refused before a byte of
+		// it is written (a part's cap is no bound for it).
+		{"big manifest", hostileSized(t, "x.hermesbox/"+backup.FileManifest, 2<<20), backup.FileManifest + " exceeds the limit of 1 MiB", trust},
 		{"another key", archive, "not made with this project's key", backup.Trust{Key: signerFrom(2).PublicKey()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,6 +115,22 @@ func TestImportExportRestoresTheBackup(t *testing.T) {
 	}
 }
 
+// hostileSized is an export archive whose one file, entry, has size
+// bytes.
+func hostileSized(t *testing.T, entry string, size int) string {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: filepath.Dir(entry) + "/", Mode: 0o700})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: entry, Mode: 0o600, Size: int64(size)})
+	_, _ = tw.Write(make([]byte, size))
+	_ = tw.Close()
+	p := filepath.Join(t.TempDir(), backup.ExportPrefix+"x.tar")
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestStagingACopiedStubNamesExport: an incremental backup's directory
 // copied alone is refused, naming `backups export`, and nothing is
 // created beside the copy.
@@ -130,5 +150,54 @@ func TestStagingACopiedStubNamesExport(t *testing.T) {
 	}
 	if des, _ := os.ReadDir(usb); len(des) != 1 {
 		t.Errorf("staging the stub left %v beside it", des)
+	}
+}
+
+// TestImportExportReadsTheArchiveOnce: the archive (on a slow stick, say)
+// is read once, hashed as it is unpacked. Here it is a pipe that gives
+// the export to its first reader only: checking the .sha256 and then
+// unpacking in a second read waits for a second copy that never comes
+// (the test gives up on it after 20 s with an empty one).
+func TestImportExportReadsTheArchiveOnce(t *testing.T) {
+	src := t.TempDir()
+	name := makeBackup(t, src, "box", "2026-01-02 03:04", false)
+	archive := exportOf(t, src, name)
+	good, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := filepath.Join(t.TempDir(), filepath.Base(archive))
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sums, _ := os.ReadFile(archive + ".sha256")
+	if err := os.WriteFile(pipe+".sha256", sums, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	returned, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, data := range [][]byte{good, nil} {
+			if data == nil {
+				select {
+				case <-returned:
+					return
+				case <-time.After(20 * time.Second):
+				}
+			}
+			f, err := os.OpenFile(pipe, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			_, _ = f.Write(data)
+			_ = f.Close()
+		}
+	}()
+	dst := t.TempDir()
+	_, err = ImportExport(t.Context(), pipe, dst, backup.Trust{Key: projectKey.PublicKey()}, testLimits)
+	close(returned)
+	<-done
+	if err != nil {
+		t.Fatalf("importing the export from a pipe that gives it once: %v", err)
 	}
 }

@@ -13,13 +13,26 @@ import (
 // ListBackups lists the backups, v2 and incremental (backupset.List):
 // verify checks each fully, readData also re-hashes every chunk of the
 // incremental ones; signatures against the project key (any signer's
-// when there is no key yet).
+// when there is no key yet). A verification sets aside the corrupt
+// chunks it finds (the store's quarantine file, which every writer of
+// the store reads), so it runs under the operation lock as every
+// command that writes a store does; a plain listing reads and takes no
+// lock.
 func ListBackups(ctx context.Context, b *Box, verify, readData bool) ([]BackupEntry, error) {
 	key, err := projectKeyIfAny(b)
 	if err != nil {
 		return nil, err
 	}
-	return backupset.List(ctx, b.cfg.BackupsDir(), backupset.ListOptions{Verify: verify, ReadData: readData, Key: key})
+	o := backupset.ListOptions{Verify: verify, ReadData: readData, Key: key}
+	if !verify && !readData {
+		return backupset.List(ctx, b.cfg.BackupsDir(), o)
+	}
+	var out []BackupEntry
+	err = withLock(b, func() error {
+		out, err = backupset.List(ctx, b.cfg.BackupsDir(), o)
+		return err
+	})
+	return out, err
 }
 
 // PruneBackups applies p to the box's machine's backups under the

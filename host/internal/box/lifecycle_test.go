@@ -134,6 +134,9 @@ func TestOperationLock(t *testing.T) {
 		"init": func(ctx context.Context, b *Box) error { return Init(ctx, b, nil) }, "start": Start, "stop": Stop, "restart": Restart,
 		"destroy": func(ctx context.Context, b *Box) error { _, err := Destroy(ctx, b); return err },
 		"locked":  func(_ context.Context, b *Box) error { return Locked(b, func() error { return nil }) },
+		// A verification may set chunks aside: it writes the store.
+		"backups --verify":    func(ctx context.Context, b *Box) error { _, err := ListBackups(ctx, b, true, false); return err },
+		"backups --read-data": func(ctx context.Context, b *Box) error { _, err := ListBackups(ctx, b, false, true); return err },
 	}
 	for name, verb := range verbs {
 		calls, err := p.do(verb)
@@ -146,6 +149,10 @@ func TestOperationLock(t *testing.T) {
 	}
 	if _, err := os.Stat(stale); err != nil {
 		t.Fatalf("a stale artifact was reaped without the lock: %v", err)
+	}
+	// A plain listing only reads: it takes no lock.
+	if _, err := p.do(func(ctx context.Context, b *Box) error { _, err := ListBackups(ctx, b, false, false); return err }); err != nil {
+		t.Errorf("backups under a held lock: %v", err)
 	}
 	lf.Close()
 	if _, err := p.do(Stop); err == nil || !strings.Contains(err.Error(), "does not exist") {

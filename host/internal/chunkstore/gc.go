@@ -263,19 +263,12 @@ func (s *Store) checkPackHash(p ID) error {
 }
 
 // copyLive reads a live chunk's stored bytes, checks them (decompressed
-// within its length and re-hashed) and writes them as they are to w's
-// pack: a repack compresses nothing again, so its size is known before
-// (planGC).
+// within its length and re-hashed; a corrupt one set aside, as every
+// read does) and writes them as they are to w's pack: a repack
+// compresses nothing again, so its size is known before (planGC).
 func (w *Writer) copyLive(id ID) error {
-	blob, data, l, err := w.s.readStored(id)
-	if errors.Is(err, ErrCorrupt) {
-		// A damaged live chunk is set aside, as every read does.
-		if serr := w.s.setAside(id); serr != nil {
-			return fmt.Errorf("%w (and %w)", err, serr)
-		}
-		return fmt.Errorf("%w: %s (%w)", ErrDamaged, id, err)
-	}
-	if err != nil {
+	blob, data, l, err := w.s.read(id, nil)
+	if err = w.s.damaged(id, err); err != nil {
 		return err
 	}
 	if _, err := w.write(id, data, blob, l.zstd); err != nil {
@@ -285,28 +278,6 @@ func (w *Writer) copyLive(id ID) error {
 		return w.closePack()
 	}
 	return nil
-}
-
-// readStored reads chunk id's stored bytes and checks them (decompressed
-// within its length and re-hashed), returning both and where it is.
-func (s *Store) readStored(id ID) (blob, data []byte, l loc, err error) {
-	l, ok := s.idx.find(id)
-	if !ok {
-		return nil, nil, l, fmt.Errorf("%w: %s", ErrMissing, id)
-	}
-	f, err := s.openPack(l.pack)
-	if err != nil {
-		return nil, nil, l, err
-	}
-	blob = make([]byte, l.slen)
-	if err := readFull(f, blob, int64(l.off)); err != nil {
-		return nil, nil, l, fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, s.idx.packs[l.pack], err)
-	}
-	data, err = unpack(s.dec, id, blob, l.zstd, l.rlen, nil)
-	if err != nil {
-		return nil, nil, l, fmt.Errorf("pack %s: %w", s.idx.packs[l.pack], err)
-	}
-	return blob, data, l, nil
 }
 
 // unindexedPacks are packs on disk that no index names.

@@ -73,7 +73,9 @@ func readQuarantine(dir string) (map[badKey]bool, error) {
 // setAside records that chunk id, as the index finds it now, is corrupt:
 // quarantineFile names it first, then the index no longer finds it. A
 // chunk the index does not find, or in a pack not yet published, is
-// left alone.
+// left alone. The caller holds the operation lock (a read-modify-write
+// of quarantineFile; a writer loads it once, at Open), so every read
+// that may set a chunk aside runs under it too: Verify's included.
 func (s *Store) setAside(id ID) error {
 	l, ok := s.idx.find(id)
 	if !ok || s.idx.packs[l.pack] == (ID{}) {
@@ -110,13 +112,19 @@ func (s *Store) setAside(id ID) error {
 // aside (setAside) and its error is an ErrDamaged one too.
 func (s *Store) readGood(id ID, buf []byte) ([]byte, error) {
 	b, err := s.Read(id, buf)
+	return b, s.damaged(id, err)
+}
+
+// damaged is err, the error of a read of chunk id, with the chunk set
+// aside when err says it is corrupt (then an ErrDamaged one too).
+func (s *Store) damaged(id ID, err error) error {
 	if err == nil || !errors.Is(err, ErrCorrupt) {
-		return b, err
+		return err
 	}
 	if serr := s.setAside(id); serr != nil {
-		return nil, fmt.Errorf("%w (and %w)", err, serr)
+		return fmt.Errorf("%w (and %w)", err, serr)
 	}
-	return nil, fmt.Errorf("%w: %s (%w)", ErrDamaged, id, err)
+	return fmt.Errorf("%w: %s (%w)", ErrDamaged, id, err)
 }
 
 // SetAside reports whether chunk id is not held because it was set

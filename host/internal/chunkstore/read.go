@@ -19,24 +19,31 @@ const maxOpenPacks = 64
 // One not held is an ErrMissing error, or ErrDamaged when it was set
 // aside as corrupt.
 func (s *Store) Read(id ID, buf []byte) ([]byte, error) {
+	_, data, _, err := s.read(id, buf)
+	return data, err
+}
+
+// read is Read that also returns the chunk's stored bytes (a new slice)
+// and where the index finds it: GC's repack copies them as they are.
+func (s *Store) read(id ID, buf []byte) (blob, data []byte, l loc, err error) {
 	l, ok := s.idx.find(id)
 	if !ok {
-		return nil, s.notHeld(id)
+		return nil, nil, l, s.notHeld(id)
 	}
 	pack := s.idx.packs[l.pack]
 	f, err := s.openPack(l.pack)
 	if err != nil {
-		return nil, err
+		return nil, nil, l, err
 	}
-	blob := make([]byte, l.slen)
+	blob = make([]byte, l.slen)
 	if err := readFull(f, blob, int64(l.off)); err != nil {
-		return nil, fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, pack, err)
+		return nil, nil, l, fmt.Errorf("%w: chunk %s in pack %s: %w", ErrCorrupt, id, pack, err)
 	}
-	data, err := unpack(s.dec, id, blob, l.zstd, l.rlen, buf)
+	data, err = unpack(s.dec, id, blob, l.zstd, l.rlen, buf)
 	if err != nil {
-		return nil, fmt.Errorf("pack %s: %w", pack, err)
+		return nil, nil, l, fmt.Errorf("pack %s: %w", pack, err)
 	}
-	return data, nil
+	return blob, data, l, nil
 }
 
 // unpack is the plaintext of chunk id from blob, as a pack stores it or a

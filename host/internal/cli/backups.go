@@ -27,8 +27,9 @@ func newBackupsCommand() *cobra.Command {
 			"backup: every chunk it names is held, and a random sample of them re-hashed: the whole store up to\n" +
 			"256 MiB, else one chunk in 32, at most 1 GiB a run), and it is \"verified\", \"unsigned\" (made before\n" +
 			"backups were signed; restore needs --legacy-backup) or \"invalid\" (with the reason); --read-data reads\n" +
-			"and re-hashes every chunk. A chunk found corrupt is set aside, and the next snapshot stores it again\n" +
-			"when the box still has its file. RESTORES TO is the backup's own size (an incremental backup: the bytes\n" +
+			"and re-hashes every chunk. A chunk found corrupt is set aside (so --verify and --read-data take the\n" +
+			"operation lock, as a snapshot does), and the next snapshot stores it again when the box still has\n" +
+			"its file. RESTORES TO is the backup's own size (an incremental backup: the bytes\n" +
 			"of its parts, as an export writes them), ADDED what it added to the disk when it was taken (an\n" +
 			"incremental backup: the new chunks it stored). After the table: the exports and packages hermes-box\n" +
 			"wrote into the backups directory, and what the directory holds on disk in all (chunk stores, v2\n" +
