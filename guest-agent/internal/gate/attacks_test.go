@@ -252,3 +252,53 @@ func TestGitSpawnRealTree(t *testing.T) {
 		t.Errorf("the snapshot does not name the repository:\n%s", out)
 	}
 }
+
+// TestMovedTreeReadsItsRootsManagedScope: the tests' boxes copy a gated
+// tree and its managed directory below another root (boxtest.GatedHermes).
+// The tree's record of the managed directory is relative to the tree, so
+// Hermes there reads that root's directory, not the one it was installed
+// beside, which here holds mode off (an absolute record read it: every box
+// init failed the gate check).
+func TestMovedTreeReadsItsRootsManagedScope(t *testing.T) {
+	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
+		t.Run(version, func(t *testing.T) {
+			rel := release(t, version)
+			first, second := t.TempDir(), filepath.Join(t.TempDir(), "box")
+			tree := filepath.Join(first, filepath.FromSlash(boxlayout.HermesTree))
+			if err := os.MkdirAll(filepath.Dir(tree), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(hermestest.CopyTree(t, realTree(t, version)), tree); err != nil {
+				t.Fatal(err)
+			}
+			if err := patch.WriteSourceMarker(tree, rel.Commit); err != nil {
+				t.Fatal(err)
+			}
+			tgt := Target{Source: tree, Python: hermestest.Python(t), Home: t.TempDir(),
+				Managed: filepath.Join(first, filepath.FromSlash(boxlayout.HermesManagedDir)),
+				WorkDir: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+			if err := (Installer{}).Apply(context.Background(), tgt); err != nil {
+				t.Fatal(err)
+			}
+			editUserConfig(t, tgt, modeOff)
+			if err := os.Rename(first, second); err != nil {
+				t.Fatal(err)
+			}
+			write(t, tgt.Managed, "config.yaml", "approvals:\n  mode: 'off'\n  cron_mode: approve\n")
+			moved := tgt
+			moved.Source = filepath.Join(second, filepath.FromSlash(boxlayout.HermesTree))
+			moved.Managed = filepath.Join(second, filepath.FromSlash(boxlayout.HermesManagedDir))
+			eff, err := Probe(context.Background(), moved, rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameDir(eff.ManagedDir, moved.Managed) || eff.Mode != rel.Mechanism.IntendedMode() {
+				t.Fatalf("the moved tree reads the managed scope %q (mode %q), want %s (mode %q)",
+					eff.ManagedDir, eff.Mode, moved.Managed, rel.Mechanism.IntendedMode())
+			}
+			if c, g := Health(context.Background(), moved, time.Now()); c.Status != health.StatusHealthy {
+				t.Fatalf("health of the moved tree: %+v %+v", c, g)
+			}
+		})
+	}
+}
