@@ -157,6 +157,9 @@ var agentAttacks = []struct {
 	{"plugins.disabled names the gate", []string{"0.19.0"}, func(t *testing.T, tgt Target, _ string) {
 		editUserConfig(t, tgt, func(doc map[string]any) { section(doc, "plugins")["disabled"] = []string{hermesconfig.PluginName} })
 	}},
+	{".env moves the gate's audit log", []string{"0.16.0", "0.17.0", "0.19.0"}, func(t *testing.T, tgt Target, _ string) {
+		write(t, tgt.Home, ".env", "HERMES_GATE_AUDIT_LOG="+filepath.Join(tgt.Home, "elsewhere.jsonl")+"\n")
+	}},
 	{".env resets the gateway's git settings", []string{"0.16.0", "0.17.0", "0.19.0"}, func(t *testing.T, tgt Target, _ string) {
 		write(t, tgt.Home, ".env", "GIT_CONFIG_COUNT=0\nGIT_CONFIG_KEY_0=core.fsmonitor\n")
 	}},
@@ -205,8 +208,15 @@ func checkGatewayView(t *testing.T, tgt Target, rel pins.HermesRelease, marker s
 	if want := rel.Mechanism.IntendedMode(); v.Mode != want {
 		t.Errorf("the gateway resolves approvals.mode %q, want %q: %+v", v.Mode, want, v)
 	}
-	if want := strconv.Itoa(len(boxlayout.GatewayGitEnv()) / 2); v.Env["GIT_CONFIG_COUNT"] != want {
-		t.Errorf("the gateway's GIT_CONFIG_COUNT is %q, want %s", v.Env["GIT_CONFIG_COUNT"], want)
+	for name, value := range v.Env {
+		// The supervisor sets none of the others (boot.GatewayEnv).
+		want := ""
+		if name == "GIT_CONFIG_COUNT" {
+			want = strconv.Itoa(len(boxlayout.GatewayGitEnv()) / 2)
+		}
+		if value != want {
+			t.Errorf("the gateway's %s is %q, want %q", name, value, want)
+		}
 	}
 	if rel.Mechanism != pins.GateSmartPlugin {
 		return
