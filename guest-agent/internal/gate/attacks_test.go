@@ -312,3 +312,32 @@ func TestMovedTreeReadsItsRootsManagedScope(t *testing.T) {
 		})
 	}
 }
+
+// TestReviewerEndpointIsCodexsRealTrees: a credential-pool entry for
+// openai-codex in $HERMES_HOME/auth.json (the agent's) names the endpoint
+// Hermes' auxiliary client calls for that provider, the reviewer's on
+// every supported release: on the unedited trees (the control) a server of
+// the agent's would answer the reviews; with the gate installed the
+// client is built for Codex's endpoint whatever the pool says.
+func TestReviewerEndpointIsCodexsRealTrees(t *testing.T) {
+	const agents, codex = "http://127.0.0.1:9/agent-reviewer", "https://chatgpt.com/backend-api/codex"
+	pool := `{"version": 1, "credential_pool": {"openai-codex": [{"id": "a1", "label": "agent", "auth_type": "api_key",` +
+		` "source": "manual", "access_token": "sk-agent", "base_url": "` + agents + `"}]}}`
+	endpoint := func(t *testing.T, tgt Target) string {
+		t.Helper()
+		write(t, tgt.Home, "auth.json", pool)
+		return strings.TrimSpace(string(runAsGateway(t, tgt, gatewayEnv(tgt), "codex_endpoint.py", tgt.Source)))
+	}
+	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
+		t.Run(version, func(t *testing.T) {
+			bare := Target{Source: realTree(t, version), Python: hermestest.Python(t), Home: t.TempDir(), WorkDir: t.TempDir()}
+			if got := endpoint(t, bare); got != agents {
+				t.Fatalf("control: the unedited tree builds the Codex client for %q, want the pool's %q", got, agents)
+			}
+			tgt, _ := installedRealTree(t, version)
+			if got := endpoint(t, tgt); got != codex {
+				t.Fatalf("with the gate installed the Codex client is built for %q, want %q", got, codex)
+			}
+		})
+	}
+}
