@@ -157,6 +157,9 @@ var agentAttacks = []struct {
 	{"plugins.disabled names the gate", []string{"0.19.0"}, func(t *testing.T, tgt Target, _ string) {
 		editUserConfig(t, tgt, func(doc map[string]any) { section(doc, "plugins")["disabled"] = []string{hermesconfig.PluginName} })
 	}},
+	{".env moves the gate's audit log", []string{"0.16.0", "0.17.0", "0.19.0"}, func(t *testing.T, tgt Target, _ string) {
+		write(t, tgt.Home, ".env", "HERMES_GATE_AUDIT_LOG="+filepath.Join(tgt.Home, "elsewhere.jsonl")+"\n")
+	}},
 	{".env resets the gateway's git settings", []string{"0.16.0", "0.17.0", "0.19.0"}, func(t *testing.T, tgt Target, _ string) {
 		write(t, tgt.Home, ".env", "GIT_CONFIG_COUNT=0\nGIT_CONFIG_KEY_0=core.fsmonitor\n")
 	}},
@@ -205,8 +208,15 @@ func checkGatewayView(t *testing.T, tgt Target, rel pins.HermesRelease, marker s
 	if want := rel.Mechanism.IntendedMode(); v.Mode != want {
 		t.Errorf("the gateway resolves approvals.mode %q, want %q: %+v", v.Mode, want, v)
 	}
-	if want := strconv.Itoa(len(boxlayout.GatewayGitEnv()) / 2); v.Env["GIT_CONFIG_COUNT"] != want {
-		t.Errorf("the gateway's GIT_CONFIG_COUNT is %q, want %s", v.Env["GIT_CONFIG_COUNT"], want)
+	for name, value := range v.Env {
+		// The supervisor sets none of the others (boot.GatewayEnv).
+		want := ""
+		if name == "GIT_CONFIG_COUNT" {
+			want = strconv.Itoa(len(boxlayout.GatewayGitEnv()) / 2)
+		}
+		if value != want {
+			t.Errorf("the gateway's %s is %q, want %q", name, value, want)
+		}
 	}
 	if rel.Mechanism != pins.GateSmartPlugin {
 		return
@@ -250,5 +260,84 @@ func TestGitSpawnRealTree(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "Root: "+repo) {
 		t.Errorf("the snapshot does not name the repository:\n%s", out)
+	}
+}
+
+// TestMovedTreeReadsItsRootsManagedScope: the tests' boxes copy a gated
+// tree and its managed directory below another root (boxtest.GatedHermes).
+// The tree's record of the managed directory is relative to the tree, so
+// Hermes there reads that root's directory, not the one it was installed
+// beside, which here holds mode off (an absolute record read it: every box
+// init failed the gate check).
+func TestMovedTreeReadsItsRootsManagedScope(t *testing.T) {
+	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
+		t.Run(version, func(t *testing.T) {
+			rel := release(t, version)
+			first, second := t.TempDir(), filepath.Join(t.TempDir(), "box")
+			tree := filepath.Join(first, filepath.FromSlash(boxlayout.HermesTree))
+			if err := os.MkdirAll(filepath.Dir(tree), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(hermestest.CopyTree(t, realTree(t, version)), tree); err != nil {
+				t.Fatal(err)
+			}
+			if err := patch.WriteSourceMarker(tree, rel.Commit); err != nil {
+				t.Fatal(err)
+			}
+			tgt := Target{Source: tree, Python: hermestest.Python(t), Home: t.TempDir(),
+				Managed: filepath.Join(first, filepath.FromSlash(boxlayout.HermesManagedDir)),
+				WorkDir: t.TempDir(), Commit: rel.Commit, Runner: command.ExecRunner{}}
+			if err := (Installer{}).Apply(context.Background(), tgt); err != nil {
+				t.Fatal(err)
+			}
+			editUserConfig(t, tgt, modeOff)
+			if err := os.Rename(first, second); err != nil {
+				t.Fatal(err)
+			}
+			write(t, tgt.Managed, "config.yaml", "approvals:\n  mode: 'off'\n  cron_mode: approve\n")
+			moved := tgt
+			moved.Source = filepath.Join(second, filepath.FromSlash(boxlayout.HermesTree))
+			moved.Managed = filepath.Join(second, filepath.FromSlash(boxlayout.HermesManagedDir))
+			eff, err := Probe(context.Background(), moved, rel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameDir(eff.ManagedDir, moved.Managed) || eff.Mode != rel.Mechanism.IntendedMode() {
+				t.Fatalf("the moved tree reads the managed scope %q (mode %q), want %s (mode %q)",
+					eff.ManagedDir, eff.Mode, moved.Managed, rel.Mechanism.IntendedMode())
+			}
+			if c, g := Health(context.Background(), moved, time.Now()); c.Status != health.StatusHealthy {
+				t.Fatalf("health of the moved tree: %+v %+v", c, g)
+			}
+		})
+	}
+}
+
+// TestReviewerEndpointIsCodexsRealTrees: a credential-pool entry for
+// openai-codex in $HERMES_HOME/auth.json (the agent's) names the endpoint
+// Hermes' auxiliary client calls for that provider, the reviewer's on
+// every supported release: on the unedited trees (the control) a server of
+// the agent's would answer the reviews; with the gate installed the
+// client is built for Codex's endpoint whatever the pool says.
+func TestReviewerEndpointIsCodexsRealTrees(t *testing.T) {
+	const agents, codex = "http://127.0.0.1:9/agent-reviewer", "https://chatgpt.com/backend-api/codex"
+	pool := `{"version": 1, "credential_pool": {"openai-codex": [{"id": "a1", "label": "agent", "auth_type": "api_key",` +
+		` "source": "manual", "access_token": "sk-agent", "base_url": "` + agents + `"}]}}`
+	endpoint := func(t *testing.T, tgt Target) string {
+		t.Helper()
+		write(t, tgt.Home, "auth.json", pool)
+		return strings.TrimSpace(string(runAsGateway(t, tgt, gatewayEnv(tgt), "codex_endpoint.py", tgt.Source)))
+	}
+	for _, version := range []string{"0.16.0", "0.17.0", "0.19.0"} {
+		t.Run(version, func(t *testing.T) {
+			bare := Target{Source: realTree(t, version), Python: hermestest.Python(t), Home: t.TempDir(), WorkDir: t.TempDir()}
+			if got := endpoint(t, bare); got != agents {
+				t.Fatalf("control: the unedited tree builds the Codex client for %q, want the pool's %q", got, agents)
+			}
+			tgt, _ := installedRealTree(t, version)
+			if got := endpoint(t, tgt); got != codex {
+				t.Fatalf("with the gate installed the Codex client is built for %q, want %q", got, codex)
+			}
+		})
 	}
 }

@@ -109,7 +109,7 @@ var envInputs = []Input{
 	{"env", "HERMES_XAI_BASE_URL", Benign, "", "another provider than the reviewer's (openai-codex, pinned)"},
 	{"env", "XAI_BASE_URL", Benign, "", "another provider than the reviewer's (openai-codex, pinned)"},
 	{"env", "NOUS_INFERENCE_BASE_URL", Benign, "", "another provider than the reviewer's (openai-codex, pinned)"},
-	{"env", "OPENAI_*", Benign, "", "the custom provider; the reviewer's openai-codex endpoint is a constant"},
+	{"env", "OPENAI_*", Benign, "", "the custom provider; the reviewer's openai-codex endpoint is Codex's (gate-codex-endpoint: not even the credential pool moves it)"},
 	{"env", "OPENROUTER_API_KEY", Benign, "", "a credential of another provider"},
 	{"env", "<dynamic>@_env_enabled", Benign, "", "hermes_cli.plugins' helper: its callers' names are rows here"},
 	{"env", "<dynamic>@_env_ref_snapshot", Benign, "", "${VAR} references in the config: values, not policy (the managed scope's leaves win)"},

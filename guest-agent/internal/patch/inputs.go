@@ -6,9 +6,11 @@ package patch
 // gateway start and before each turn, and the environment decides the
 // managed directory (HERMES_MANAGED_DIR, PYTEST_CURRENT_TEST), project
 // plugins and more; it imports plugins and memory providers from
-// $HERMES_HOME/plugins. The anchors below are the same text on 0.16.0,
-// 0.17.0 and 0.19.0 (0.16.0 has no managed_scope.py: its managed file is
-// read by the reviewer module, which takes the same directory).
+// $HERMES_HOME/plugins; and the Codex endpoint the reviewer is called at
+// may come from the credential pool in $HERMES_HOME/auth.json. The anchors
+// below are the same text on 0.16.0, 0.17.0 and 0.19.0 (0.16.0 has no
+// managed_scope.py: its managed file is read by the reviewer module, which
+// takes the same directory).
 
 const (
 	envLoaderFile  = "hermes_cli/env_loader.py"
@@ -35,6 +37,8 @@ func inputAnchors(managedScope bool) []Anchor {
 			"            project_manifests = self._scan_directory(project_dir, source=\"project\")\n", "", "gate-no-project-plugins"),
 		anchor(memoryInitFile, "no memory provider from HERMES_HOME",
 			"        d = get_hermes_home() / \"plugins\"\n", "", "gate-no-user-memory"),
+		anchor(auxClientFile, "the reviewer's Codex endpoint is Codex's",
+			"            base_url = _pool_runtime_base_url(entry, _CODEX_AUX_BASE_URL) or _CODEX_AUX_BASE_URL\n", "", "gate-codex-endpoint"),
 	}
 	if managedScope {
 		out = append(out, anchor(managedFile, "managed directory is root's", "",

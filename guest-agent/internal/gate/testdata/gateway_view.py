@@ -22,7 +22,8 @@ def main(tree):
     from hermes_cli.env_loader import load_hermes_dotenv
     load_hermes_dotenv(hermes_home=get_hermes_home(), project_env=Path(tree) / ".env")
     out = {"env": {k: os.environ.get(k, "") for k in ("HERMES_MANAGED_DIR", "PYTEST_CURRENT_TEST",
-                                                     "HERMES_ENABLE_PROJECT_PLUGINS", "GIT_CONFIG_COUNT")}}
+                                                     "HERMES_ENABLE_PROJECT_PLUGINS", "HERMES_GATE_AUDIT_LOG",
+                                                     "GIT_CONFIG_COUNT")}}
     from hermes_cli.config import load_config
     memory = load_config().get("memory") or {}
     name = str(memory.get("provider") or "") if isinstance(memory, dict) else ""

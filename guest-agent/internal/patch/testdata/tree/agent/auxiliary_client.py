@@ -13,3 +13,19 @@ class _CodexCompletionsAdapter:
 
         # Tools support for auxiliary callers (e.g. skills_hub) that pass function schemas
         return resp_kwargs
+
+
+_CODEX_AUX_BASE_URL = "https://chatgpt.com/backend-api/codex"
+
+
+def _pool_runtime_base_url(entry, fallback=""):
+    return fallback
+
+
+def _try_codex(entry):
+    """The lines of Hermes' Codex client resolution the gate edits."""
+    base_url = ""
+    if entry is not None:
+        if entry:
+            base_url = _pool_runtime_base_url(entry, _CODEX_AUX_BASE_URL) or _CODEX_AUX_BASE_URL
+    return base_url
