@@ -121,6 +121,12 @@ func TestCheckOwnerNonDumpableVMM(t *testing.T) {
 	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "does not hold it") {
 		t.Errorf("this user's squatter beside a readable VMM: %v", err)
 	}
+	// A VMM that is hidden but another user's (pid 1, root's): this
+	// user's socket that no readable process holds is not its.
+	err = c.CheckOwner(t.Context(), hardened.port, 1)
+	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "the box's VMM 1 does not hold it") {
+		t.Errorf("this user's hidden socket, for another user's VMM: %v", err)
+	}
 	err = c.CheckOwner(t.Context(), dumpable.port, hardened.pid)
 	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "process "+strconv.Itoa(dumpable.pid)) {
 		t.Errorf("a readable process's port, for another VMM: %v", err)
