@@ -64,8 +64,9 @@ func (f *fake) allocGuest(r *record) error {
 }
 
 // guestHost picks a random loopback address in 127.64.0.0/10 for a
-// machine's guest ports (24 random bits: two machines of one test run
-// share one with a chance of about one in eight million).
+// machine's guest ports (21 random bits, the last octet odd: two machines
+// of one test run share one with a chance of about one in two million,
+// and then differ by port).
 func guestHost() (string, error) {
 	var b [3]byte
 	if _, err := rand.Read(b[:]); err != nil {

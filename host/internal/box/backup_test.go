@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/agent"
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 )
 
@@ -58,11 +59,20 @@ func TestBackupVerbs(t *testing.T) {
 		t.Errorf("verified listing %+v %v", entries, err)
 	}
 
-	// Onto the box: safety snapshot, candidate, cut-over.
+	// Onto the box: safety snapshot, candidate, cut-over. A snapshot killed
+	// with the services stopped left its mark: the restore starts them
+	// first and says so (README: "the next snapshot or restore").
 	p.WriteNote("after\n")
+	p.stopServiceAsKilledSnapshot("hermes")
 	calls, err = p.do(func(ctx context.Context, b *Box) error { return Restore(ctx, b, dir, RestoreOptions{}) })
 	if err != nil {
 		t.Fatalf("restore: %v\n%s", err, p.ui.text())
+	}
+	if !strings.Contains(p.ui.text(), "an earlier snapshot was interrupted and left hermes stopped; started again") {
+		t.Errorf("the restore did not start the services a killed snapshot left stopped:\n%s", p.ui.text())
+	}
+	if _, err := os.Stat(servicesMarkPath(p.box())); !os.IsNotExist(err) {
+		t.Errorf("the services-stopped mark outlived the restore: %v", err)
 	}
 	if got := p.ReadNote(); got != "before\n" {
 		t.Fatalf("note after restore = %q, want the backup's", got)
@@ -113,4 +123,15 @@ func TestBackupVerbs(t *testing.T) {
 	if _, err := os.Stat(safety[0]); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the deleted backup is still there: %v", err)
 	}
+}
+
+// stopServiceAsKilledSnapshot leaves the box as a snapshot killed while
+// the service was stopped does: the service stopped and the mark written.
+func (p *project) stopServiceAsKilledSnapshot(service string) {
+	p.t.Helper()
+	b := p.box()
+	boxtest.Must(p.t, markServicesStopped(b, b.cfg.MachineName, []string{service}))
+	tr, err := sshRelay(b)
+	boxtest.Must(p.t, err)
+	boxtest.Must(p.t, agent.New(tr, nil).StopService(p.ctx(), service))
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
@@ -74,49 +73,12 @@ func TestExecutorListenerAsUser(t *testing.T) {
 	}
 }
 
-// rerunExecutorListenerAsUser builds the fake smolvm and runs
-// TestExecutorListenerAsUser again as uid 65534 (setpriv, util-linux).
+// rerunExecutorListenerAsUser builds the fake smolvm where uid 65534 can
+// run it and runs TestExecutorListenerAsUser again as that user.
 func rerunExecutorListenerAsUser(t *testing.T) {
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("setpriv (util-linux) not found")
-		}
-		t.Skip("setpriv (util-linux) not found")
-	}
-	dir, err := os.MkdirTemp("", "box-user-")
-	if err != nil {
+	fake := sshdtest.GoBuild(t, filepath.Join(sshdtest.UserDir(t, "box-user-"), "path", "smolvm"), "./tests/fakesmolvm")
+	if err := os.Chmod(filepath.Dir(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	fake := sshdtest.GoBuild(t, filepath.Join(dir, "path", "smolvm"), "./tests/fakesmolvm")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "box.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{dir, filepath.Dir(fake)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	home := filepath.Join(dir, "home")
-	if err := os.Mkdir(home, 0o755); err != nil || os.Chmod(home, 0o777) != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", "^TestExecutorListenerAsUser$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TMPDIR="+home, "HOME="+home, fakeSmolvmEnv+"="+fake)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestExecutorListenerAsUser") {
-		t.Fatalf("as uid 65534: %v\n%s", err, out)
-	}
-	t.Logf("as uid 65534:\n%s", out)
+	sshdtest.RerunAsUser(t, "^TestExecutorListenerAsUser$", fakeSmolvmEnv+"="+fake)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/netmode"
-	"github.com/hermes-box/hermes-box/host/internal/userr"
 )
 
 // Init checks the host, builds the base image in a disposable builder,
@@ -55,7 +54,7 @@ func initBox(ctx context.Context, b *Box, docs []string) error {
 	err := preflight(ctx, b, docs)
 	done(err)
 	if err != nil {
-		return existingBoxHint(ctx, b, err)
+		return err
 	}
 	if err := reapBuilder(ctx, b); err != nil {
 		return err
@@ -121,18 +120,4 @@ func firstStartFailed(b *Box, err error) error {
 		"The machine %q was kept (stopped), so nothing built is lost; it may hold injected secrets.\n"+
 		"  retry:    hermes-box start, then hermes-box status and hermes-box logs\n"+
 		"  rebuild:  hermes-box destroy --force && hermes-box init", err, n)
-}
-
-// existingBoxHint gives init's failed preflight, when the box exists
-// already and the error has no next step of its own, the ways on: start
-// it, or keep its workspace in a backup before making a new one.
-func existingBoxHint(ctx context.Context, b *Box, err error) error {
-	if userr.Hint(err) != "" {
-		return err
-	}
-	if exists, xerr := b.vm.Exists(ctx, b.cfg.MachineName); xerr != nil || !exists {
-		return err
-	}
-	return userr.WithHint(err, "the box exists already: hermes-box start starts it (hermes-box status shows it); "+
-		"to make a new one, keep the workspace with hermes-box snapshot, then hermes-box destroy --force && hermes-box init")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/filenames"
 	"github.com/hermes-box/hermes-box/shared/health"
 )
 
@@ -163,5 +164,10 @@ func TestOperationLock(t *testing.T) {
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Errorf("a file that only looks stale was removed: %v", err)
+	}
+	// The holder file goes with the lock: left behind, its pid could be
+	// another process's later and status would say busy.
+	if _, err := os.Stat(filepath.Join(p.Root, "state", filenames.OperationHolder)); !os.IsNotExist(err) {
+		t.Errorf("the operation's holder file outlived its lock: %v", err)
 	}
 }

@@ -49,7 +49,8 @@ func prepareDirs(b *Box) error {
 // <state>/operation.lock, one lock for every mutating command) without
 // waiting, then reaps what an interrupted operation left: stale temporary
 // artifacts of init, staged copies, unpublished backups and portable temp
-// files. The returned function releases the lock.
+// files. The returned function removes the holder file and releases the
+// lock.
 func lock(b *Box) (func(), error) {
 	if err := prepareDirs(b); err != nil {
 		return nil, err
@@ -70,7 +71,13 @@ func lock(b *Box) (func(), error) {
 	if err != nil {
 		b.ui.Warn("could not reap every leftover of an interrupted operation: %v", err)
 	}
-	return unlock, nil
+	return func() {
+		// The holder goes with the lock: a holder file left behind names
+		// a pid that another process may have later, and status would say
+		// busy (operationInProgress). Only a killed run leaves it.
+		_ = os.Remove(filepath.Join(b.cfg.StateDir(), filenames.OperationHolder))
+		unlock()
+	}, nil
 }
 
 // recordHolder writes who holds the lock, for a command refused meanwhile.

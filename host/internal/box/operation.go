@@ -17,7 +17,7 @@ const maxHolderBytes = 4 << 10
 
 // operationInProgress is the command holding the operation lock as
 // recordHolder wrote it ("pid N: hermes-box snapshot x (since …)"), or ""
-// when the process it names is gone (the holder file outlives its lock)
+// when the process it names is gone (a killed run leaves its holder file)
 // or is this one. It reads; it never takes the lock, so a command
 // starting meanwhile is not refused because of a status.
 func operationInProgress(b *Box) string {

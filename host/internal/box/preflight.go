@@ -121,7 +121,10 @@ func checkSmolvm(ctx context.Context, b *Box) error {
 	for _, m := range ms {
 		switch m.Name {
 		case b.cfg.MachineName:
-			errs = append(errs, fmt.Errorf("machine %q already exists: use hermes-box start, or destroy it first, or set HERMES_BOX_MACHINE_NAME", m.Name))
+			errs = append(errs, userr.WithHint(fmt.Errorf("machine %q already exists", m.Name),
+				"the box exists already: hermes-box start starts it (hermes-box status shows it); "+
+					"to make a new one, keep the workspace with hermes-box snapshot, then hermes-box destroy --force && hermes-box init "+
+					"(or set HERMES_BOX_MACHINE_NAME for a second box)"))
 		case b.cfg.BuilderName:
 			if ownsLeftBuilder(b, m.Name) {
 				b.leftBuilder = true // an interrupted init's: init deletes it

@@ -87,3 +87,33 @@ func TestWaitEndsOnTheSameFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatNamesTheLastTry: a wait's heartbeat line ends with the last
+// try's failure (README: "the bound and the last try's failure"), on one
+// line, its control characters made safe and cut at maxLastTry; a wait
+// with no failure yet says nothing of one.
+func TestHeartbeatNamesTheLastTry(t *testing.T) {
+	ui := &recordingUI{}
+	b := &Box{timing: defaultTimings(), ui: ui}
+	b.timing.machineCheck = time.Hour
+	w := waiting(b, "box", "the agent of box to report healthy")
+	beat := func(last error) string {
+		t.Helper()
+		ui.lines = nil
+		w.lastBeat = time.Now().Add(-b.timing.heartbeat)
+		if err := w.beat(t.Context(), last); err != nil {
+			t.Fatal(err)
+		}
+		return ui.text()
+	}
+	line := beat(errors.New("relaying health:\n  connection refused \x1b[2J"))
+	if !strings.HasSuffix(line, "; the last try: relaying health: connection refused \\x1b[2J") || strings.Count(line, "\n") != 0 {
+		t.Errorf("heartbeat: %q", line)
+	}
+	if line := beat(errors.New(strings.Repeat("x", 3*maxLastTry))); !strings.HasSuffix(line, "; the last try: "+strings.Repeat("x", maxLastTry)+"…") {
+		t.Errorf("a long failure: %q", line)
+	}
+	if line := beat(nil); strings.Contains(line, "last try") || !strings.Contains(line, "waiting for the agent of box") {
+		t.Errorf("no failure yet: %q", line)
+	}
+}

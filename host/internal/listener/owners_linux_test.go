@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermes-box/hermes-box/host/internal/relay/sshdtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,6 +121,12 @@ func TestCheckOwnerNonDumpableVMM(t *testing.T) {
 	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "does not hold it") {
 		t.Errorf("this user's squatter beside a readable VMM: %v", err)
 	}
+	// A VMM that is hidden but another user's (pid 1, root's): this
+	// user's socket that no readable process holds is not its.
+	err = c.CheckOwner(t.Context(), hardened.port, 1)
+	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "the box's VMM 1 does not hold it") {
+		t.Errorf("this user's hidden socket, for another user's VMM: %v", err)
+	}
 	err = c.CheckOwner(t.Context(), dumpable.port, hardened.pid)
 	if !errors.Is(err, ErrForeignListener) || !strings.Contains(err.Error(), "process "+strconv.Itoa(dumpable.pid)) {
 		t.Errorf("a readable process's port, for another VMM: %v", err)
@@ -136,46 +143,15 @@ func TestCheckOwnerNonDumpableVMM(t *testing.T) {
 	}
 }
 
-// rerunAsUser runs the test binary's tests matching run as uid 65534
-// (setpriv, util-linux), holding a loopback port of its own (uid 0) for
-// them to refuse, and fails with their output unless they pass.
+// rerunAsUser runs the test binary's test run as uid 65534
+// (sshdtest.RerunAsUser), holding a loopback port of its own (uid 0) for
+// it to refuse.
 func rerunAsUser(t *testing.T, run string) {
 	t.Helper()
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("setpriv (util-linux) not found")
-		}
-		t.Skip("setpriv (util-linux) not found")
-	}
-	dir, err := os.MkdirTemp("", "listener-user-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "listener.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil || os.Chmod(dir, 0o755) != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cmd := exec.CommandContext(t.Context(), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin,
-		"-test.run", run, "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir, rootPortEnv+"="+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+strings.Trim(run, "^$")) {
-		t.Fatalf("as uid 65534: %v\n%s", err, out)
-	}
-	t.Logf("as uid 65534:\n%s", out)
+	sshdtest.RerunAsUser(t, run, rootPortEnv+"="+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 }

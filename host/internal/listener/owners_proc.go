@@ -30,16 +30,15 @@ type procOwners struct {
 	// held marks the inodes those descriptors point at.
 	held map[string]bool
 	// hidden are the processes whose descriptors this user cannot read
-	// (a non-dumpable process, such as smolvm's VMM, or another user's),
-	// with their effective uids.
-	hidden map[int]int
+	// (a non-dumpable process, such as smolvm's VMM, or another user's).
+	hidden map[int]bool
 }
 
 // ownersFromProc finds the listening sockets on port in /proc/net/tcp{,6}
 // and the processes whose descriptors point at them, noting the processes
 // whose descriptors it cannot read.
 func (c Checker) ownersFromProc(port int) (procOwners, error) {
-	o := procOwners{held: map[string]bool{}, hidden: map[int]int{}}
+	o := procOwners{held: map[string]bool{}, hidden: map[int]bool{}}
 	for _, name := range []string{"tcp", "tcp6"} {
 		b, err := os.ReadFile(filepath.Join(c.proc(), "net", name))
 		if errors.Is(err, os.ErrNotExist) && name == "tcp6" {
@@ -72,9 +71,7 @@ func (c Checker) ownersFromProc(port int) (procOwners, error) {
 		}
 		fds, err := os.ReadDir(filepath.Join(c.proc(), e.Name(), "fd"))
 		if errors.Is(err, fs.ErrPermission) {
-			if uid, err := c.procUID(pid); err == nil {
-				o.hidden[pid] = uid
-			}
+			o.hidden[pid] = true
 			continue
 		}
 		holds := false
@@ -122,7 +119,9 @@ func (c Checker) checkOwnerProc(ctx context.Context, port, root int) error {
 			return fmt.Errorf("port %d is %w: a socket of uid %d (this user is uid %d) listens on it and is no process's this user can read; the box's VMM is %d",
 				port, ErrForeignListener, s.uid, me, root)
 		}
-		if uid, ok := o.hidden[root]; !ok || uid != me {
+		// Only the VMM's uid is read (/proc/<pid>/status), not that of
+		// every process hidden from this user.
+		if !o.hidden[root] || !c.hasUID(root, me) {
 			return fmt.Errorf("port %d is %w: a process of this user (uid %d) whose descriptors cannot be read listens on it; the box's VMM %d does not hold it",
 				port, ErrForeignListener, me, root)
 		}
@@ -136,6 +135,12 @@ func (c Checker) uid() int {
 		return *c.UID
 	}
 	return os.Geteuid()
+}
+
+// hasUID reports whether pid's effective uid is uid.
+func (c Checker) hasUID(pid, uid int) bool {
+	got, err := c.procUID(pid)
+	return err == nil && got == uid
 }
 
 // procUID is pid's effective uid from /proc/<pid>/status, which stays
