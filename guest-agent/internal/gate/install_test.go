@@ -253,6 +253,14 @@ func TestProbeRunsAsTheHermesUser(t *testing.T) {
 	if _, err := Probe(context.Background(), tgt, release(t, "0.19.0")); err == nil || !strings.Contains(err.Error(), "unreadable answer") {
 		t.Fatalf("got %v", err)
 	}
+	// A missing working directory is named, and nothing runs (exec would
+	// name the interpreter as the missing file).
+	tgt.WorkDir = filepath.Join(tgt.WorkDir, "gone")
+	ran := len(run.cmds)
+	if _, err := Probe(context.Background(), tgt, release(t, "0.19.0")); err == nil ||
+		!strings.Contains(err.Error(), "working directory "+tgt.WorkDir+" is missing") || len(run.cmds) != ran {
+		t.Fatalf("got %v, %d runs", err, len(run.cmds)-ran)
+	}
 }
 
 // TestInstallRealTrees installs the gate into copies of the real 0.16.0,

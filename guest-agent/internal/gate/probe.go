@@ -142,6 +142,10 @@ func runProbe(ctx context.Context, t Target, rel pins.HermesRelease, pattern str
 	if dir == "" {
 		dir = t.Source
 	}
+	// exec names the interpreter when the directory is missing; say which.
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return command.Output{}, fmt.Errorf("probing the approval gate: the gateway's working directory %s is missing or not a directory (boot prepares it)", dir)
+	}
 	c := command.Command{Path: t.Python, Args: []string{f.Name(), string(rel.Mechanism), t.Source}, Dir: dir, Timeout: timeout,
 		Env: append(append([]string{"HERMES_HOME=" + t.Home, "PATH=" + boxlayout.GatewayPath, "PYTHONNOUSERSITE=1"},
 			boxlayout.GatewayGitEnv()...), env...)}

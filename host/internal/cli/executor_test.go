@@ -314,8 +314,11 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	// Hermes with its approval gate, as provisioning leaves it.
 	boxtest.Must(t, os.CopyFS(root, os.DirFS(boxtest.GatedHermes(t))))
 	home := filepath.Join(root, "workspace/hermes-home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
+	// The box's home and the gateway's working directory, as boot prepares them.
+	for _, dir := range []string{home, filepath.Join(root, boxlayout.WorkDir)} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model:\n  default: gpt-5 # keep me\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -336,7 +339,7 @@ func TestExecutorConnectHermesAgainstTheAgent(t *testing.T) {
 	// The agent asked Hermes for the gate's verdict on the files it
 	// changed, so the next health check finds it kept.
 	if fi, err := os.Stat(filepath.Join(root, boxlayout.GateVerdictCache)); err != nil || fi.ModTime().Before(started) {
-		t.Fatalf("connect-hermes kept no gate verdict for the changed config (%v)", err)
+		t.Fatalf("connect-hermes kept no gate verdict for the changed config (%v)\n%s", err, errs)
 	}
 	for _, argv := range agent.argvs {
 		if strings.Contains(strings.Join(argv, " "), "exk_connect-1") {

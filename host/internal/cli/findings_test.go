@@ -453,7 +453,7 @@ func TestFailedAndInterruptedBackupsSayWhereTheBoxIs(t *testing.T) {
 	h.Extra = []string{"FAKESMOLVM_FAIL=machine create"}
 	r := h.run("restore", name)
 	h.Extra = nil
-	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + boxtest.Machine + `-\S+-pre-restore) \([0-9.]+ (B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
+	safety := regexp.MustCompile(`restores left 1 safety snapshot\(s\) of the box before them: (` + boxtest.Machine + `-\S+-pre-restore) \(added [0-9.]+ (?:B|KiB|MiB) to the store; restores to [0-9.]+ (?:B|KiB|MiB)\); once the box is as you want it, delete one with hermes-box backups delete NAME \(--force when it is the box's last good backup\)`)
 	m := safety.FindStringSubmatch(r.stderr)
 	expectFailure(t, "a restore whose candidate fails", r, 1, []string{"candidate failed, original kept", "\nthe box now: hermes-box is running, as it was; restores left 1 safety snapshot"})
 	if m == nil {

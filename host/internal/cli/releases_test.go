@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/hermes-box/hermes-box/host/internal/boxtest"
+	"github.com/hermes-box/hermes-box/host/internal/smolvm"
 	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
@@ -33,6 +34,10 @@ func wantEnv(release, line string) map[string]string {
 		if release != "1.0.4" {
 			env["SMOLVM_EGRESS_FLOOR"] = "strict"
 		}
+	}
+	// From 1.16.2 the export's helper VM is sized (pins.ExportHelperMemoryMiB).
+	if strings.HasPrefix(line, "pack create ") && !strings.HasSuffix(line, " --help") && release == "1.25.4" {
+		env[smolvm.ExportHelperMemoryEnv] = strconv.Itoa(pins.ExportHelperMemoryMiB)
 	}
 	if strings.HasPrefix(line, "machine create ") && strings.Contains(line, " --from ") {
 		env["SMOLVM_PACK_CACHE_MAX_BYTES"] = "17179869184"
