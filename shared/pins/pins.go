@@ -111,7 +111,7 @@ func (h HermesRelease) InstallerURL() string {
 
 // HermesReleases lists the supported Hermes commits, the default first.
 // Adding a release is one row here, its anchor set or requirement list in
-// guest-agent/internal/gate, and its check on the real tree (README,
+// guest-agent/internal/gate, and its check on the real tree (docs/gate.md,
 // "Adding a Hermes release").
 var HermesReleases = []HermesRelease{
 	{

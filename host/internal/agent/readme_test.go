@@ -11,13 +11,13 @@ import (
 	"github.com/hermes-box/hermes-box/shared/bounded"
 )
 
-// The README's table of the agent verbs the host calls lies between these.
+// docs/limits.md's table of the agent verbs the host calls lies between these.
 const (
 	readmeBegin = "<!-- agent verbs: generated from host/internal/agent/verbs.go by TestREADMEVerbTable -->\n"
 	readmeEnd   = "<!-- end of agent verbs -->\n"
 )
 
-// verbTable is the README's table of Verbs.
+// verbTable is docs/limits.md's table of Verbs.
 func verbTable() string {
 	var b strings.Builder
 	b.WriteString("| verb | arguments | input | answer | stdout at most | stderr (events) at most | deadline | idle deadline |\n")
@@ -64,10 +64,10 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%d s", d/time.Second)
 }
 
-// TestREADMEVerbTable: the README's list of caps and deadlines is the verb
-// table. HBX_UPDATE_README=1 rewrites it.
+// TestREADMEVerbTable: the list of caps and deadlines in docs/limits.md
+// (linked from the README) is the verb table. HBX_UPDATE_README=1 rewrites it.
 func TestREADMEVerbTable(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "README.md")
+	path := filepath.Join("..", "..", "..", "docs", "limits.md")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestREADMEVerbTable(t *testing.T) {
 	readme := string(b)
 	start, end := strings.Index(readme, readmeBegin), strings.Index(readme, readmeEnd)
 	if start < 0 || end < start {
-		t.Fatalf("README.md has no verb table between %q and %q", readmeBegin, readmeEnd)
+		t.Fatalf("docs/limits.md has no verb table between %q and %q", readmeBegin, readmeEnd)
 	}
 	got, want := readme[start+len(readmeBegin):end], verbTable()
 	if got == want {
@@ -88,5 +88,5 @@ func TestREADMEVerbTable(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md's verb table is not the table of host/internal/agent/verbs.go (HBX_UPDATE_README=1 rewrites it):\n%s", want)
+	t.Errorf("docs/limits.md's verb table is not the table of host/internal/agent/verbs.go (HBX_UPDATE_README=1 rewrites it):\n%s", want)
 }

@@ -58,7 +58,7 @@ const (
 )
 
 // The verbs the host calls. Each call goes through Client.Call with one of
-// them; the README's table of caps and deadlines is this one. Version,
+// them; docs/limits.md's table of caps and deadlines is this one. Version,
 // Netcheck, HostKeys and Provision run through smolvm exec directly
 // (relay.Exec with Direct): the agent refuses all but version through the
 // relay, and version is how the host learns the agent answers at all.

@@ -41,7 +41,7 @@ func (p PortableInfo) JSON() []byte {
 }
 
 // Notes renders PORTABLE.md: what the package holds and the steps that
-// restore it, the same as the README's.
+// restore it, the same as docs/backups.md's ("Portable packages").
 func (p PortableInfo) Notes() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# hermes-box portable package\n\n")

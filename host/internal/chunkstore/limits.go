@@ -22,13 +22,13 @@ var ErrStream = errors.New("the box's chunk stream is refused")
 
 // StreamLimit is one bound of what a box may send in a snapshot's chunk
 // stream (`snapshot chunks PART`), declared once, in StreamLimits: the
-// README's table of the stream is this one, and the hostile stream
+// table of the stream in docs/limits.md is this one, and the hostile stream
 // matrix (matrix_test.go) runs one case just over each and one flood of
 // it through Ingest.
 type StreamLimit struct {
 	// Key names the limit to the matrix.
 	Key string
-	// What is bounded, as the README says it.
+	// What is bounded, as docs/limits.md says it.
 	What string
 	// Value is the bound, in Unit; Rule, when set, is how it is derived
 	// (the value then being the one of the default backup.Limits).
@@ -120,7 +120,7 @@ func partChunks(lim backup.Limits) int64 {
 	return smallChunks(lim) + l.MaxUnpacked/snaptree.MinChunk
 }
 
-// Shown is the limit as the README's table shows it.
+// Shown is the limit as docs/limits.md's table shows it.
 func (l StreamLimit) Shown() string {
 	v := fmt.Sprintf("%d %s", l.Value, l.Unit)
 	if l.Unit == "bytes" && l.Value >= 1024 {

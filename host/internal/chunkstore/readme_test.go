@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// The README's table of the chunk stream's limits lies between these.
+// docs/limits.md's table of the chunk stream's limits lies between these.
 const (
 	streamBegin = "<!-- chunk stream limits: generated from host/internal/chunkstore/limits.go by TestREADMEStreamTable -->\n"
 	streamEnd   = "<!-- end of chunk stream limits -->\n"
 )
 
-// streamTable is the README's table of StreamLimits.
+// streamTable is docs/limits.md's table of StreamLimits.
 func streamTable() string {
 	var b strings.Builder
 	b.WriteString("| what the box sends | limit | checked |\n|---|---|---|\n")
@@ -24,16 +24,17 @@ func streamTable() string {
 	return b.String()
 }
 
-// TestREADMEStreamTable: the README's list of the chunk stream's limits
-// is StreamLimits. HBX_UPDATE_README=1 rewrites it.
+// TestREADMEStreamTable: the list of the chunk stream's limits in
+// docs/limits.md (linked from the README) is StreamLimits.
+// HBX_UPDATE_README=1 rewrites it.
 func TestREADMEStreamTable(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "README.md")
+	path := filepath.Join("..", "..", "..", "docs", "limits.md")
 	b, err := os.ReadFile(path)
 	must(t, err)
 	readme := string(b)
 	start, end := strings.Index(readme, streamBegin), strings.Index(readme, streamEnd)
 	if start < 0 || end < start {
-		t.Fatalf("README.md has no stream table between %q and %q", streamBegin, streamEnd)
+		t.Fatalf("docs/limits.md has no stream table between %q and %q", streamBegin, streamEnd)
 	}
 	got, want := readme[start+len(streamBegin):end], streamTable()
 	if got == want {
@@ -43,5 +44,5 @@ func TestREADMEStreamTable(t *testing.T) {
 		must(t, os.WriteFile(path, []byte(readme[:start+len(streamBegin)]+want+readme[end:]), 0o644))
 		return
 	}
-	t.Errorf("README.md's stream table is not StreamLimits of host/internal/chunkstore/limits.go (HBX_UPDATE_README=1 rewrites it):\n%s", want)
+	t.Errorf("docs/limits.md's stream table is not StreamLimits of host/internal/chunkstore/limits.go (HBX_UPDATE_README=1 rewrites it):\n%s", want)
 }

@@ -138,7 +138,7 @@ func runHostBinary(t *testing.T, dir, exe, goarch string, args ...string) (strin
 
 // The host binaries `make dist` adds: one per supported host platform, of
 // that platform, release-tagged with no test hooks; `package` carries
-// them, and in the unpacked package the README's step for a host of
+// them, and in the unpacked package docs/backups.md's step for a host of
 // another kind (copy bin/hermes-box-<os>-<arch> over bin/hermes-box) gives
 // a hermes-box that runs there.
 func TestDistBinariesInPortablePackage(t *testing.T) {
@@ -185,7 +185,7 @@ func TestDistBinariesInPortablePackage(t *testing.T) {
 			t.Errorf("the package's %s is not the executable make dist built: %v", rel, err)
 		}
 	}
-	// README, on a Linux host of each architecture: copy the platform's
+	// docs/backups.md, on a Linux host of each architecture: copy the platform's
 	// binary over bin/hermes-box and run it from the package.
 	for _, p := range distPlatforms {
 		if p.goos != "linux" {

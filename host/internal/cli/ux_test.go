@@ -58,8 +58,8 @@ func sh(t *testing.T, dir string, argv ...string) string {
 }
 
 // Item 1: a portable package, unpacked into a fresh directory, restores
-// there with only the README's steps; the restoring host's checks run
-// before anything is created.
+// there with only the steps of docs/backups.md ("Portable packages"); the
+// restoring host's checks run before anything is created.
 func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -83,7 +83,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	fresh := t.TempDir()
 	boxtest.Must(t, os.Rename(archive, filepath.Join(fresh, filepath.Base(archive))))
 	boxtest.Must(t, os.Rename(archive+".sha256", filepath.Join(fresh, filepath.Base(archive)+".sha256")))
-	// README: check, unpack, cd hermes-box, bin/hermes-box restore backups/….
+	// docs/backups.md: check, unpack, cd hermes-box, bin/hermes-box restore backups/….
 	sh(t, fresh, "sha256sum", "-c", filepath.Base(archive)+".sha256")
 	sh(t, fresh, "tar", "-xf", filepath.Base(archive))
 	proj := filepath.Join(fresh, "hermes-box")
