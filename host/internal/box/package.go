@@ -82,6 +82,11 @@ func writePackage(ctx context.Context, env *backupRun, staged *backup.Staged, la
 	for _, plat := range hostPlatforms {
 		files = append(files, "bin/hermes-box-"+plat)
 	}
+	// The README links its internals in docs/: the package's copy too.
+	docs, _ := filepath.Glob(filepath.Join(cfg.ProjectRoot, "docs", "*.md"))
+	for _, d := range docs {
+		files = append(files, "docs/"+filepath.Base(d))
+	}
 	for _, f := range files {
 		path := filepath.Join(cfg.ProjectRoot, f)
 		fi, err := os.Stat(path)

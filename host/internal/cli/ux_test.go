@@ -66,6 +66,9 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	h.Write("bin/hermes-box", boxtest.ReadFile(t, bins.hermesBox))
 	boxtest.Must(t, os.Chmod(filepath.Join(h.Root, "bin", "hermes-box"), 0o755))
 	h.Write("secret-env.txt", "OPENAI_API_KEY=HBX_TEST_PORTABLE_SECRET\n")
+	// The README and the internals it links.
+	h.Write("README.md", "see [backups](docs/backups.md)\n")
+	h.Write("docs/backups.md", "# Backups\n")
 	h.Extra = []string{"HBX_TEST_PORTABLE_SECRET=sk-portable"}
 	mustRun(t, h, "init")
 	h.WriteNote("carried over\n")
@@ -87,7 +90,7 @@ func TestPortablePackageRestoresInFreshDirectory(t *testing.T) {
 	sh(t, fresh, "sha256sum", "-c", filepath.Base(archive)+".sha256")
 	sh(t, fresh, "tar", "-xf", filepath.Base(archive))
 	proj := filepath.Join(fresh, "hermes-box")
-	for _, f := range []string{"state/hermes-box-ed25519", "state/hermes-box-ed25519.pub", "PORTABLE.md", "portable.json", "secret-env.txt", "bin/hermes-box", "Smolfile"} {
+	for _, f := range []string{"state/hermes-box-ed25519", "state/hermes-box-ed25519.pub", "PORTABLE.md", "portable.json", "secret-env.txt", "bin/hermes-box", "Smolfile", "README.md", "docs/backups.md"} {
 		if _, err := os.Stat(filepath.Join(proj, f)); err != nil {
 			t.Errorf("the package lacks %s: %v", f, err)
 		}
