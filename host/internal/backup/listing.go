@@ -59,10 +59,13 @@ func listTar(r io.Reader, lim Limits) ([]string, error) {
 	return ls.sorted(), nil
 }
 
-// lister collects an archive's names within its budget.
+// lister collects an archive's names within its budget; keep, when set,
+// selects the names kept (every entry is still checked and counted).
 type lister struct {
-	budget listBudget
-	names  []string
+	budget  listBudget
+	names   []string
+	entries int64
+	keep    func(name string) bool
 }
 
 func (l *lister) add(hdr *tar.Header) error {
@@ -73,7 +76,10 @@ func (l *lister) add(hdr *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	l.names = append(l.names, name)
+	l.entries++
+	if l.keep == nil || l.keep(name) {
+		l.names = append(l.names, name)
+	}
 	return nil
 }
 
@@ -117,8 +123,16 @@ func (h *HeaderLister) Add(hdr *tar.Header) error {
 	return nil
 }
 
-// Names returns the names listed, normalized and sorted.
+// Names returns the names listed (those Keep selects), normalized and
+// sorted.
 func (h *HeaderLister) Names() []string { return h.ls.sorted() }
+
+// Keep keeps only the names keep selects, so that a tree of a million
+// entries is checked without holding a million names.
+func (h *HeaderLister) Keep(keep func(name string) bool) { h.ls.keep = keep }
+
+// Entries is how many entries were listed, kept or not.
+func (h *HeaderLister) Entries() int64 { return h.ls.entries }
 
 // blockSize is a tar block's size.
 const blockSize = 512
@@ -175,9 +189,7 @@ func CheckWorkspace(names []string, legacy bool) error {
 	for _, n := range names {
 		n = strings.TrimPrefix(n, "./")
 		has[n] = true
-		if n == "work" || n == "work/" || strings.HasPrefix(n, "work/") {
-			work = true
-		}
+		work = work || isWork(n)
 	}
 	var missing []string
 	if !has["hermes-home/config.yaml"] {
@@ -193,6 +205,27 @@ func CheckWorkspace(names []string, legacy bool) error {
 		return fmt.Errorf("%w: %s lacks %s", ErrInvalid, FileWorkspace, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// isWork is whether a workspace name is the work directory or below it.
+func isWork(n string) bool { return n == "work" || n == "work/" || strings.HasPrefix(n, "work/") }
+
+// WorkspaceNames returns a Keep filter that keeps the names CheckWorkspace
+// reads: the configuration files it requires and the first name of the
+// work directory (one is all it needs), no other.
+func WorkspaceNames() func(name string) bool {
+	work := false
+	return func(name string) bool {
+		n := strings.TrimPrefix(name, "./")
+		switch {
+		case n == "hermes-home/config.yaml" || n == "codex-home/config.toml":
+			return true
+		case isWork(n) && !work:
+			work = true
+			return true
+		}
+		return false
+	}
 }
 
 // ctxReader fails reads once ctx is done, so long copies can be cancelled.

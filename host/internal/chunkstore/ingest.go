@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hermes-box/hermes-box/host/internal/backup"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/chunkwire"
 	"github.com/hermes-box/hermes-box/shared/snaptree"
 )
@@ -152,7 +153,13 @@ func (in *ingester) run(ctx context.Context, src ChunkSource, committed chunkwir
 		return PartRecord{}, nil, err
 	}
 	in.fresh.sort()
-	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, treeChecks{named: in.fresh.name, text: in.s.treeTextBudget(end.Tree)})
+	// Only the names the workspace's check reads are kept: a tree of a
+	// million entries costs no million names on the host.
+	keep := func(string) bool { return false }
+	if in.part == boxlayout.PartWorkspace {
+		keep = backup.WorkspaceNames()
+	}
+	p, names, err := in.s.checkTree(ctx, end.Tree, in.lim, treeChecks{named: in.fresh.name, text: in.s.treeTextBudget(end.Tree), keep: keep})
 	if err != nil {
 		return PartRecord{}, nil, err
 	}
@@ -262,6 +269,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	// The tree's entries are listed from their headers; a file's chunks
 	// are checked by their sizes in the index, none read.
 	ls := lim.HeaderLister()
+	ls.Keep(c.keep)
 	err := snaptree.Entries(s.treeReader(ctx, ids), func(e snaptree.Entry) error {
 		if err := textNames(e.Header); err != nil {
 			return err
@@ -278,9 +286,8 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 	if err != nil {
 		return PartRecord{}, nil, fmt.Errorf("checking the tree: %w", err)
 	}
-	names := ls.Names()
-	p.Entries = int64(len(names))
-	return p, names, nil
+	p.Entries = ls.Entries()
+	return p, ls.Names(), nil
 }
 
 // treeChecks are checkTree's checks at ingest: named, when set, is
@@ -289,6 +296,7 @@ func (s *Store) checkTree(ctx context.Context, tree []chunkwire.ID, lim backup.L
 type treeChecks struct {
 	named func(ID)
 	text  *treeText
+	keep  func(name string) bool // the names returned; nil: every one
 }
 
 // countingReader counts the bytes read through it into n.
