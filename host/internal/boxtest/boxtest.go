@@ -121,10 +121,10 @@ func New(t testing.TB, conf ...string) *Project {
 	p := &Project{T: t, Root: t.TempDir(), Conf: conf, AgentFn: "hermes-box-agent-linux-" + runtime.GOARCH}
 	// Short: the agent's control socket lives under a machine's root, and
 	// a unix socket's path has at most 107 bytes.
-	state, err := os.MkdirTemp("", "hbx")
+	state, err := os.MkdirTemp("", "h")
 	Must(t, err)
 	t.Cleanup(func() { os.RemoveAll(state) })
-	p.State = filepath.Join(state, "s")
+	p.State = state
 	p.Log = filepath.Join(p.State, "argv.jsonl")
 	p.Images = filepath.Join(t.TempDir(), "images")
 	seed := filepath.Join(p.Images, "ubuntu_24.04")
