@@ -145,6 +145,7 @@ func newRootCommand() *cobra.Command {
 	flags.String("log-level", "info", "log level: debug, info, warn or error")
 	flags.String("log-format", "text", "log format on stderr: text or json")
 	flags.Bool("debug", false, "shorthand for --log-level=debug")
+	flags.BoolP("quiet", "q", false, "print only warnings and errors on stderr (no steps or progress); the command's data on stdout is unchanged")
 	_ = root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
@@ -186,13 +187,21 @@ func setupLogging(cmd *cobra.Command) error {
 	if err := level.UnmarshalText([]byte(levelName)); err != nil {
 		return &usageErr{fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", levelName)}
 	}
+	quiet, _ := flags.GetBool("quiet")
 	if debug {
 		level = slog.LevelDebug
+	}
+	if quiet && (debug || flags.Changed("log-level")) {
+		return &usageErr{errors.New("invalid --quiet with --debug or --log-level: --quiet shows warnings and errors only")}
+	}
+	if quiet {
+		level = slog.LevelWarn
 	}
 	if format != "text" && format != "json" {
 		return &usageErr{fmt.Errorf("invalid --log-format %q: want text or json", format)}
 	}
 	r := progress.New(cmd.ErrOrStderr(), format)
+	r.SetQuiet(quiet)
 	cmd.SetContext(progress.NewContext(cmd.Context(), r))
 	slog.SetDefault(slog.New(progress.NewHandler(r, level)))
 	return nil

@@ -55,6 +55,9 @@ func TestGlobalFlagsAndErrors(t *testing.T) {
 		{"json logs", []string{"--log-format", "json", "version"}, 0, ""},
 		{"bad log format", []string{"--log-format", "xml", "version"}, 2, `invalid --log-format "xml"`},
 		{"bad log level", []string{"--log-level", "loud", "version"}, 2, `invalid --log-level "loud"`},
+		{"quiet", []string{"--quiet", "version"}, 0, ""},
+		{"quiet with debug", []string{"-q", "--debug", "version"}, 2, "invalid --quiet with --debug or --log-level"},
+		{"quiet with a level", []string{"-q", "--log-level", "info", "version"}, 2, "invalid --quiet with --debug or --log-level"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"extra args", []string{"version", "x"}, 2, "unknown command"},
 	}

@@ -50,6 +50,7 @@ type Renderer struct {
 	open    int       // numbered steps started and not ended
 	bars    *mpb.Progress
 	now     func() time.Time
+	quiet   bool // only warnings and errors are rendered (SetQuiet)
 }
 
 // New renders on w: JSON when format is "json", TTY when w is a terminal,
@@ -73,6 +74,15 @@ func NewMode(w io.Writer, mode Mode) *Renderer {
 
 // Mode is the renderer's mode.
 func (r *Renderer) Mode() Mode { return r.mode }
+
+// SetQuiet renders only warnings and errors from now on: no steps,
+// progress, transfers or information lines (--quiet). The command's data
+// on stdout is not the renderer's and is unchanged.
+func (r *Renderer) SetQuiet(quiet bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.quiet = quiet
+}
 
 // IsTerminal reports whether w is a character device.
 func IsTerminal(w io.Writer) bool {
@@ -107,6 +117,9 @@ func (r *Renderer) event(ev protocol.Event, num string) {
 	nested := num == "" && r.open > 0
 	if num != "" {
 		r.countPlanned(ev.State)
+	}
+	if r.quiet && ev.Type != protocol.EventWarning && !ev.Level.Enabled(protocol.LevelWarn) {
+		return
 	}
 	if r.mode != JSON {
 		// Events come from the box: their text is shown, never obeyed.

@@ -335,3 +335,38 @@ func TestTransferEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietRendersOnlyWarningsAndErrors: a quiet renderer drops steps,
+// transfers, progress and information lines in every mode, and keeps
+// warnings, a failed step and the agent's error lines.
+func TestQuietRendersOnlyWarningsAndErrors(t *testing.T) {
+	for _, mode := range []Mode{Plain, TTY, JSON} {
+		r, buf, _ := newFake(mode)
+		r.SetQuiet(true)
+		r.Step("build", "image")(nil)
+		r.Info("snapshot rootfs: read %d B", 10)
+		tr := r.Transfer("stage rootfs.tar.gz", 100)
+		tr.Add(50)
+		tr.Done(nil)
+		r.Event(protocol.Event{Type: protocol.EventProgress, Level: protocol.LevelInfo, Step: "pull", Message: "still running"})
+		r.Event(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelDebug, Message: "debug line"})
+		r.Summary("init")
+		if buf.Len() != 0 {
+			t.Fatalf("mode %d: quiet rendered %q", mode, buf.String())
+		}
+		r.Warn("the box is not qualified")
+		r.Step("boot", "")(errors.New("no kvm"))
+		r.Event(protocol.Event{Type: protocol.EventLog, Level: protocol.LevelError, Message: "agent failed"})
+		out := buf.String()
+		for _, want := range []string{"the box is not qualified", "boot", "agent failed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("mode %d: quiet dropped %q:\n%s", mode, want, out)
+			}
+		}
+		r.SetQuiet(false)
+		r.Info("loud again")
+		if !strings.Contains(buf.String(), "loud again") {
+			t.Errorf("mode %d: SetQuiet(false) still drops information lines", mode)
+		}
+	}
+}

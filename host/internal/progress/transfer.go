@@ -65,7 +65,7 @@ func (r *Renderer) transfer(name string, total int64, estimate bool) *Transfer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.event(protocol.Event{Type: protocol.EventStep, Level: protocol.LevelInfo, Step: name, State: protocol.StepStarted, Message: msg}, "")
-	if r.mode == TTY && r.bars == nil && hasWidth(r.w) {
+	if r.mode == TTY && !r.quiet && r.bars == nil && hasWidth(r.w) {
 		t.drawn = true
 		t.bars = mpb.New(mpb.WithOutput(r.w), mpb.WithWidth(60), mpb.WithAutoRefresh(), mpb.WithRefreshRate(150*time.Millisecond))
 		style := mpb.BarStyle().Lbound("[").Filler("#").Tip("#").Padding(".").Rbound("]")
