@@ -18,7 +18,9 @@ import (
 //
 // The parts come in this order. SIZE is decimal, SHA256 lowercase hex. The
 // agent hashes each part while it consumes it and marks the box
-// restore-ready only when all three matched.
+// restore-ready only when all of them matched. A workspace-only restore
+// (`hermes-box restore --workspace-only`) leaves the rootfs part out: the
+// box keeps the root file system of the image it was created from.
 const ApplyMagic = "hermes-box-apply 1"
 
 // ApplyPartKey is the first part of an apply stream, before the snapshot's

@@ -60,7 +60,9 @@ type ApplyOptions struct {
 // Apply reads the apply stream from r and restores the box below
 // opts.Root: extract the root, replace the workspace, then (the stream read
 // to its end) remove root entries the archive does not list, install the
-// authorized key, mark ready. The walk of the whole root waits for the end
+// authorized key, mark ready. A stream without the root part (a
+// workspace-only restore) replaces the workspace alone and records it as
+// the image's seed (keepRestoredWorkspace). The walk of the whole root waits for the end
 // of the stream so that the input keeps flowing: smolvm releases before
 // 1.8.1 end an `exec -i` whose input the guest stops reading for 10 s.
 func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
@@ -77,15 +79,27 @@ func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 	if err != nil {
 		return err
 	}
-	var pruneRoot func() error
-	if err := readPart(br, boxlayout.PartRootfs, opts.Progress, func(pr io.Reader) error {
-		var err error
-		pruneRoot, err = applyRoot(ctx, pr, opts)
-		return err
-	}); err != nil {
-		return err
+	line, err := readHeader(br)
+	if err != nil {
+		return fmt.Errorf("apply stream: part %s: %w", boxlayout.PartRootfs, err)
 	}
-	if err := readPart(br, boxlayout.PartWorkspace, opts.Progress, func(pr io.Reader) error { return applyWorkspace(ctx, pr, opts) }); err != nil {
+	// A workspace-only restore leaves the root part out: the box keeps the
+	// root file system it was created with (the current base image's).
+	workspaceOnly := strings.HasPrefix(line, "part "+boxlayout.PartWorkspace+" ")
+	pruneRoot := func() error { return nil }
+	if !workspaceOnly {
+		if err := consumePart(br, line, boxlayout.PartRootfs, opts.Progress, func(pr io.Reader) error {
+			var err error
+			pruneRoot, err = applyRoot(ctx, pr, opts)
+			return err
+		}); err != nil {
+			return err
+		}
+		if line, err = readHeader(br); err != nil {
+			return fmt.Errorf("apply stream: part %s: %w", boxlayout.PartWorkspace, err)
+		}
+	}
+	if err := consumePart(br, line, boxlayout.PartWorkspace, opts.Progress, func(pr io.Reader) error { return applyWorkspace(ctx, pr, opts) }); err != nil {
 		return err
 	}
 	if line, err := readHeader(br); err != nil || line != "end" {
@@ -93,6 +107,11 @@ func Apply(ctx context.Context, r io.Reader, opts ApplyOptions) error {
 	}
 	if err := pruneRoot(); err != nil {
 		return err
+	}
+	if workspaceOnly {
+		if err := keepRestoredWorkspace(opts.Root); err != nil {
+			return err
+		}
 	}
 	if err := installKey(opts.Root, key, opts.Chown); err != nil {
 		return err
@@ -118,6 +137,11 @@ func readPart(br *bufio.Reader, want string, progress func(string), consume func
 	if err != nil {
 		return fmt.Errorf("apply stream: part %s: %w", want, err)
 	}
+	return consumePart(br, line, want, progress, consume)
+}
+
+// consumePart is readPart of the part whose header line was read.
+func consumePart(br *bufio.Reader, line, want string, progress func(string), consume func(io.Reader) error) error {
 	part, err := protocol.ParseApplyHeader(line, want)
 	if err != nil {
 		return err
@@ -324,5 +348,24 @@ func markReady(root string) error {
 		return err
 	}
 	unix.Sync()
+	return nil
+}
+
+// keepRestoredWorkspace records the image's seed as the one the workspace
+// holds, so that the first boot of a box whose root is the image's does
+// not seed the restored workspace over (boot's workspaceSeed replaces
+// every top-level entry but work/ when the ids differ). A full restore's
+// root part brings both files from the backup.
+func keepRestoredWorkspace(root string) error {
+	id, err := os.ReadFile(filepath.Join(root, boxlayout.SeedID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the image's seed id: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(root, boxlayout.RestoredID), id, 0o600); err != nil {
+		return fmt.Errorf("recording the restored workspace: %w", err)
+	}
 	return nil
 }

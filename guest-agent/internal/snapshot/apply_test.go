@@ -84,3 +84,68 @@ func TestApplyPrunesAfterTheStream(t *testing.T) {
 		t.Errorf("workspace note %q, %v", b, err)
 	}
 }
+
+// TestApplyWorkspaceOnly: a stream without the root part (restore
+// --workspace-only) replaces the workspace and leaves the root as the
+// image made it, recording the image's seed as the workspace's so that
+// boot does not seed over the restored workspace; a full stream replaces
+// the root and leaves the seed record to the backup's root.
+func TestApplyWorkspaceOnly(t *testing.T) {
+	rootfs := tartest.TarGz(t, []tartest.Entry{tartest.Dir("etc/"), tartest.File("etc/passwd", "boxadmin:x:1000:1000::/home/boxadmin:/bin/sh\n"),
+		tartest.Dir("home/"), tartest.Dir("home/boxadmin/")})
+	workspace := tartest.TarGz(t, []tartest.Entry{tartest.File("note.txt", "restored\n")})
+	key := []byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA test\n")
+	for _, tc := range []struct {
+		name          string
+		parts         []string
+		imageFileKept bool
+		restoredID    string
+	}{
+		{"full", []string{boxlayout.PartRootfs, boxlayout.PartWorkspace}, false, ""},
+		{"workspace only", []string{boxlayout.PartWorkspace}, true, "base-1-2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for p, data := range map[string]string{
+				"opt/from-image.txt":               "image\n",
+				"etc/passwd":                       "boxadmin:x:1000:1000::/home/boxadmin:/bin/sh\n",
+				boxlayout.InRoot(boxlayout.SeedID): "base-1-2\n",
+				"workspace/stale.txt":              "stale\n",
+			} {
+				if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, p), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			parts := []protocol.ApplyPart{part(protocol.ApplyPartKey, key)}
+			for _, p := range tc.parts {
+				parts = append(parts, part(p, map[string][]byte{boxlayout.PartRootfs: rootfs, boxlayout.PartWorkspace: workspace}[p]))
+			}
+			var stream bytes.Buffer
+			if err := protocol.WriteApplyStream(&stream, parts); err != nil {
+				t.Fatal(err)
+			}
+			if err := Apply(context.Background(), &stream, ApplyOptions{Root: root}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, "opt", "from-image.txt")); (err == nil) != tc.imageFileKept {
+				t.Errorf("the image's file outside the workspace: kept %v, want %v", err == nil, tc.imageFileKept)
+			}
+			if b, err := os.ReadFile(filepath.Join(root, "workspace", "note.txt")); err != nil || string(b) != "restored\n" {
+				t.Errorf("workspace note %q, %v", b, err)
+			}
+			if _, err := os.Lstat(filepath.Join(root, "workspace", "stale.txt")); err == nil {
+				t.Error("the workspace was not replaced")
+			}
+			got, _ := os.ReadFile(filepath.Join(root, boxlayout.InRoot(boxlayout.RestoredID)))
+			if string(got) != tc.restoredID {
+				t.Errorf("the restored workspace's seed record %q, want %q", got, tc.restoredID)
+			}
+			if _, err := os.Stat(filepath.Join(root, boxlayout.InRoot(boxlayout.RestoreReady))); err != nil {
+				t.Errorf("not marked ready: %v", err)
+			}
+		})
+	}
+}

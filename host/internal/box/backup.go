@@ -40,6 +40,12 @@ type backupRun struct {
 	resume string
 	// anchor is the audit anchor a restored backup carries (nil: none).
 	anchor *auditanchor.Anchor
+	// workspaceOnly is the staged backup a restore --workspace-only
+	// applies without its root part ("" for none).
+	workspaceOnly string
+	// hermes is the Hermes version the box's last full health check
+	// reported (a restore records its commit).
+	hermes string
 }
 
 // loadBackupRun reads the project key for a snapshot, restore or package.
@@ -257,7 +263,11 @@ func (o *boxOps) apply(ctx context.Context, name string, port int, dir, label st
 	}
 	pr, pw := io.Pipe()
 	var size int64
-	for _, p := range backup.Parts {
+	parts := backup.Parts
+	if dir == o.env.workspaceOnly {
+		parts = []backup.Part{{Name: boxlayout.PartWorkspace, File: backup.FileWorkspace}}
+	}
+	for _, p := range parts {
 		if fi, err := os.Stat(filepath.Join(dir, p.File)); err == nil {
 			size += fi.Size()
 		}
@@ -269,7 +279,7 @@ func (o *boxOps) apply(ctx context.Context, name string, port int, dir, label st
 	w, done := progress.Track(ctx, "restore "+name, size, pw)
 	werr := make(chan error, 1)
 	go func() {
-		err := backup.WriteApply(dir, o.env.pubKey, w)
+		err := backup.WriteApplyParts(dir, o.env.pubKey, parts, w)
 		pw.CloseWithError(err)
 		werr <- err
 	}()
@@ -301,6 +311,9 @@ func (o *boxOps) Health(ctx context.Context, name string, port int) error {
 	}
 	if err := deepCheck(report); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if name == o.env.box.cfg.MachineName && report.Gate != nil {
+		o.env.hermes = report.Gate.HermesVersion
 	}
 	return nil
 }

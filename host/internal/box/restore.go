@@ -15,6 +15,7 @@ import (
 	"github.com/hermes-box/hermes-box/host/internal/chunkstore"
 	"github.com/hermes-box/hermes-box/host/internal/keys"
 	"github.com/hermes-box/hermes-box/host/internal/userr"
+	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/filenames"
 )
 
@@ -25,6 +26,10 @@ type RestoreOptions struct {
 	// DiscardCurrent deletes the current box without a safety snapshot
 	// (--discard-current), once the backup is verified and staged.
 	DiscardCurrent bool
+	// WorkspaceOnly applies the backup's workspace alone
+	// (--workspace-only): the box's root file system is the current base
+	// image's, with the Hermes and agent the last init built it with.
+	WorkspaceOnly bool
 }
 
 // Restore restores the backup src (an absolute path): directly when there
@@ -85,6 +90,11 @@ func restore(ctx context.Context, b *Box, env *backupRun, src string, opts Resto
 				slog.Warn("removing the staged copy", "error", err)
 			}
 		}()
+		if opts.WorkspaceOnly {
+			env.workspaceOnly = staged.Dir
+			b.ui.Warn("restoring the workspace of %s alone: the root file system is the current base image's (%s, with the Hermes and agent the last init built), "+
+				"so what was installed outside %s is not carried", filepath.Base(src), BaseArtifact(b), boxlayout.Workspace)
+		}
 		// Recovering an interrupted cut-over: what stands under the box's
 		// name is the half-made replacement; the original is in src.
 		if safety, _ := backup.Interrupted(cfg.StateDir()); safety != "" && safety == src {
@@ -107,6 +117,14 @@ func restore(ctx context.Context, b *Box, env *backupRun, src string, opts Resto
 		// incremental snapshot is told of that backup's chunks alone.
 		if err := chunkstore.NoteRestored(cfg.BackupsDir(), cfg.MachineName, boxIdentity(b), src, time.Now()); err != nil {
 			slog.Warn("noting the restored backup for the next snapshot", "error", err)
+		}
+		// The box runs the Hermes its health check found: the backup's, or
+		// the base image's for a workspace-only restore.
+		if err := recordHermes(b, env.hermes); err != nil {
+			slog.Warn("recording the restored box's Hermes", "error", err)
+		}
+		if env.hermes != "" {
+			b.ui.Info("the restored box runs Hermes %s", env.hermes)
 		}
 		if err := installAuditAnchor(ctx, b, env.anchor); err != nil {
 			return errors.Join(err, secretsAfterCutOver(ctx, b))

@@ -12,6 +12,7 @@ import (
 	"github.com/hermes-box/hermes-box/shared/atomicfile"
 	"github.com/hermes-box/hermes-box/shared/config"
 	"github.com/hermes-box/hermes-box/shared/filenames"
+	"github.com/hermes-box/hermes-box/shared/pins"
 )
 
 // Settings are the configuration a box was created with (init, or a
@@ -27,16 +28,38 @@ type Settings struct {
 	MemoryMiB       int    `json:"memoryMiB"`
 	StorageGB       int    `json:"storageGB"`
 	OverlayGB       int    `json:"overlayGB"`
+	// HermesCommit is the Hermes the box runs: the commit its base image
+	// was built with, or the one a restore's health check found (a full
+	// restore brings the backup's root file system, with its Hermes).
+	// Empty in a record made before it was kept: no drift is named then.
+	HermesCommit string `json:"hermesCommit,omitempty"`
 }
 
 func settingsOf(c *config.Config) Settings {
 	return Settings{Machine: c.MachineName, SSHPort: c.SSHPort, ExecutorEnabled: c.ExecutorEnabled, ExecutorPort: c.ExecutorPort,
-		NetworkMode: string(c.NetworkMode), CPUs: c.CPUs, MemoryMiB: c.MemoryMiB, StorageGB: c.StorageGB, OverlayGB: c.OverlayGB}
+		NetworkMode: string(c.NetworkMode), CPUs: c.CPUs, MemoryMiB: c.MemoryMiB, StorageGB: c.StorageGB, OverlayGB: c.OverlayGB,
+		HermesCommit: c.HermesCommit}
 }
 
 // recordSettings writes what the box was just created with.
 func recordSettings(b *Box) error {
-	data, err := json.MarshalIndent(settingsOf(b.cfg), "", "  ")
+	return writeSettings(b, settingsOf(b.cfg))
+}
+
+// recordHermes records the Hermes commit of version (what a restored
+// box's health check reported) as the one the box runs; a version the pins
+// table does not name leaves the record as it is.
+func recordHermes(b *Box, version string) error {
+	rel, err := pins.HermesByVersion(version)
+	if version == "" || err != nil {
+		return nil
+	}
+	b.cfg.HermesCommit = rel.Commit
+	return writeSettings(b, settingsOf(b.cfg))
+}
+
+func writeSettings(b *Box, s Settings) error {
+	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -81,6 +104,9 @@ func adoptSettings(b *Box) error {
 	c := *b.cfg
 	c.SSHPort, c.ExecutorEnabled, c.ExecutorPort, c.NetworkMode = s.SSHPort, s.ExecutorEnabled, s.ExecutorPort, config.NetworkMode(s.NetworkMode)
 	c.CPUs, c.MemoryMiB, c.StorageGB, c.OverlayGB = s.CPUs, s.MemoryMiB, s.StorageGB, s.OverlayGB
+	if s.HermesCommit != "" {
+		c.HermesCommit = s.HermesCommit
+	}
 	b.cfg = &c
 	return nil
 }
@@ -125,8 +151,43 @@ func Drift(b *Box) []string {
 	if have.ExecutorEnabled {
 		add("HERMES_BOX_EXECUTOR_PORT", itoa(have.ExecutorPort), itoa(want.ExecutorPort))
 	}
+	if have.HermesCommit != want.HermesCommit {
+		out = append(out, fmt.Sprintf("HERMES_BOX_HERMES_COMMIT is %s in the configuration, but the box runs %s, installed in its root file system when it was built, and keeps it",
+			hermesName(want.HermesCommit), hermesName(have.HermesCommit)))
+	}
 	return out
 }
+
+// hermesName is a Hermes commit with its release, when the pins table
+// names it.
+func hermesName(commit string) string {
+	if rel, err := pins.Hermes(commit); err == nil {
+		return commit + " (Hermes " + rel.Version + ")"
+	}
+	return commit
+}
+
+// DriftNext is how to apply what Drift names: a changed Hermes commit
+// takes the upgrade path (upgradeNext), which applies every other setting
+// too; the other settings, driftNext.
+func DriftNext(b *Box) string {
+	if len(Drift(b)) == 0 {
+		return ""
+	}
+	if b.cfg.HermesCommit != b.wanted.HermesCommit {
+		return upgradeNext
+	}
+	return driftNext
+}
+
+// upgradeNext is the upgrade path: a new box built with the configured
+// commit (and this hermes-box's agent), then the workspace of a backup of
+// the old one restored onto it. A plain restore of that backup would bring
+// its root file system, with the old Hermes, back.
+const upgradeNext = "Hermes is part of the box's root file system, which a restart keeps and a plain restore brings back from the backup: " +
+	"to move the box to it and keep the workspace, hermes-box snapshot before-upgrade, hermes-box destroy --force, hermes-box init " +
+	"(which builds the image with it), then hermes-box restore before-upgrade --workspace-only (docs/backups.md, \"Upgrading\"); " +
+	"or put the commit the box runs back in the configuration"
 
 // driftNext is how to apply the configuration: the box is re-created from
 // a backup of itself (restore creates it with the configuration), or the
@@ -138,11 +199,10 @@ const driftNext = "these are fixed when a box is created: to apply them, re-crea
 // warnDrift says, before anything waits on the box, which settings differ
 // from what it was created with and how to apply them.
 func warnDrift(b *Box) {
-	drift := Drift(b)
-	for _, d := range drift {
+	for _, d := range Drift(b) {
 		b.ui.Warn("%s", d)
 	}
-	if len(drift) > 0 {
-		b.ui.Warn("%s", driftNext)
+	if next := DriftNext(b); next != "" {
+		b.ui.Warn("%s", next)
 	}
 }

@@ -136,7 +136,7 @@ func Inspect(ctx context.Context, b *Box) (*Status, error) {
 	}
 	st.Network = networkStatus(b)
 	if st.Drift = Drift(b); len(st.Drift) > 0 {
-		st.DriftNext = driftNext
+		st.DriftNext = DriftNext(b)
 	}
 	st.Summarize()
 	st.State = string(st.Status)

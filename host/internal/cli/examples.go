@@ -54,7 +54,8 @@ hermes-box restore /mnt/usb/hermes-box-export-hermes-box-20260102-030405-manual.
 hermes-box backups delete --force hermes-box-20260102-030405-manual   # even the last good one`,
 	"restore": `hermes-box restore hermes-box-20260102-030405-manual     # a name hermes-box backups prints
 hermes-box restore latest
-hermes-box restore /mnt/usb/hermes-box-export-hermes-box-20260102-030405-manual.tar   # a copy backups export wrote`,
+hermes-box restore /mnt/usb/hermes-box-export-hermes-box-20260102-030405-manual.tar   # a copy backups export wrote
+hermes-box restore before-upgrade --workspace-only   # after destroy and init with a new Hermes: the workspace alone`,
 	"package": `hermes-box package                    # snapshot now, then package it
 hermes-box package --snapshot hermes-box-20260102-030405-manual move`,
 	"executor":                "hermes-box executor status\nhermes-box executor open",

@@ -32,12 +32,17 @@ func newRestoreCommand() *cobra.Command {
 			"rolling back from the safety snapshot if that fails. Before anything else, the backup's\n" +
 			"SSH signature (SHA256SUMS.sig) must verify with this project's key: one signed by another key\n" +
 			"is refused; --legacy-backup restores an unsigned one, made before backups were signed\n" +
-			"(never one recording another key's fingerprint).",
+			"(never one recording another key's fingerprint).\n\n" +
+			"--workspace-only applies the backup's workspace alone onto the current base image (what the last\n" +
+			"`hermes-box init` built, with the configured Hermes and this hermes-box's agent): the way to move a box\n" +
+			"to a newer Hermes or hermes-box and keep its workspace (docs/backups.md, \"Upgrading\"). What was\n" +
+			"installed outside /workspace is not carried.",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeBackups,
 		RunE:              restoreAction,
 	}
 	cmd.Flags().Bool("legacy-backup", false, "accept an unsigned backup (made before backups were signed): its origin is not checked")
+	cmd.Flags().Bool("workspace-only", false, "apply the backup's workspace alone: the root file system is the current base image's (an upgrade; what was installed outside /workspace is not carried)")
 	cmd.Flags().Bool("discard-current", false, "no safety snapshot: delete the current box once the backup is verified and staged (the way back from a compromised box)")
 	return cmd
 }
@@ -54,12 +59,17 @@ func restoreAction(cmd *cobra.Command, args []string) error {
 	var opts box.RestoreOptions
 	opts.LegacyOK, _ = cmd.Flags().GetBool("legacy-backup")
 	opts.DiscardCurrent, _ = cmd.Flags().GetBool("discard-current")
+	opts.WorkspaceOnly, _ = cmd.Flags().GetBool("workspace-only")
 	if err := box.Restore(cmd.Context(), b, src, opts); err != nil {
 		return err
 	}
 	if left := box.SafetySnapshots(cmd.Context(), b); left != "" {
 		renderer(cmd).Info("%s", left)
 	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", b.Config().MachineName, src)
+	what := b.Config().MachineName
+	if opts.WorkspaceOnly {
+		what = "the workspace of " + what
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "restored %s from %s\n", what, src)
 	return err
 }
