@@ -1,6 +1,7 @@
 package pins
 
 import (
+	"encoding/base64"
 	"errors"
 	"regexp"
 	"strings"
@@ -89,8 +90,13 @@ func TestDigest(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Codex.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), Codex.URL(AMD64)) {
-		t.Fatalf("codex amd64: got %v", err)
+	if _, err := UV.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), UV.URL(AMD64)) {
+		t.Fatalf("uv amd64: got %v", err)
+	}
+	// HERMES_BOX_CODEX_SHA256 keeps its rule: it may repeat a pinned digest,
+	// never change it.
+	if _, err := Codex.Digest(AMD64, other); err == nil || !strings.Contains(err.Error(), "HERMES_BOX_CODEX_SHA256 may not change a pinned digest") {
+		t.Fatalf("codex amd64 with another digest: got %v", err)
 	}
 }
 
@@ -134,5 +140,48 @@ func TestHermesByVersion(t *testing.T) {
 	}
 	if m := GateSourcePatch.IntendedMode(); m != "gated" {
 		t.Errorf("source-patch intends %q", m)
+	}
+}
+
+// TestCodexIsPinnedFromNpmForEveryArch: Codex downloads npm's platform
+// tarball of its version on both guest architectures, each with a SHA-256
+// (none is left to HERMES_BOX_CODEX_SHA256) and the registry's sha512
+// integrity it was checked against, and the pin names that source.
+func TestCodexIsPinnedFromNpmForEveryArch(t *testing.T) {
+	tests := []struct {
+		arch    Arch
+		npmArch string
+		target  string
+	}{
+		{ARM64, "arm64", "aarch64-unknown-linux-musl"},
+		{AMD64, "x64", "x86_64-unknown-linux-musl"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.arch), func(t *testing.T) {
+			want := "https://registry.npmjs.org/@openai/codex/-/codex-" + Codex.Version + "-linux-" + tt.npmArch + ".tgz"
+			if got := Codex.URL(tt.arch); got != want {
+				t.Errorf("URL %q, want %q", got, want)
+			}
+			d, err := Codex.Digest(tt.arch, "")
+			if err != nil || !hex64.MatchString(d) || d != Codex.SHA256[tt.arch] {
+				t.Errorf("digest without an override: %q, %v; want the pinned SHA-256", d, err)
+			}
+			in := Codex.Integrity[tt.arch]
+			b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(in, "sha512-"))
+			if !strings.HasPrefix(in, "sha512-") || err != nil || len(b) != 64 {
+				t.Errorf("integrity %q is not npm's sha512-<base64 of 64 bytes>", in)
+			}
+			if CodexTarget(tt.arch) != tt.target {
+				t.Errorf("target %q, want %q", CodexTarget(tt.arch), tt.target)
+			}
+		})
+	}
+	if len(Codex.URLs) != len(tests) || len(Codex.SHA256) != len(tests) || len(Codex.Integrity) != len(tests) {
+		t.Errorf("codex pins %d URLs, %d SHA-256s, %d integrities; want %d of each", len(Codex.URLs), len(Codex.SHA256), len(Codex.Integrity), len(tests))
+	}
+	for _, s := range []string{"npm registry", "dist.integrity", "@openai/codex@" + Codex.Version + "-linux-"} {
+		if !strings.Contains(Codex.DigestSource, s) {
+			t.Errorf("DigestSource %q does not name %q", Codex.DigestSource, s)
+		}
 	}
 }
