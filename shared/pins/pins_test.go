@@ -1,8 +1,14 @@
 package pins
 
 import (
+	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -182,6 +188,39 @@ func TestCodexIsPinnedFromNpmForEveryArch(t *testing.T) {
 	for _, s := range []string{"npm registry", "dist.integrity", "@openai/codex@" + Codex.Version + "-linux-"} {
 		if !strings.Contains(Codex.DigestSource, s) {
 			t.Errorf("DigestSource %q does not name %q", Codex.DigestSource, s)
+		}
+	}
+}
+
+// codexTarballsEnv names a directory holding npm's Codex tarballs as `npm
+// pack @openai/codex@<version>-linux-<arch>` names them
+// (openai-codex-<version>-linux-<arch>.tgz); TestCodexDigestsAreTheTarballs
+// runs only with it, to check a new pin against what was downloaded.
+const codexTarballsEnv = "HBX_CODEX_TARBALLS"
+
+// TestCodexDigestsAreTheTarballs: each pinned SHA-256 and npm integrity of
+// Codex are those of the same downloaded tarball.
+func TestCodexDigestsAreTheTarballs(t *testing.T) {
+	dir := os.Getenv(codexTarballsEnv)
+	if dir == "" {
+		t.Skip(codexTarballsEnv + " is not set")
+	}
+	for arch, npmArch := range map[Arch]string{ARM64: "arm64", AMD64: "x64"} {
+		f, err := os.Open(filepath.Join(dir, "openai-codex-"+Codex.Version+"-linux-"+npmArch+".tgz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s256, s512 := sha256.New(), sha512.New()
+		_, err = io.Copy(io.MultiWriter(s256, s512), f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(s256.Sum(nil)); got != Codex.SHA256[arch] {
+			t.Errorf("%s: tarball sha256 %s, pinned %s", arch, got, Codex.SHA256[arch])
+		}
+		if got := "sha512-" + base64.StdEncoding.EncodeToString(s512.Sum(nil)); got != Codex.Integrity[arch] {
+			t.Errorf("%s: tarball integrity %s, pinned %s", arch, got, Codex.Integrity[arch])
 		}
 	}
 }
