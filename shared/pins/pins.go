@@ -229,6 +229,14 @@ type Artifact struct {
 	URLs map[Arch]string
 	// SHA256 maps each architecture to its lowercase hex digest.
 	SHA256 map[Arch]string
+	// Integrity maps each architecture to the digest the artifact's own
+	// registry publishes for it, as the registry spells it (npm's
+	// dist.integrity, "sha512-<base64>"), when that is not a SHA-256: the
+	// record SHA256 was checked against. Downloads verify SHA256.
+	Integrity map[Arch]string
+	// DigestSource says where SHA256's digests come from and how they were
+	// checked; a default moves only with it.
+	DigestSource string
 	// OverrideKey is the hermes-box.conf key that supplies a digest the
 	// table does not know.
 	OverrideKey string
@@ -273,21 +281,37 @@ var UV = Artifact{
 	OverrideKey: "HERMES_BOX_UV_SHA256",
 }
 
-// Codex is the pinned Codex CLI standalone package.
+// Codex is the pinned Codex CLI: the npm registry's platform tarball of
+// @openai/codex (the package's optionalDependencies @openai/codex-linux-x64
+// and -linux-arm64 are npm:@openai/codex@<version>-linux-<arch>), which
+// carries Codex's standalone package under package/vendor/<CodexTarget>/.
+// 0.141.0 was GitHub's codex-package-<triple>.tar.gz, whose x86_64 digest
+// no source here published; GitHub's release assets cannot be read from
+// here, npm's can, with the registry's own integrity.
 var Codex = Artifact{
 	Name:    "codex",
-	Version: "0.141.0",
+	Version: "0.171.0",
 	URLs: map[Arch]string{
-		ARM64: "https://github.com/openai/codex/releases/download/rust-v0.141.0/codex-package-aarch64-unknown-linux-musl.tar.gz",
-		AMD64: "https://github.com/openai/codex/releases/download/rust-v0.141.0/codex-package-x86_64-unknown-linux-musl.tar.gz",
+		ARM64: "https://registry.npmjs.org/@openai/codex/-/codex-0.171.0-linux-arm64.tgz",
+		AMD64: "https://registry.npmjs.org/@openai/codex/-/codex-0.171.0-linux-x64.tgz",
 	},
 	SHA256: map[Arch]string{
-		ARM64: "b70030338592de3e361f3cde83d624f88061df300abe31b62075a5c5a058a6fc",
+		ARM64: "26ae27788c7d962ae64321aba4673f918b99b40c4655246930bf962fa5b81b01",
+		AMD64: "e13d67afb0533cc6160b5f4140e4ad07e2acd87adbaa081bbf69b82e90cf4e55",
 	},
+	Integrity: map[Arch]string{
+		ARM64: "sha512-9z17t4bbUJ9UCIb49O4PoA+ki+45q3rd8nZ8PeH6sYnlKkBld/Xpo/OS3h3Ti954+foshX4o7k5TCU8N7zzqQA==",
+		AMD64: "sha512-l66NZkQgdk2C3pbcfULDz42yEUB581MVA6I+Y43Wp4OIqEy73HCdmZ0GTjeAHY2ycuH4N00d9VsLrwT1jxshTw==",
+	},
+	DigestSource: "the npm registry's dist.integrity (sha512) of @openai/codex@0.171.0-linux-arm64 and -linux-x64 " +
+		"(`npm view @openai/codex@0.171.0-linux-<arch> dist.tarball dist.integrity`, 2026-11-29), checked against " +
+		"the downloaded tarballs (176,542,339 and 172,033,439 bytes); the SHA-256s computed from those tarballs",
 	OverrideKey: "HERMES_BOX_CODEX_SHA256",
 }
 
-// CodexTarget is the Rust target triple of the Codex package for arch.
+// CodexTarget is the Rust target triple of the Codex package for arch: the
+// directory under package/vendor/ of the npm tarball, and the target in
+// its codex-package.json.
 func CodexTarget(arch Arch) string {
 	if arch == AMD64 {
 		return "x86_64-unknown-linux-musl"

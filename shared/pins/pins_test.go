@@ -1,7 +1,14 @@
 package pins
 
 import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,8 +96,13 @@ func TestDigest(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Codex.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), Codex.URL(AMD64)) {
-		t.Fatalf("codex amd64: got %v", err)
+	if _, err := UV.Digest(AMD64, ""); !errors.Is(err, ErrUnknownDigest) || !strings.Contains(err.Error(), UV.URL(AMD64)) {
+		t.Fatalf("uv amd64: got %v", err)
+	}
+	// HERMES_BOX_CODEX_SHA256 keeps its rule: it may repeat a pinned digest,
+	// never change it.
+	if _, err := Codex.Digest(AMD64, other); err == nil || !strings.Contains(err.Error(), "HERMES_BOX_CODEX_SHA256 may not change a pinned digest") {
+		t.Fatalf("codex amd64 with another digest: got %v", err)
 	}
 }
 
@@ -134,5 +146,81 @@ func TestHermesByVersion(t *testing.T) {
 	}
 	if m := GateSourcePatch.IntendedMode(); m != "gated" {
 		t.Errorf("source-patch intends %q", m)
+	}
+}
+
+// TestCodexIsPinnedFromNpmForEveryArch: Codex downloads npm's platform
+// tarball of its version on both guest architectures, each with a SHA-256
+// (none is left to HERMES_BOX_CODEX_SHA256) and the registry's sha512
+// integrity it was checked against, and the pin names that source.
+func TestCodexIsPinnedFromNpmForEveryArch(t *testing.T) {
+	tests := []struct {
+		arch    Arch
+		npmArch string
+		target  string
+	}{
+		{ARM64, "arm64", "aarch64-unknown-linux-musl"},
+		{AMD64, "x64", "x86_64-unknown-linux-musl"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.arch), func(t *testing.T) {
+			want := "https://registry.npmjs.org/@openai/codex/-/codex-" + Codex.Version + "-linux-" + tt.npmArch + ".tgz"
+			if got := Codex.URL(tt.arch); got != want {
+				t.Errorf("URL %q, want %q", got, want)
+			}
+			d, err := Codex.Digest(tt.arch, "")
+			if err != nil || !hex64.MatchString(d) || d != Codex.SHA256[tt.arch] {
+				t.Errorf("digest without an override: %q, %v; want the pinned SHA-256", d, err)
+			}
+			in := Codex.Integrity[tt.arch]
+			b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(in, "sha512-"))
+			if !strings.HasPrefix(in, "sha512-") || err != nil || len(b) != 64 {
+				t.Errorf("integrity %q is not npm's sha512-<base64 of 64 bytes>", in)
+			}
+			if CodexTarget(tt.arch) != tt.target {
+				t.Errorf("target %q, want %q", CodexTarget(tt.arch), tt.target)
+			}
+		})
+	}
+	if len(Codex.URLs) != len(tests) || len(Codex.SHA256) != len(tests) || len(Codex.Integrity) != len(tests) {
+		t.Errorf("codex pins %d URLs, %d SHA-256s, %d integrities; want %d of each", len(Codex.URLs), len(Codex.SHA256), len(Codex.Integrity), len(tests))
+	}
+	for _, s := range []string{"npm registry", "dist.integrity", "@openai/codex@" + Codex.Version + "-linux-"} {
+		if !strings.Contains(Codex.DigestSource, s) {
+			t.Errorf("DigestSource %q does not name %q", Codex.DigestSource, s)
+		}
+	}
+}
+
+// codexTarballsEnv names a directory holding npm's Codex tarballs as `npm
+// pack @openai/codex@<version>-linux-<arch>` names them
+// (openai-codex-<version>-linux-<arch>.tgz); TestCodexDigestsAreTheTarballs
+// runs only with it, to check a new pin against what was downloaded.
+const codexTarballsEnv = "HBX_CODEX_TARBALLS"
+
+// TestCodexDigestsAreTheTarballs: each pinned SHA-256 and npm integrity of
+// Codex are those of the same downloaded tarball.
+func TestCodexDigestsAreTheTarballs(t *testing.T) {
+	dir := os.Getenv(codexTarballsEnv)
+	if dir == "" {
+		t.Skip(codexTarballsEnv + " is not set")
+	}
+	for arch, npmArch := range map[Arch]string{ARM64: "arm64", AMD64: "x64"} {
+		f, err := os.Open(filepath.Join(dir, "openai-codex-"+Codex.Version+"-linux-"+npmArch+".tgz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s256, s512 := sha256.New(), sha512.New()
+		_, err = io.Copy(io.MultiWriter(s256, s512), f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(s256.Sum(nil)); got != Codex.SHA256[arch] {
+			t.Errorf("%s: tarball sha256 %s, pinned %s", arch, got, Codex.SHA256[arch])
+		}
+		if got := "sha512-" + base64.StdEncoding.EncodeToString(s512.Sum(nil)); got != Codex.Integrity[arch] {
+			t.Errorf("%s: tarball integrity %s, pinned %s", arch, got, Codex.Integrity[arch])
+		}
 	}
 }

@@ -60,11 +60,11 @@ func newBox(t *testing.T, e *Env, art *artifactServer) *box {
 	writeFile(t, filepath.Join(b.Project, "bin", "hermes-box-agent-linux-"+runtime.GOARCH), agent, 0o755)
 	conf := fmt.Sprintf("HERMES_BOX_MACHINE_NAME=%s\nHERMES_BOX_BUILDER_NAME=%s\nHERMES_BOX_SSH_PORT=%d\n"+
 		"HERMES_BOX_CPUS=2\nHERMES_BOX_MEMORY_MIB=1536\n", b.Machine, b.Builder, b.SSHPort)
-	// amd64 has no pinned uv and Codex digests, so the configuration names
-	// the stand-ins'; arm64's are pinned (and may not be overridden), and
-	// the test pins replace the artifacts either way.
+	// amd64 has no pinned uv digest, so the configuration names the
+	// stand-in's; arm64's is pinned (and may not be overridden), as Codex's
+	// is on both, and the test pins replace the artifacts either way.
 	if GuestArch() == "amd64" {
-		conf += fmt.Sprintf("HERMES_BOX_UV_SHA256=%s\nHERMES_BOX_CODEX_SHA256=%s\n", art.UVSHA256, art.CodexSHA256)
+		conf += fmt.Sprintf("HERMES_BOX_UV_SHA256=%s\n", art.UVSHA256)
 	}
 	writeFile(t, filepath.Join(b.Project, "hermes-box.conf"), []byte(conf), 0o644)
 	for _, kv := range e.environ {
@@ -339,6 +339,11 @@ func (b *box) checkRepairs() {
 		"stage=codex ok: Codex "} {
 		mustf(t, strings.Contains(log, want), "startup log lacks %q:\n%s", want, tailText(log, 4000))
 	}
+	// The first boot unpacked the standalone package from npm's tarball,
+	// owned by hermes, without the voice resources.
+	installed := strings.Split(b.asRoot(`sh -c 'cd /workspace/codex-home/packages/standalone/current/ && find . -mindepth 1 -printf "%P:%u\n"'`), "\n")
+	slices.Sort(installed)
+	mustf(t, slices.Equal(installed, codexInstalled), "the Codex release holds %q; want %q", installed, codexInstalled)
 	mustf(t, b.asRoot("stat -c '%u:%g %a' /usr/bin/sudo /home/boxadmin/.ssh/authorized_keys") == "0:0 4755\n1001:1001 600", "sudo and authorized_keys after the repairs")
 	// Hermes' venv is root's: the hermes user cannot drop a .pth file that
 	// Python would run inside every Hermes process.

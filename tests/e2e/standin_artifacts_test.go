@@ -43,11 +43,10 @@ const guestPinsDir = "/tmp/hermes-box-test-pins"
 // view of it, and counts every request. PinsDir is the directory handed to
 // hermes-box init as HBX_TEST_AGENT_PINS.
 type artifactServer struct {
-	srv         *httptest.Server
-	PinsDir     string
-	UVSHA256    string
-	CodexSHA256 string
-	treeSHA256  string
+	srv        *httptest.Server
+	PinsDir    string
+	UVSHA256   string
+	treeSHA256 string
 
 	mu     sync.Mutex
 	served map[string][]byte
@@ -104,7 +103,7 @@ func newArtifactServer(t *testing.T, e *Env) *artifactServer {
 	}
 	writeFile(t, filepath.Join(a.PinsDir, "pins.json"), b, 0o644)
 	writeFile(t, filepath.Join(a.PinsDir, "ca.pem"), certPEM, 0o644)
-	a.UVSHA256, a.CodexSHA256 = digest(a.served["/uv/uv.tar.gz"]), digest(a.served["/codex/codex.tar.gz"])
+	a.UVSHA256 = digest(a.served["/uv/uv.tar.gz"])
 	return a
 }
 
@@ -161,8 +160,7 @@ func (a *artifactServer) build(t *testing.T, dir string) {
 		uvDir = "uv-aarch64-unknown-linux-gnu/"
 	}
 	a.served["/uv/uv.tar.gz"] = tarGz(t, []tarEntry{{uvDir, nil}, {uvDir + "uv", read("uv")}, {uvDir + "uvx", read("uv")}})
-	manifest, _ := json.Marshal(map[string]string{"version": pins.Codex.Version, "target": pins.CodexTarget(pins.Arch(GuestArch())), "entrypoint": "bin/codex"})
-	a.served["/codex/codex.tar.gz"] = tarGz(t, []tarEntry{{"codex-package.json", manifest}, {"bin/", nil}, {"bin/codex", read("codex")}})
+	a.served["/codex/codex.tar.gz"] = codexTarball(t, read("codex"))
 	nd := nodeName() + "/"
 	node := tarGz(t, []tarEntry{{nd, nil}, {nd + "bin/", nil}, {nd + "bin/node", read("node")},
 		{nd + "bin/npm", read("npm")}, {nd + "bin/npx", read("npm")}, {nd + "bin/corepack", read("npm")}})
@@ -172,6 +170,32 @@ func (a *artifactServer) build(t *testing.T, dir string) {
 	a.served["/node/SHASUMS256.txt"] = fmt.Appendf(nil, "%s  %s\n%s  %s\n",
 		digest([]byte("other")), otherNode()+".tar.gz", digest(node), nodeName()+".tar.gz")
 }
+
+// codexTarball is laid out as npm's platform tarball of Codex
+// (@openai/codex@<version>-linux-<arch>): the npm package's package.json,
+// and the standalone package of the guest's target under
+// package/vendor/<target>/, files only as npm packs it, the voice
+// resources the install leaves out included. codex is the stand-in
+// entrypoint; the helpers are scripts that do nothing.
+func codexTarball(t *testing.T, codex []byte) []byte {
+	arch := pins.Arch(GuestArch())
+	npmArch := map[pins.Arch]string{pins.ARM64: "arm64", pins.AMD64: "x64"}[arch]
+	pkg := "package/vendor/" + pins.CodexTarget(arch) + "/"
+	manifest, _ := json.Marshal(map[string]any{"layoutVersion": 1, "version": pins.Codex.Version, "target": pins.CodexTarget(arch),
+		"variant": "codex", "entrypoint": "bin/codex", "resourcesDir": "codex-resources", "pathDir": "codex-path"})
+	npm, _ := json.Marshal(map[string]string{"name": "@openai/codex", "version": pins.Codex.Version + "-linux-" + npmArch})
+	helper := []byte("#!/bin/sh\nexit 0\n")
+	return tarGz(t, []tarEntry{
+		{pkg + "codex-resources/bwrap", helper}, {pkg + "bin/codex", codex}, {pkg + "bin/codex-code-mode-host", helper},
+		{pkg + "codex-resources/voice/bin/codex-voice-host", helper}, {pkg + "codex-path/rg", helper},
+		{pkg + "codex-package.json", manifest}, {"package/package.json", npm}, {pkg + "codex-resources/voice/manifest.json", []byte("{}")},
+	})
+}
+
+// codexInstalled is what the first boot leaves in the Codex release
+// directory from codexTarball, each entry with its owner, sorted.
+var codexInstalled = []string{"bin/codex-code-mode-host:hermes", "bin/codex:hermes", "bin:hermes", "codex-package.json:hermes",
+	"codex-path/rg:hermes", "codex-path:hermes", "codex-resources/bwrap:hermes", "codex-resources:hermes"}
 
 func (a *artifactServer) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()

@@ -28,9 +28,11 @@ func TestInstallCodexOnFirstBoot(t *testing.T) {
 		}
 		t.Skip("the install chowns to hermes (needs root)")
 	}
+	// Laid out as npm's @openai/codex@0.171.0-linux-x64 tarball.
 	pkg := tartest.TarGz(t, []tartest.Entry{
-		{Name: "codex-package.json", Body: `{"version":"0.141.0","target":"x86_64-unknown-linux-musl","entrypoint":"bin/codex"}`, Mode: 0o644},
-		{Name: "bin/codex", Body: "#!/bin/sh\necho codex-cli 0.141.0\n", Mode: 0o755},
+		{Name: "package/package.json", Body: `{"name":"@openai/codex","version":"0.171.0-linux-x64"}`, Mode: 0o644},
+		{Name: "package/vendor/x86_64-unknown-linux-musl/codex-package.json", Body: `{"version":"0.171.0","target":"x86_64-unknown-linux-musl","entrypoint":"bin/codex"}`, Mode: 0o644},
+		{Name: "package/vendor/x86_64-unknown-linux-musl/bin/codex", Body: "#!/bin/sh\necho codex-cli 0.171.0\n", Mode: 0o755},
 	})
 	gets := 0
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,8 +41,8 @@ func TestInstallCodexOnFirstBoot(t *testing.T) {
 	}))
 	defer srv.Close()
 	sum := sha256.Sum256(pkg)
-	pin := provision.CodexPin{Version: "0.141.0", Target: "x86_64-unknown-linux-musl",
-		Archive:   provision.Artifact{URL: srv.URL + "/codex.tar.gz", SHA256: hex.EncodeToString(sum[:])},
+	pin := provision.CodexPin{Version: "0.171.0", Target: "x86_64-unknown-linux-musl",
+		Archive:   provision.Artifact{URL: srv.URL + "/codex-0.171.0-linux-x64.tgz", SHA256: hex.EncodeToString(sum[:])},
 		TestCAPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))}
 	root := t.TempDir()
 	if msg, err := installCodex(t.Context(), root, nil); err == nil || !strings.Contains(err.Error(), "no Codex pin") {
@@ -54,11 +56,11 @@ func TestInstallCodexOnFirstBoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg, err := installCodex(t.Context(), root, nil)
-	if err != nil || !strings.Contains(msg, "Codex 0.141.0-x86_64-unknown-linux-musl installed in /workspace/codex-home") {
+	if err != nil || !strings.Contains(msg, "Codex 0.171.0-x86_64-unknown-linux-musl installed in /workspace/codex-home") {
 		t.Fatalf("first boot: %q, %v", msg, err)
 	}
 	out, err := os.ReadFile(filepath.Join(root, boxlayout.CodexHome, "bin/codex"))
-	if err != nil || !strings.Contains(string(out), "codex-cli 0.141.0") {
+	if err != nil || !strings.Contains(string(out), "codex-cli 0.171.0") {
 		t.Fatalf("bin/codex: %q, %v", out, err)
 	}
 	if fi, err := os.Stat(filepath.Join(root, boxlayout.CodexHome, "config.toml")); err != nil || fi.Mode().Perm() != 0o600 {

@@ -17,7 +17,7 @@ import (
 func runProvision(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "provision", "[--dry-run] [--arch ARCH] [--authorized-keys FILE] [--hermes-commit SHA] [--uv-sha256 HEX] [--codex-sha256 HEX]")
 	dryRun := fs.Bool("dry-run", false, "only list what would change")
-	arch := fs.String("arch", runtime.GOARCH, "guest architecture (arm64 is pinned; amd64 needs the digests below)")
+	arch := fs.String("arch", runtime.GOARCH, "guest architecture (arm64 is pinned; amd64 needs the uv digest below)")
 	keys := fs.String("authorized-keys", "", "file with boxadmin's SSH public key")
 	commit := fs.String("hermes-commit", pins.DefaultHermesCommit, "Hermes commit to install (must be in shared/pins)")
 	uvSum := fs.String("uv-sha256", "", "HERMES_BOX_UV_SHA256 from hermes-box.conf, for an architecture without a pinned uv digest")

@@ -57,9 +57,10 @@ func TestProvisionRefusesUnpinnedArch(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errs, "HERMES_BOX_UV_SHA256") {
 		t.Fatalf("exit %d, out %q, err %s", code, out, errs)
 	}
+	// Codex is pinned on amd64 too: another digest may not replace it.
 	code, _, errs = run(t, "", "--root", t.TempDir(), "provision", "--dry-run", "--arch", "amd64",
-		"--uv-sha256", strings.Repeat("a", 64))
-	if code != 1 || !strings.Contains(errs, "HERMES_BOX_CODEX_SHA256") {
+		"--uv-sha256", strings.Repeat("a", 64), "--codex-sha256", strings.Repeat("b", 64))
+	if code != 1 || !strings.Contains(errs, "HERMES_BOX_CODEX_SHA256 may not change a pinned digest") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }

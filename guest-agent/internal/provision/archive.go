@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
@@ -19,12 +20,16 @@ type extractOpts struct {
 	uid, gid int
 	// maxBytes bounds the total size of the extracted files.
 	maxBytes int64
+	// skip leaves out entries (slash paths after strip) and what is below
+	// them; nil extracts everything.
+	skip func(rel string) bool
 }
 
 // extractTarGz unpacks a verified .tar.gz into dest, which must exist,
 // with tarfs.Extract: absolute names, "..", writes through links and links
 // that resolve outside dest are refused. Modes are normalized (directories
-// and executables 0755, other files 0644) and owners set to opts.
+// and executables 0755, other files 0644) and owners set to opts, the
+// directories an archive without directory entries implies included.
 func (p *Provisioner) extractTarGz(archive, dest string, opts extractOpts) error {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -40,15 +45,20 @@ func (p *Provisioner) extractTarGz(archive, dest string, opts extractOpts) error
 		opts.maxBytes = 2 << 30
 	}
 	res, err := tarfs.Extract(context.Background(), zr, dest, tarfs.Options{Strip: opts.strip, UID: -1, GID: -1,
-		Mode: normalMode, MaxBytes: opts.maxBytes, LinksInside: true})
+		Mode: normalMode, MaxBytes: opts.maxBytes, LinksInside: true, Skip: opts.skip})
 	if err != nil {
 		return fmt.Errorf("%s: %w", archive, err)
 	}
 	// Owners through the injectable Owner; no listed path runs through a
-	// symlink that leads out (LinksInside).
+	// symlink that leads out (LinksInside), and its parents are directories
+	// the extraction made or walked.
+	owned := map[string]bool{".": true}
 	for rel := range res.Listed {
-		if err := p.cfg.Owner.Lchown(filepath.Join(dest, filepath.FromSlash(rel)), opts.uid, opts.gid); err != nil {
-			return err
+		for r := rel; !owned[r]; r = path.Dir(r) {
+			owned[r] = true
+			if err := p.cfg.Owner.Lchown(filepath.Join(dest, filepath.FromSlash(r)), opts.uid, opts.gid); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

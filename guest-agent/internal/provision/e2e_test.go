@@ -257,7 +257,7 @@ func checkEvents(t *testing.T, f *fixture, steps int) {
 
 func checkProductionPins(t *testing.T) {
 	if pins.UV.SHA256[pins.ARM64] != "88e800834007cc5efd4675f166eb2a51e7e3ad19876d85fa8805a6fb5c922397" ||
-		pins.Codex.SHA256[pins.ARM64] != "b70030338592de3e361f3cde83d624f88061df300abe31b62075a5c5a058a6fc" ||
+		pins.Codex.SHA256[pins.ARM64] != "26ae27788c7d962ae64321aba4673f918b99b40c4655246930bf962fa5b81b01" ||
 		pins.HermesReleases[0].InstallerSHA256 != "c5ba7e89627577fab914514736ecfb3359b66956ca00199bfef616ca35953cb9" ||
 		!strings.HasPrefix(pins.UV.URL(pins.ARM64), "https://github.com/astral-sh/uv/") {
 		t.Fatal("a test run changed shared/pins")
@@ -350,7 +350,7 @@ func TestFirstBootCodex(t *testing.T) {
 	if rep, err := first(); err != nil || rep.Changed != 2 {
 		t.Fatalf("first boot: %+v, %v", rep, err)
 	}
-	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
+	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.171.0-aarch64-unknown-linux-musl")
 	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
 	f.wantFile("/workspace/codex-home/config.toml", nil, 0o600, boxlayout.ServiceUID, boxlayout.ServiceUID)
 	// The user's configuration survives later boots.

@@ -275,6 +275,40 @@ func newArtifact(b []byte) artifact {
 
 const nodeTarball = "node-v26.99.1-linux-arm64.tar.gz"
 
+// codexArm64 is the Codex target of the fixture's pins (arm64's).
+const codexArm64 = "aarch64-unknown-linux-musl"
+
+// codexManifestJSON is the codex-package.json of Codex 0.171.0 for target, as
+// the npm tarballs carry it.
+func codexManifestJSON(target string) string {
+	return `{"layoutVersion":1,"version":"0.171.0","target":"` + target + `","variant":"codex","entrypoint":"bin/codex","resourcesDir":"codex-resources","pathDir":"codex-path"}`
+}
+
+// codexTarball is laid out as npm's platform tarball of Codex 0.171.0
+// (@openai/codex@0.171.0-linux-<arch>): the npm package's package.json and
+// README, and the standalone package of target under
+// package/vendor/<target>/, files only (npm's tarballs carry no directory
+// entries), voice resources included. An empty manifest leaves
+// codex-package.json out.
+func codexTarball(target, manifest string) []tartest.Entry {
+	pkg := "package/vendor/" + target + "/"
+	entries := []tartest.Entry{
+		{Name: pkg + "codex-resources/bwrap", Body: "#!/bin/sh\necho bwrap\n", Mode: 0o755},
+		{Name: pkg + "bin/codex", Body: "#!/bin/sh\necho codex-cli 0.171.0\n", Mode: 0o755},
+		{Name: pkg + "bin/codex-code-mode-host", Body: "#!/bin/sh\n", Mode: 0o755},
+		{Name: pkg + "codex-resources/voice/bin/codex-voice-host", Body: "#!/bin/sh\n", Mode: 0o755},
+		{Name: pkg + "codex-path/rg", Body: "#!/bin/sh\necho rg\n", Mode: 0o755},
+		{Name: pkg + "codex-resources/voice/lib/libopus.so.0", Body: "elf", Mode: 0o755},
+		{Name: "package/package.json", Body: `{"name":"@openai/codex","version":"0.171.0-linux-arm64"}`, Mode: 0o644},
+		{Name: pkg + "codex-resources/voice/manifest.json", Body: "{}", Mode: 0o644},
+		{Name: "package/README.md", Body: "Codex CLI\n", Mode: 0o644},
+	}
+	if manifest != "" {
+		entries = append(entries, tartest.Entry{Name: pkg + "codex-package.json", Body: manifest, Mode: 0o644})
+	}
+	return entries
+}
+
 // fixture is a temp root, a loopback HTTPS server with stand-in artifacts,
 // a recording runner and a shared timeline.
 type fixture struct {
@@ -333,12 +367,7 @@ func (f *fixture) makeArtifacts() {
 		{Name: "uv-aarch64-unknown-linux-gnu/uv", Body: "#!/bin/sh\necho uv\n", Mode: 0o755},
 		{Name: "uv-aarch64-unknown-linux-gnu/uvx", Body: "#!/bin/sh\necho uvx\n", Mode: 0o755},
 	}))
-	f.codex = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
-		{Name: "codex-package.json", Body: `{"layoutVersion":1,"version":"0.141.0","target":"aarch64-unknown-linux-musl","entrypoint":"bin/codex","resourcesDir":"codex-resources","pathDir":"codex-path"}`, Mode: 0o644},
-		{Name: "bin/", Type: tar.TypeDir, Mode: 0o755},
-		{Name: "bin/codex", Body: "#!/bin/sh\necho codex-cli 0.141.0\n", Mode: 0o755},
-		{Name: "codex-path/rg", Body: "#!/bin/sh\n", Mode: 0o755},
-	}))
+	f.codex = newArtifact(tartest.TarGz(f.t, codexTarball(codexArm64, codexManifestJSON(codexArm64))))
 	top := strings.TrimSuffix(nodeTarball, ".tar.gz")
 	f.node = newArtifact(tartest.TarGz(f.t, []tartest.Entry{
 		{Name: top + "/", Type: tar.TypeDir, Mode: 0o775},

@@ -23,8 +23,8 @@ func TestResolvePins(t *testing.T) {
 		{"the 0.17.0 commit", pins.ARM64, "2bd1977d8fad185c9b4be47884f7e87f1add0ce3", Overrides{}, ""},
 		{"unknown commit", pins.ARM64, strings.Repeat("0", 40), Overrides{}, "unsupported Hermes commit"},
 		{"amd64 uv refuses", pins.AMD64, "", Overrides{}, "set HERMES_BOX_UV_SHA256=<sha256> in hermes-box.conf"},
-		{"amd64 codex refuses", pins.AMD64, "", Overrides{UVSHA256: other}, "set HERMES_BOX_CODEX_SHA256=<sha256> in hermes-box.conf"},
-		{"amd64 with both digests", pins.AMD64, "", Overrides{UVSHA256: other, CodexSHA256: other}, ""},
+		{"amd64 with the uv digest", pins.AMD64, "", Overrides{UVSHA256: other}, ""},
+		{"amd64 codex is pinned", pins.AMD64, "", Overrides{UVSHA256: other, CodexSHA256: other}, "HERMES_BOX_CODEX_SHA256 may not change a pinned digest"},
 		{"a pinned digest cannot be overridden", pins.ARM64, "", Overrides{UVSHA256: other}, "may not change a pinned digest"},
 		{"other arch", "riscv64", "", Overrides{}, `unsupported guest architecture "riscv64"`},
 	}
@@ -43,7 +43,8 @@ func TestResolvePins(t *testing.T) {
 			if err := p.validate(); err != nil {
 				t.Fatal(err)
 			}
-			if tt.arch == pins.AMD64 && (p.UV.SHA256 != other || p.CodexTarget != "x86_64-unknown-linux-musl" || !strings.Contains(p.UV.URL, "x86_64")) {
+			if tt.arch == pins.AMD64 && (p.UV.SHA256 != other || p.CodexTarget != "x86_64-unknown-linux-musl" || !strings.Contains(p.UV.URL, "x86_64") ||
+				p.Codex != (Artifact{URL: pins.Codex.URL(pins.AMD64), SHA256: pins.Codex.SHA256[pins.AMD64]})) {
 				t.Errorf("amd64 pins %+v", p)
 			}
 		})

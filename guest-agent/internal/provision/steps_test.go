@@ -12,6 +12,7 @@ import (
 
 	"github.com/hermes-box/hermes-box/guest-agent/internal/command"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/download"
+	"github.com/hermes-box/hermes-box/guest-agent/internal/tarfs"
 	"github.com/hermes-box/hermes-box/guest-agent/internal/tartest"
 	"github.com/hermes-box/hermes-box/shared/boxlayout"
 	"github.com/hermes-box/hermes-box/shared/protocol"
@@ -399,43 +400,133 @@ func TestUVStepWrongVersionIsRemoved(t *testing.T) {
 	}
 }
 
+// TestCodexStep: the step unpacks the standalone package of the guest's
+// target from npm's tarball into its release directory, owned by hermes
+// down to the directories the tarball only implies, without the voice
+// resources and the npm package's own files, and links it as `codex
+// update` keeps it.
 func TestCodexStep(t *testing.T) {
 	f := newFixture(t)
 	f.runTwice(f.provisioner(f.config(), "workspace", "codex"))
-	rel := "/workspace/codex-home/packages/standalone/releases/0.141.0-aarch64-unknown-linux-musl"
-	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.141.0\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
-	f.wantFile(rel, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
-	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.141.0-aarch64-unknown-linux-musl")
+	rel := "/workspace/codex-home/packages/standalone/releases/0.171.0-aarch64-unknown-linux-musl"
+	f.wantFile(rel+"/bin/codex", []byte("#!/bin/sh\necho codex-cli 0.171.0\n"), 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	f.wantFile(rel+"/codex-package.json", []byte(codexManifestJSON(codexArm64)), 0o644, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	for _, exe := range []string{"bin/codex-code-mode-host", "codex-path/rg", "codex-resources/bwrap"} {
+		f.wantFile(rel+"/"+exe, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	}
+	for _, d := range []string{"", "/bin", "/codex-path", "/codex-resources"} {
+		f.wantFile(rel+d, nil, 0o755, boxlayout.ServiceUID, boxlayout.ServiceUID)
+	}
+	for _, never := range []string{"codex-resources/voice", "package.json", "README.md", "package", "vendor"} {
+		if exists(filepath.Join(f.root, rel, never)) {
+			t.Errorf("the release holds %s", never)
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(f.root, "workspace/codex-home/packages/standalone/releases")); len(ents) != 1 {
+		t.Errorf("releases holds %v; want the release alone", ents)
+	}
+	f.wantLink("/workspace/codex-home/packages/standalone/current", "releases/0.171.0-aarch64-unknown-linux-musl")
 	f.wantLink("/workspace/codex-home/bin/codex", "../packages/standalone/current/bin/codex")
 	if b, err := os.ReadFile(filepath.Join(f.root, "workspace/codex-home/bin/codex")); err != nil || !strings.Contains(string(b), "codex-cli") {
 		t.Errorf("bin/codex does not resolve: %v", err)
 	}
 }
 
-func TestCodexStepChecksThePackageManifest(t *testing.T) {
-	tests := []struct{ name, manifest, want string }{
-		{"wrong version", `{"version":"0.140.0","target":"aarch64-unknown-linux-musl"}`, `version/target is "0.140.0"/"aarch64-unknown-linux-musl"`},
-		{"wrong target", `{"version":"0.141.0","target":"x86_64-unknown-linux-musl"}`, `want "0.141.0"/"aarch64-unknown-linux-musl"`},
-		{"escaping entrypoint", `{"version":"0.141.0","target":"aarch64-unknown-linux-musl","entrypoint":"../../x"}`, "leaves the package"},
-		{"no manifest", ``, "reading codex-package.json"},
+// TestCodexSkip: of npm's tarball only the standalone package of the
+// guest's target is unpacked, less its voice resources.
+func TestCodexSkip(t *testing.T) {
+	pkg := "package/vendor/aarch64-unknown-linux-musl"
+	tests := []struct {
+		rel  string
+		skip bool
+	}{
+		{"package", false},
+		{"package/vendor", false},
+		{pkg, false},
+		{pkg + "/codex-package.json", false},
+		{pkg + "/bin/codex", false},
+		{pkg + "/bin/codex-code-mode-host", false},
+		{pkg + "/codex-path/rg", false},
+		{pkg + "/codex-resources", false},
+		{pkg + "/codex-resources/bwrap", false},
+		{pkg + "/codex-resources/voice", true},
+		{pkg + "/codex-resources/voice/lib/libopus.so.0", true},
+		{pkg + "/codex-resources/voicemail", false},
+		{"package/package.json", true},
+		{"package/README.md", true},
+		{"package/vendor/x86_64-unknown-linux-musl/bin/codex", true},
+		{"package/vendor/aarch64-unknown-linux-musl-other/bin/codex", true},
+		{"other/bin/codex", true},
+	}
+	skip := codexSkip("aarch64-unknown-linux-musl")
+	for _, tt := range tests {
+		if got := skip(tt.rel); got != tt.skip {
+			t.Errorf("skip(%q) = %v, want %v", tt.rel, got, tt.skip)
+		}
+	}
+}
+
+// TestCodexStepRefusesBadArchives: a tarball that is not the pinned one,
+// one whose names or links lead out of the staging directory (even where
+// the install would skip the entry), another target's, and one whose
+// manifest is missing or names another release or an entrypoint outside
+// the package are refused, with nothing installed and nothing written
+// outside.
+func TestCodexStepRefusesBadArchives(t *testing.T) {
+	pkg := "package/vendor/" + codexArm64 + "/"
+	good := codexManifestJSON(codexArm64)
+	with := func(extra ...tartest.Entry) []tartest.Entry { return append(codexTarball(codexArm64, good), extra...) }
+	tests := []struct {
+		name    string
+		entries []tartest.Entry
+		digest  string // "" pins the served tarball's own
+		wantErr error
+		want    string
+	}{
+		{name: "wrong digest", entries: codexTarball(codexArm64, good), digest: strings.Repeat("0", 64),
+			wantErr: download.ErrDigestMismatch, want: "fetching codex 0.171.0-aarch64-unknown-linux-musl"},
+		{name: "dot-dot name inside the package", entries: with(tartest.File(pkg+"bin/../../../../../escaped", "x")),
+			wantErr: tarfs.ErrUnsafe},
+		{name: "dot-dot name the install would skip", entries: with(tartest.File("../escaped", "x")), wantErr: tarfs.ErrUnsafe},
+		{name: "absolute name", entries: with(tartest.File("/escaped", "x")), wantErr: tarfs.ErrUnsafe},
+		{name: "link out of the staging directory", entries: with(tartest.Symlink(pkg+"codex-path/escaped", "../../../../../escaped")),
+			wantErr: tarfs.ErrUnsafe},
+		{name: "absolute link", entries: with(tartest.Symlink(pkg+"codex-path/escaped", "/escaped")), wantErr: tarfs.ErrUnsafe},
+		{name: "another target's tarball", entries: codexTarball("x86_64-unknown-linux-musl", codexManifestJSON("x86_64-unknown-linux-musl")),
+			want: "the Codex archive has no package/vendor/aarch64-unknown-linux-musl/"},
+		{name: "wrong version", entries: codexTarball(codexArm64, `{"version":"0.170.0","target":"aarch64-unknown-linux-musl"}`),
+			want: `version/target is "0.170.0"/"aarch64-unknown-linux-musl"`},
+		{name: "wrong target", entries: codexTarball(codexArm64, `{"version":"0.171.0","target":"x86_64-unknown-linux-musl"}`),
+			want: `want "0.171.0"/"aarch64-unknown-linux-musl"`},
+		{name: "escaping entrypoint", entries: codexTarball(codexArm64, `{"version":"0.171.0","target":"aarch64-unknown-linux-musl","entrypoint":"../../x"}`),
+			want: "leaves the package"},
+		{name: "no manifest", entries: codexTarball(codexArm64, ""), want: "reading codex-package.json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			entries := []tartest.Entry{{Name: "bin/codex", Body: "#!/bin/sh\n", Mode: 0o755}}
-			if tt.manifest != "" {
-				entries = append(entries, tartest.Entry{Name: "codex-package.json", Body: tt.manifest, Mode: 0o644})
-			}
-			a := newArtifact(tartest.TarGz(t, entries))
+			a := newArtifact(tartest.TarGz(t, tt.entries))
 			f.served["/codex/codex.tar.gz"] = a.body
 			cfg := f.config()
 			cfg.Pins.Codex.SHA256 = a.sum
-			_, err := f.provisioner(cfg, "workspace", "codex").Run(t.Context())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want %q", err, tt.want)
+			if tt.digest != "" {
+				cfg.Pins.Codex.SHA256 = tt.digest
 			}
-			if ents, _ := os.ReadDir(filepath.Join(f.root, "workspace/codex-home/packages/standalone/releases")); len(ents) != 0 {
+			_, err := f.provisioner(cfg, "workspace", "codex").Run(t.Context())
+			if err == nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v; want %v containing %q", err, tt.wantErr, tt.want)
+			}
+			releases := filepath.Join(f.root, "workspace/codex-home/packages/standalone/releases")
+			if ents, _ := os.ReadDir(releases); len(ents) != 0 {
 				t.Errorf("releases holds %v after a refused package", ents)
+			}
+			for _, d := range []string{"", "workspace/codex-home/packages/standalone", "workspace/codex-home/packages"} {
+				if exists(filepath.Join(f.root, d, "escaped")) {
+					t.Errorf("the archive wrote %s", filepath.Join(d, "escaped"))
+				}
+			}
+			if exists(filepath.Join(f.root, "workspace/codex-home/packages/standalone/current")) {
+				t.Error("current was linked to a refused package")
 			}
 		})
 	}

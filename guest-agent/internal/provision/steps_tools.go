@@ -278,9 +278,9 @@ func checkCodex(_ context.Context, p *Provisioner) (Status, error) {
 	return Status{Pending: append(pending, s...)}, err
 }
 
-// applyCodex unpacks the standalone package into its release directory and
-// points `current` at it with an atomic rename, the layout `codex update`
-// maintains itself.
+// applyCodex unpacks the standalone package the npm tarball carries into
+// its release directory and points `current` at it with an atomic rename,
+// the layout `codex update` maintains itself.
 func applyCodex(ctx context.Context, p *Provisioner) error {
 	final := p.path(codexReleases + "/" + p.codexRelease())
 	m, err := p.readCodexManifest(final)
@@ -293,6 +293,35 @@ func applyCodex(ctx context.Context, p *Provisioner) error {
 	return p.put(dirs, nil, links)
 }
 
+// codexVoice is the part of the package left out: the realtime voice
+// host and its GStreamer and GLib libraries (about 50 MB unpacked), for
+// microphone input the box has no device for.
+const codexVoice = "codex-resources/voice"
+
+// codexPackageDir is where the npm platform tarball keeps the standalone
+// package of target.
+func codexPackageDir(target string) string { return "package/vendor/" + target }
+
+// codexSkip keeps the standalone package of target and what leads to it,
+// less its voice resources: codex-package.json, bin/ (codex and
+// codex-code-mode-host, which Codex runs for code mode), codex-path/ (rg,
+// which Codex prefers to one on PATH) and codex-resources/ (bwrap, the
+// Linux sandbox's). The npm package's own package.json and README, and any
+// other target's directory, are skipped.
+func codexSkip(target string) func(rel string) bool {
+	pkg := codexPackageDir(target)
+	return func(rel string) bool {
+		if rel == "package" || rel == "package/vendor" || rel == pkg {
+			return false
+		}
+		inner, ok := strings.CutPrefix(rel, pkg+"/")
+		return !ok || inner == codexVoice || strings.HasPrefix(inner, codexVoice+"/")
+	}
+}
+
+// installCodex unpacks the verified npm tarball's standalone package into
+// a staging directory beside final and renames it into place once its
+// manifest names the pinned version and target.
 func (p *Provisioner) installCodex(ctx context.Context, final string) (codexManifest, error) {
 	archive, err := p.fetch(ctx, "codex", "codex "+p.codexRelease(), p.cfg.Pins.Codex)
 	if err != nil {
@@ -307,20 +336,25 @@ func (p *Provisioner) installCodex(ctx context.Context, final string) (codexMani
 		return codexManifest{}, err
 	}
 	defer os.RemoveAll(staged)
-	if err := p.extractTarGz(archive, staged, extractOpts{uid: boxlayout.ServiceUID, gid: boxlayout.ServiceUID}); err != nil {
+	target := p.cfg.Pins.CodexTarget
+	if err := p.extractTarGz(archive, staged, extractOpts{uid: boxlayout.ServiceUID, gid: boxlayout.ServiceUID, skip: codexSkip(target)}); err != nil {
 		return codexManifest{}, err
 	}
-	m, err := p.readCodexManifest(staged)
+	pkg := filepath.Join(staged, filepath.FromSlash(codexPackageDir(target)))
+	if fi, err := os.Lstat(pkg); err != nil || !fi.IsDir() {
+		return codexManifest{}, fmt.Errorf("the Codex archive has no %s/ (another architecture's tarball?)", codexPackageDir(target))
+	}
+	m, err := p.readCodexManifest(pkg)
 	if err != nil {
 		return m, err
 	}
-	if err := os.Chmod(staged, 0o755); err != nil {
+	if err := os.Chmod(pkg, 0o755); err != nil {
 		return m, err
 	}
-	if err := p.cfg.Owner.Lchown(staged, boxlayout.ServiceUID, boxlayout.ServiceUID); err != nil {
+	if err := p.cfg.Owner.Lchown(pkg, boxlayout.ServiceUID, boxlayout.ServiceUID); err != nil {
 		return m, err
 	}
-	if err := swapIn(staged, final); err != nil {
+	if err := swapIn(pkg, final); err != nil {
 		return m, err
 	}
 	p.info("codex", "installed codex "+p.codexRelease())
