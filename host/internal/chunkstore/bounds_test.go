@@ -42,6 +42,9 @@ func runPlain(t *testing.T) bool {
 	if !raceEnabled || os.Getenv(envPlain) != "" {
 		return false
 	}
+	// Each runs in a process of its own, its heap its own: the three run
+	// beside each other and beside the package's other parallel tests.
+	t.Parallel()
 	plainOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "hb-chunkstore-plain-")
 		if err != nil {
