@@ -81,3 +81,49 @@ func TestDriftNamesTheHermesCommit(t *testing.T) {
 		t.Errorf("the upgrade path does not name init and the workspace-only restore: %s", upgradeNext)
 	}
 }
+
+// TestRecordHermesTakesOnlyAPinnedRelease: the Hermes version a restored
+// box's health check reports (the box's word) reaches the host's record
+// only as a release of the pins table, mapped to its commit there; any
+// other string (unknown, empty, a commit, escapes, too long) leaves the
+// record as it was.
+func TestRecordHermesTakesOnlyAPinnedRelease(t *testing.T) {
+	older, err := pins.HermesByVersion("0.16.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		version, want string
+	}{
+		{"0.16.0", older.Commit},
+		{"", pins.DefaultHermesCommit},
+		{"9.9.9", pins.DefaultHermesCommit},
+		{older.Commit, pins.DefaultHermesCommit},
+		{"0.16.0\x1b]52;c;aGk=\x07", pins.DefaultHermesCommit},
+		{" 0.16.0", pins.DefaultHermesCommit},
+		{strings.Repeat("0.16.0", 1<<16), pins.DefaultHermesCommit},
+	} {
+		cfg := config.Default(t.TempDir())
+		if err := os.MkdirAll(cfg.StateDir(), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		b := &Box{cfg: cfg}
+		if err := writeSettings(b, settingsOf(cfg)); err != nil {
+			t.Fatal(err)
+		}
+		if err := recordHermes(b, tc.version); err != nil {
+			t.Fatalf("%.40q: %v", tc.version, err)
+		}
+		data, err := os.ReadFile(filepath.Join(cfg.StateDir(), filenames.BoxSettings))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Settings
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.HermesCommit != tc.want || b.cfg.HermesCommit != tc.want {
+			t.Errorf("version %.40q: recorded %s (config %s), want %s", tc.version, s.HermesCommit, b.cfg.HermesCommit, tc.want)
+		}
+	}
+}
